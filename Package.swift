@@ -1,0 +1,71 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "RecordSync",
+    platforms: [.macOS(.v14), .iOS(.v17)],
+    products: [
+        .library(name: "RecordModel", targets: ["RecordModel"]),
+        .library(name: "RecordServer", targets: ["RecordServer"]),
+        .executable(name: "recordserver", targets: ["recordserver"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
+    ],
+    targets: [
+        .target(
+            name: "RecordModel",
+            path: "Sources/RecordModel",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "RecordServer",
+            dependencies: [
+                "RecordModel",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            path: "Server/RecordServer",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "recordserver",
+            dependencies: [
+                "RecordServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/recordserver",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RecordModelTests",
+            dependencies: ["RecordModel"],
+            path: "Tests/RecordModelTests",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RecordServerTests",
+            dependencies: [
+                "RecordServer",
+                "RecordModel",
+                "recordserver",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ],
+            path: "Tests/RecordServerTests",
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

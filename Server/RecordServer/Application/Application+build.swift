@@ -1,0 +1,46 @@
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+
+/// Builds the RecordSync server: opens the store under the data directory and wires the
+/// routes. Both `recordserver` and the tests call this.
+///
+/// The application logs `listening on http://HOST:PORT` once it accepts connections, and
+/// `onListening` (if given) receives the port (useful with port 0).
+///
+/// - Throws: when the data directory cannot be created or the database cannot be opened.
+public func buildApplication(
+    configuration: ServerConfiguration,
+    onListening: (@Sendable (_ port: Int) async -> Void)? = nil
+) throws -> some ApplicationProtocol {
+    try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
+    let store = try SQLiteRecordStore(path: configuration.databasePath, limits: configuration.limits)
+    return buildApplication(configuration: configuration, store: store, onListening: onListening)
+}
+
+/// Builds the server over a given store (any backend).
+public func buildApplication(
+    configuration: ServerConfiguration,
+    store: any RecordStore,
+    onListening: (@Sendable (_ port: Int) async -> Void)? = nil
+) -> some ApplicationProtocol {
+    let router = Router()
+    router.add(middleware: ErrorMiddleware())
+    DatabaseRoutes(store: store, limits: configuration.limits, maximumBodyBytes: configuration.maximumBodyBytes).register(on: router)
+
+    let logger = configuration.logger
+    var frameworkLogger = logger
+    frameworkLogger.logLevel = max(logger.logLevel, .warning)
+    let host = configuration.host
+    return Application(
+        router: router,
+        configuration: .init(address: .hostname(host, port: configuration.port), serverName: "recordserver"),
+        onServerRunning: { channel in
+            let port = channel.localAddress?.port ?? configuration.port
+            logger.notice("listening on http://\(host):\(port)")
+            await onListening?(port)
+        },
+        logger: frameworkLogger
+    )
+}

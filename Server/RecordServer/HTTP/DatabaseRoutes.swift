@@ -1,0 +1,113 @@
+import Foundation
+import Hummingbird
+import Logging
+import RecordModel
+
+/// The CloudKit Web Services endpoints under `/database/1/{container}/{environment}/{database}/`.
+struct DatabaseRoutes: Sendable {
+    let store: any RecordStore
+    let limits: StoreLimits
+    let maximumBodyBytes: Int
+
+    /// An endpoint: reads its body (if any) for a scope and answers.
+    typealias Endpoint = @Sendable (DatabaseRoutes, Data, DatabaseScope) async throws -> Response
+
+    static let endpoints: [(path: String, methods: [HTTPRequest.Method], handler: Endpoint)] = [
+        ("records/modify", [.post], { routes, body, scope in
+            try JSONBody.response(try await routes.store.modifyRecords(JSONBody.decode(ModifyRecordsRequest.self, from: body), in: scope))
+        }),
+        ("records/lookup", [.post], { routes, body, scope in
+            try JSONBody.response(try await routes.store.lookupRecords(JSONBody.decode(LookupRecordsRequest.self, from: body), in: scope))
+        }),
+        ("records/query", [.post], { routes, body, scope in
+            try JSONBody.response(try await routes.store.queryRecords(JSONBody.decode(QueryRecordsRequest.self, from: body), in: scope))
+        }),
+        ("records/changes", [.post], { routes, body, scope in
+            try JSONBody.response(try await routes.store.recordChanges(JSONBody.decode(RecordChangesRequest.self, from: body), in: scope))
+        }),
+        ("changes/zone", [.post], { routes, body, scope in
+            let request = try JSONBody.decode(ZoneChangesRequest.self, from: body)
+            try routes.limits.checkCount(request.zones.count, of: "zones")
+            var results: [ZoneChangesResult] = []
+            for zone in request.zones {
+                do {
+                    results.append(.success(try await routes.store.recordChanges(zone, in: scope)))
+                } catch let error as RecordSyncError {
+                    var error = error
+                    error.zoneID = error.zoneID ?? zone.zoneID ?? .defaultZone
+                    results.append(.failure(error))
+                }
+            }
+            return try JSONBody.response(ZoneChangesResponse(zones: results))
+        }),
+        ("changes/database", [.post], { routes, body, scope in
+            let request = body.isEmpty ? DatabaseChangesRequest() : try JSONBody.decode(DatabaseChangesRequest.self, from: body)
+            return try JSONBody.response(try await routes.store.databaseChanges(request, in: scope))
+        }),
+        ("zones/list", [.get, .post], { routes, _, scope in
+            try JSONBody.response(ZonesResponse(zones: try await routes.store.listZones(in: scope).map(ZoneResult.success)))
+        }),
+        ("zones/lookup", [.post], { routes, body, scope in
+            try JSONBody.response(ZonesResponse(zones: try await routes.store.lookupZones(JSONBody.decode(LookupZonesRequest.self, from: body).zones, in: scope)))
+        }),
+        ("zones/modify", [.post], { routes, body, scope in
+            try JSONBody.response(ZonesResponse(zones: try await routes.store.modifyZones(JSONBody.decode(ModifyZonesRequest.self, from: body), in: scope)))
+        }),
+        ("users/current", [.get, .post], { _, _, scope in
+            try JSONBody.response(UserIdentity(userRecordName: scope.user.userRecordName, userName: scope.user.name))
+        }),
+    ]
+
+    /// Registers every endpoint on `router`.
+    func register(on router: Router<BasicRequestContext>) {
+        for endpoint in Self.endpoints {
+            for method in endpoint.methods {
+                router.on(RouterPath("/database/1/:container/:environment/:database/\(endpoint.path)"), method: method) { request, context in
+                    try await self.handle(request, context: context, endpoint.handler)
+                }
+            }
+        }
+    }
+
+    private func handle(_ request: Request, context: BasicRequestContext, _ endpoint: Endpoint) async throws -> Response {
+        do {
+            let scope = try await self.scope(of: request, context: context)
+            let body: Data
+            do {
+                body = Data(buffer: try await request.body.collect(upTo: maximumBodyBytes))
+            } catch {
+                throw RecordSyncError(.limitExceeded, "the request body is larger than the limit of \(maximumBodyBytes) bytes")
+            }
+            return try await endpoint(self, body, scope)
+        } catch let error as RecordSyncError {
+            if error.code == .internalError {
+                context.logger.error("request failed", metadata: ["error.reason": "\(error.reason)"])
+            }
+            return JSONBody.response(for: error)
+        }
+    }
+
+    /// The database a request addresses and the user making it.
+    private func scope(of request: Request, context: BasicRequestContext) async throws -> DatabaseScope {
+        let token = try Credentials.token(in: request)
+        guard let user = try await store.user(forTokenHash: Credentials.hash(token)) else {
+            throw RecordSyncError(.authenticationFailed, "the token is not valid")
+        }
+        let container = context.parameters.get("container") ?? ""
+        if let problem = NameRules.problem(withName: container, kind: "container") {
+            throw RecordSyncError(.badRequest, problem)
+        }
+        let environment = context.parameters.get("environment") ?? ""
+        guard environment == "development" || environment == "production" else {
+            throw RecordSyncError(.badRequest, "environment must be development or production, not \(NameRules.quoted(environment))")
+        }
+        let database = context.parameters.get("database") ?? ""
+        if database == "shared" {
+            throw RecordSyncError(.notSupported, "the shared database is not supported yet")
+        }
+        guard let kind = DatabaseKind(rawValue: database) else {
+            throw RecordSyncError(.badRequest, "database must be public, private or shared, not \(NameRules.quoted(database))")
+        }
+        return DatabaseScope(container: container, environment: environment, kind: kind, user: user)
+    }
+}

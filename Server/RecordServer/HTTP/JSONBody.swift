@@ -1,0 +1,78 @@
+import Foundation
+import Hummingbird
+import RecordModel
+
+/// Reading request bodies and writing JSON responses.
+enum JSONBody {
+    /// Decodes a request body.
+    ///
+    /// - Throws: `BAD_REQUEST` whose reason names the offending part (`operations[2].operationType`).
+    static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
+        guard !data.isEmpty else { throw RecordSyncError(.badRequest, "the request body is empty; send a JSON object") }
+        do {
+            return try JSONDecoder().decode(type, from: data)
+        } catch let error as DecodingError {
+            throw RecordSyncError(.badRequest, reason(for: error))
+        } catch {
+            throw RecordSyncError(.badRequest, "the request body is not valid JSON")
+        }
+    }
+
+    /// A reason naming where decoding failed and why.
+    static func reason(for error: DecodingError) -> String {
+        func path(_ codingPath: [any CodingKey]) -> String {
+            var text = ""
+            for key in codingPath {
+                if let index = key.intValue { text += "[\(index)]" } else { text += text.isEmpty ? key.stringValue : ".\(key.stringValue)" }
+            }
+            return text.isEmpty ? "the request body" : text
+        }
+        switch error {
+        case .keyNotFound(let key, let context):
+            let parent = path(context.codingPath)
+            return parent == "the request body" ? "missing field \(key.stringValue)" : "\(parent): missing field \(key.stringValue)"
+        case .valueNotFound(_, let context):
+            return "\(path(context.codingPath)): a value is required, not null"
+        case .typeMismatch(let type, let context):
+            return "\(path(context.codingPath)): expected \(describe(type))"
+        case .dataCorrupted(let context):
+            if context.codingPath.isEmpty { return "the request body is not valid JSON" }
+            var detail = context.debugDescription
+            if let range = detail.range(of: "from invalid String value ") {
+                detail = "unknown value '\(detail[range.upperBound...])'"
+            }
+            return "\(path(context.codingPath)): \(detail)"
+        @unknown default:
+            return "the request body could not be read"
+        }
+    }
+
+    private static func describe(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Bool.Type: "a boolean"
+        case is Int.Type, is Int64.Type: "an integer"
+        case is Double.Type: "a number"
+        default:
+            String(describing: type).hasPrefix("Array") ? "an array" : "an object"
+        }
+    }
+
+    /// A JSON response.
+    static func response<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) throws -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        let data = try encoder.encode(value)
+        return Response(status: status, headers: [.contentType: "application/json; charset=utf-8"],
+                        body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    /// The JSON error response for `error`, with the HTTP status of its code.
+    static func response(for error: RecordSyncError) -> Response {
+        let data = (try? JSONEncoder().encode(ErrorBody(error))) ?? Data()
+        var headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
+        if let retryAfter = error.retryAfter { headers[.retryAfter] = String(Int(retryAfter.rounded(.up))) }
+        return Response(status: .init(code: error.code.httpStatus), headers: headers,
+                        body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}

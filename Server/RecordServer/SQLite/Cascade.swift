@@ -1,0 +1,56 @@
+import Foundation
+import GRDB
+import RecordModel
+
+/// Cascading deletes, set-based: the records a delete removes are found by one recursive query
+/// over the `refs_by_target` index and removed by a handful of set statements, never by
+/// loading the zone.
+enum Cascade {
+    /// Fills the temporary table `doomed` with `root` and every record that holds a
+    /// `DELETE_SELF` reference to a doomed record, transitively. `UNION` (not `UNION ALL`)
+    /// makes the recursion stop on cycles.
+    ///
+    /// - Returns: how many records are doomed, `root` included.
+    static func collect(root: String, zoneKey: Int64, in db: Database) throws -> Int {
+        try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS doomed(name TEXT PRIMARY KEY) WITHOUT ROWID")
+        try db.execute(sql: "DELETE FROM temp.doomed")
+        try db.execute(sql: """
+            INSERT INTO temp.doomed(name)
+            WITH RECURSIVE cascade(name) AS (
+                SELECT ?
+                UNION
+                SELECT refs.source FROM refs JOIN cascade
+                ON refs.zone_id = ? AND refs.target = cascade.name AND refs.action = 1
+            )
+            SELECT name FROM cascade
+            """, arguments: [root, zoneKey])
+        return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM temp.doomed") ?? 0
+    }
+
+    /// `VALIDATE` references into the doomed set from records outside it: (source, target)
+    /// pairs, at most `limit` of them.
+    static func validatingSources(zoneKey: Int64, limit: Int, in db: Database) throws -> [(source: String, target: String)] {
+        try Row.fetchAll(db, sql: """
+            SELECT refs.source, refs.target FROM temp.doomed JOIN refs
+            ON refs.zone_id = ? AND refs.target = doomed.name AND refs.action = 2
+            WHERE refs.source NOT IN (SELECT name FROM temp.doomed)
+            LIMIT ?
+            """, arguments: [zoneKey, limit]).map { ($0[0], $0[1]) }
+    }
+
+    /// Deletes every doomed record: tombstones numbered `firstSequence`, `firstSequence + 1`, …
+    /// (root first, then by name), their references, then the rows.
+    ///
+    /// - Returns: the names deleted besides `root`, sorted.
+    static func deleteDoomed(root: String, zoneKey: Int64, firstSequence: Int64, in db: Database) throws -> [String] {
+        try db.execute(sql: """
+            INSERT OR REPLACE INTO tombstones(zone_id, name, type, seq)
+            SELECT r.zone_id, r.name, r.type,
+                   ? + ROW_NUMBER() OVER (ORDER BY r.name <> ?, r.name) - 1
+            FROM temp.doomed d JOIN records r ON r.zone_id = ? AND r.name = d.name
+            """, arguments: [firstSequence, root, zoneKey])
+        try db.execute(sql: "DELETE FROM refs WHERE zone_id = ? AND source IN (SELECT name FROM temp.doomed)", arguments: [zoneKey])
+        try db.execute(sql: "DELETE FROM records WHERE zone_id = ? AND name IN (SELECT name FROM temp.doomed)", arguments: [zoneKey])
+        return try String.fetchAll(db, sql: "SELECT name FROM temp.doomed WHERE name <> ? ORDER BY name", arguments: [root])
+    }
+}

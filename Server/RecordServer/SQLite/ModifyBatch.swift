@@ -1,0 +1,163 @@
+import Foundation
+import GRDB
+import RecordModel
+
+/// One `records/modify` request being applied inside one write transaction.
+///
+/// Saves run first, grouped so that every target is written before the records that
+/// reference it (a reference cycle is one group); deletes follow in request order. In an
+/// atomic batch the first failure fails everything; otherwise each group runs in a savepoint
+/// and a failure undoes only that group.
+struct ModifyBatch {
+    /// An operation after validation.
+    struct Operation {
+        var type: OperationType
+        var name: String
+        var recordType: String
+        var changeTag: String?
+        /// Fields to set (for saves).
+        var fields: [String: FieldValue] = [:]
+        /// Fields to remove (an update's `null` values).
+        var removals: Set<String> = []
+        var desiredKeys: [String]?
+        /// The references this operation saves.
+        var references: [(field: String, reference: Reference)] { Record(recordName: name, recordType: recordType, fields: fields).references }
+    }
+
+    let db: Database
+    let scope: DatabaseScope
+    let zone: SQLiteRecordStore.ZoneRow
+    let containerID: Int64
+    let limits: StoreLimits
+    let atomic: Bool
+    let now = SQLiteRecordStore.now()
+    var operations: [Operation?]
+    var results: [RecordResult?]
+    var sequence: Int64
+    var failedNames: Set<String> = []
+    var cascadedNames: Set<String> = []
+    var schema: [String: [String: FieldType]] = [:]
+
+    init(request: ModifyRecordsRequest, scope: DatabaseScope, zone: SQLiteRecordStore.ZoneRow, containerID: Int64, limits: StoreLimits, db: Database) {
+        self.db = db
+        self.scope = scope
+        self.zone = zone
+        self.containerID = containerID
+        self.limits = limits
+        self.atomic = request.atomic ?? true
+        self.sequence = zone.sequence
+        self.operations = Array(repeating: nil, count: request.operations.count)
+        self.results = Array(repeating: nil, count: request.operations.count)
+    }
+
+    /// Applies the batch.
+    ///
+    /// - Returns: the per-record results, and whether the transaction should commit.
+    mutating func run(_ request: ModifyRecordsRequest) throws -> (RecordsResponse, commit: Bool) {
+        var seen: Set<String> = []
+        for (index, operation) in request.operations.enumerated() {
+            do {
+                let prepared = try prepare(operation, desiredKeys: operation.desiredKeys ?? request.desiredKeys)
+                guard seen.insert(prepared.name).inserted else {
+                    throw RecordSyncError(.badRequest, "record \(NameRules.quoted(prepared.name)) appears in more than one operation", recordName: prepared.name)
+                }
+                operations[index] = prepared
+            } catch let error as RecordSyncError {
+                fail(index, error, name: operation.record.recordName)
+                if atomic { return (atomicFailure(), false) }
+            }
+        }
+
+        let saves = operations.indices.filter { operations[$0].map { !$0.type.isDelete } ?? false }
+        let order = DependencyOrder.savingOrder(saves.map { index in
+            let operation = operations[index]!
+            return (operation.name, operation.references.map(\.reference.recordName))
+        })
+        for group in order {
+            let indices = group.map { saves[$0] }
+            guard try attempt(indices, { batch in try batch.save(indices) }) else { return (atomicFailure(), false) }
+        }
+        let deletes = operations.indices.filter { operations[$0]?.type.isDelete ?? false }
+        for index in deletes {
+            guard try attempt([index], { batch in try batch.delete(index) }) else { return (atomicFailure(), false) }
+        }
+
+        if sequence != zone.sequence {
+            let databaseSequence = try SQLiteRecordStore.nextDatabaseSequence(zone.databaseID, in: db)
+            try db.execute(sql: "UPDATE zones SET seq = ?, db_seq = ? WHERE id = ?", arguments: [sequence, databaseSequence, zone.id])
+        }
+        return (RecordsResponse(records: results.map { $0 ?? .failure(RecordSyncError(.internalError, "operation was not applied")) }), true)
+    }
+
+    // MARK: Running groups
+
+    /// Runs `body` for the operations `indices`; on failure records the error against them.
+    /// In a non-atomic batch the work runs in a savepoint that a failure rolls back.
+    ///
+    /// - Returns: `false` when an atomic batch must stop.
+    private mutating func attempt(_ indices: [Int], _ body: (inout ModifyBatch) throws -> Void) throws -> Bool {
+        if atomic {
+            do {
+                try body(&self)
+                return true
+            } catch let error as RecordSyncError {
+                failGroup(indices, error)
+                return false
+            }
+        }
+        var failure: RecordSyncError?
+        let savedSequence = sequence
+        let savedResults = results
+        let savedCascaded = cascadedNames
+        var copy = self
+        try db.inSavepoint {
+            do {
+                try body(&copy)
+                return .commit
+            } catch let error as RecordSyncError {
+                failure = error
+                return .rollback
+            }
+        }
+        if let failure {
+            sequence = savedSequence
+            results = savedResults
+            cascadedNames = savedCascaded
+            failGroup(indices, failure)
+        } else {
+            self = copy
+        }
+        return true
+    }
+
+    /// Records `error` against the operation it names (or the group's first) and a cycle
+    /// error against the rest of the group.
+    private mutating func failGroup(_ indices: [Int], _ error: RecordSyncError) {
+        let culprit = indices.first { operations[$0]?.name == error.recordName } ?? indices[0]
+        fail(culprit, error, name: operations[culprit]?.name)
+        for index in indices where index != culprit {
+            let name = operations[index]?.name
+            fail(index, RecordSyncError(error.code == .validatingReferenceError ? .validatingReferenceError : .atomicError,
+                                        "not saved: it is in a reference cycle with \(NameRules.quoted(operations[culprit]?.name ?? "")), which failed",
+                                        recordName: name), name: name)
+        }
+    }
+
+    private mutating func fail(_ index: Int, _ error: RecordSyncError, name: String?) {
+        var error = error
+        error.recordName = error.recordName ?? name
+        error.zoneID = zone.zoneID
+        results[index] = .failure(error)
+        if let name { failedNames.insert(name) }
+    }
+
+    /// Every result an error: the failures keep theirs, the rest are `ATOMIC_ERROR`.
+    private func atomicFailure() -> RecordsResponse {
+        let culprit = results.compactMap { $0?.error }.first
+        let reason = "not applied: the atomic batch failed" + (culprit.map { " (\($0.recordName.map(NameRules.quoted) ?? "an operation"): \($0.code))" } ?? "")
+        return RecordsResponse(records: results.indices.map { index in
+            if let error = results[index]?.error { return .failure(error) }
+            return .failure(RecordSyncError(.atomicError, reason, recordName: operations[index]?.name, zoneID: zone.zoneID))
+        })
+    }
+}

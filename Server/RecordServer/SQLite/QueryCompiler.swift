@@ -1,0 +1,321 @@
+import Foundation
+import GRDB
+import RecordModel
+
+/// Compiles a ``Query`` into one SQL statement over the `records` table.
+///
+/// Field filters read the stored JSON with `json_extract`; filters on a reference field go
+/// through the `refs_by_target` index, so "children of X" is an index search, not a scan.
+/// Paging is keyset-based: the statement selects the sort-key values, and a continuation
+/// marker carries the last row's values.
+struct QueryCompiler {
+    /// A compiled statement: its SQL, its arguments, and how many sort-key columns follow the
+    /// record columns.
+    struct Statement {
+        var sql: String
+        var arguments: StatementArguments
+        var sortKeyCount: Int
+    }
+
+    /// The zones queried (one, or all of a database for `zoneWide`).
+    let zoneKeys: [Int64]
+    /// The schema of the queried record type.
+    let schema: [String: FieldType]
+
+    private var zoneCondition: (sql: String, arguments: StatementArguments) {
+        if zoneKeys.count == 1 { return ("= ?", [zoneKeys[0]]) }
+        return ("IN (\(zoneKeys.map { _ in "?" }.joined(separator: ", ")))", StatementArguments(zoneKeys))
+    }
+
+    /// Compiles `query`.
+    ///
+    /// - Parameters:
+    ///   - marker: where the previous page ended, or `nil` for the first page.
+    ///   - limit: rows to fetch (the caller asks one more than it returns, to know if more remain).
+    /// - Throws: ``RecordSyncError`` with `BAD_REQUEST` naming the filter or sort key at fault.
+    func compile(_ query: Query, after marker: ContinuationMarker?, limit: Int) throws -> Statement {
+        var conditions: [String] = []
+        var arguments: StatementArguments = []
+        let zone = zoneCondition
+        conditions.append("r.zone_id \(zone.sql)")
+        arguments += zone.arguments
+        conditions.append("r.type = ?")
+        arguments += [query.recordType]
+
+        for (index, filter) in (query.filterBy ?? []).enumerated() {
+            do {
+                let (sql, filterArguments) = try condition(for: filter)
+                conditions.append(sql)
+                arguments += filterArguments
+            } catch let error as RecordSyncError {
+                throw RecordSyncError(.badRequest, "filterBy[\(index)]: \(error.reason)")
+            }
+        }
+
+        var sortKeys: [(sql: String, ascending: Bool)] = []
+        for (index, sort) in (query.sortBy ?? []).enumerated() {
+            do {
+                sortKeys.append((try sortExpression(for: sort), sort.ascending ?? true))
+            } catch let error as RecordSyncError {
+                throw RecordSyncError(.badRequest, "sortBy[\(index)]: \(error.reason)")
+            }
+        }
+
+        if let marker {
+            guard marker.values.count == sortKeys.count else {
+                throw RecordSyncError(.badRequest, "continuationMarker does not belong to this query")
+            }
+            let (sql, markerArguments) = keysetCondition(sortKeys: sortKeys, marker: marker)
+            conditions.append(sql)
+            arguments += markerArguments
+        }
+
+        let keyColumns = sortKeys.enumerated().map { ", \($1.sql) AS k\($0)" }.joined()
+        let order = (sortKeys.map { "\($0.sql) \($0.ascending ? "ASC" : "DESC")" } + ["r.zone_id ASC", "r.name ASC"]).joined(separator: ", ")
+        let sql = """
+            SELECT r.zone_id, \(RecordRow.columns(alias: "r"))\(keyColumns)
+            FROM records r
+            WHERE \(conditions.joined(separator: " AND "))
+            ORDER BY \(order)
+            LIMIT \(limit)
+            """
+        return Statement(sql: sql, arguments: arguments, sortKeyCount: sortKeys.count)
+    }
+
+    // MARK: Filters
+
+    private func condition(for filter: QueryFilter) throws -> (String, StatementArguments) {
+        let comparator = filter.comparator
+        switch comparator {
+        case .containsAllTokens, .containsAnyTokens, .near:
+            throw RecordSyncError(.badRequest, "comparator \(comparator.rawValue) is not supported yet")
+        default: break
+        }
+        if let system = filter.systemFieldName {
+            guard filter.fieldName == nil else { throw RecordSyncError(.badRequest, "give fieldName or systemFieldName, not both") }
+            guard !comparator.appliesToListElements else {
+                throw RecordSyncError(.badRequest, "\(comparator.rawValue) needs a list field, and \(system.rawValue) is not one")
+            }
+            return try scalarCondition(Self.column(for: system), comparator, filter.fieldValue, type: system.type.scalar)
+        }
+        guard let field = filter.fieldName else { throw RecordSyncError(.badRequest, "a filter needs fieldName or systemFieldName") }
+        if let problem = NameRules.problem(withFieldName: field) { throw RecordSyncError(.badRequest, problem) }
+
+        let type = try fieldType(field, given: filter.fieldValue, comparator: comparator)
+        if comparator.appliesToListElements {
+            guard type.isList else {
+                throw RecordSyncError(.badRequest, "\(comparator.rawValue) needs a list field, and \(NameRules.quoted(field)) is \(type)")
+            }
+            return try listCondition(field, comparator, filter.fieldValue, scalar: type.scalar)
+        }
+        guard !type.isList else {
+            throw RecordSyncError(.badRequest, "\(NameRules.quoted(field)) is \(type); compare its elements with LIST_CONTAINS and friends")
+        }
+        if type.scalar == .reference {
+            return try referenceCondition(field, comparator, filter.fieldValue)
+        }
+        return try scalarCondition(Self.path(field), comparator, filter.fieldValue, type: type.scalar)
+    }
+
+    /// The type a filter compares a field as: the schema's, else the given or inferred one.
+    private func fieldType(_ field: String, given value: RawFieldValue, comparator: QueryComparator) throws -> FieldType {
+        if let known = schema[field] {
+            if let given = value.type {
+                let compatible = given == known || (given.scalar == known.scalar && (comparator.takesList || comparator.appliesToListElements))
+                if !compatible {
+                    throw RecordSyncError(.badRequest, "field \(NameRules.quoted(field)) is \(known) in the schema, but the filter gives \(given)")
+                }
+            }
+            return known
+        }
+        if let given = value.type {
+            return comparator.appliesToListElements ? FieldType(given.scalar, isList: true) : FieldType(given.scalar)
+        }
+        guard let inferred = FieldValue.inferredType(of: value.value) else {
+            throw RecordSyncError(.badRequest, "cannot tell the type of field \(NameRules.quoted(field)); give fieldValue.type")
+        }
+        return comparator.appliesToListElements ? FieldType(inferred.scalar, isList: true) : FieldType(inferred.scalar)
+    }
+
+    private func scalarCondition(_ expression: String, _ comparator: QueryComparator, _ value: RawFieldValue, type: ScalarType) throws -> (String, StatementArguments) {
+        if comparator.takesList {
+            let values = try bindings(value.value, scalar: type, list: true)
+            let placeholders = values.map { _ in "?" }.joined(separator: ", ")
+            return ("\(expression) \(comparator == .in ? "IN" : "NOT IN") (\(placeholders))", StatementArguments(values))
+        }
+        let bound = try bindings(value.value, scalar: type, list: false)[0]
+        switch comparator {
+        case .equals: return ("\(expression) = ?", [bound])
+        case .notEquals: return ("\(expression) <> ?", [bound])
+        case .lessThan: return ("\(expression) < ?", [bound])
+        case .lessThanOrEquals: return ("\(expression) <= ?", [bound])
+        case .greaterThan: return ("\(expression) > ?", [bound])
+        case .greaterThanOrEquals: return ("\(expression) >= ?", [bound])
+        case .beginsWith, .notBeginsWith:
+            guard type == .string, let prefix = bound as? String else {
+                throw RecordSyncError(.badRequest, "\(comparator.rawValue) compares strings")
+            }
+            let sql = "substr(\(expression), 1, ?) = ?"
+            return (comparator == .beginsWith ? sql : "NOT (\(sql))", [prefix.unicodeScalars.count, prefix])
+        default:
+            throw RecordSyncError(.badRequest, "\(comparator.rawValue) does not apply to a single value")
+        }
+    }
+
+    private func listCondition(_ field: String, _ comparator: QueryComparator, _ value: RawFieldValue, scalar: ScalarType) throws -> (String, StatementArguments) {
+        if scalar == .reference {
+            let names = try bindings(value.value, scalar: .reference, list: comparator.takesList)
+            let exists = { (name: any DatabaseValueConvertible) -> (String, StatementArguments) in
+                ("(r.zone_id, r.name) IN (SELECT zone_id, source FROM refs WHERE zone_id \(self.zoneCondition.sql) AND target = ? AND field = ?)",
+                 self.zoneCondition.arguments + [name, field])
+            }
+            return try combine(comparator, names.map(exists))
+        }
+        let elements = "json_each(r.fields, '\(Self.jsonPath(field))')"
+        if comparator == .listMemberBeginsWith || comparator == .notListMemberBeginsWith {
+            guard scalar == .string, let prefix = try bindings(value.value, scalar: .string, list: false)[0] as? String else {
+                throw RecordSyncError(.badRequest, "\(comparator.rawValue) needs a STRING_LIST field")
+            }
+            let sql = "EXISTS (SELECT 1 FROM \(elements) WHERE substr(json_each.value, 1, ?) = ?)"
+            return (comparator == .listMemberBeginsWith ? sql : "NOT \(sql)", [prefix.unicodeScalars.count, prefix])
+        }
+        let values = try bindings(value.value, scalar: scalar, list: comparator.takesList)
+        return try combine(comparator, values.map { ("EXISTS (SELECT 1 FROM \(elements) WHERE json_each.value = ?)", [$0]) })
+    }
+
+    /// Joins per-value "list contains v" conditions as the comparator asks.
+    private func combine(_ comparator: QueryComparator, _ parts: [(String, StatementArguments)]) throws -> (String, StatementArguments) {
+        let arguments = parts.reduce(into: StatementArguments()) { $0 += $1.1 }
+        let sqls = parts.map(\.0)
+        switch comparator {
+        case .listContains: return (sqls[0], arguments)
+        case .notListContains: return ("NOT \(sqls[0])", arguments)
+        case .listContainsAny: return sqls.isEmpty ? ("0", []) : ("(\(sqls.joined(separator: " OR ")))", arguments)
+        case .listContainsAll: return sqls.isEmpty ? ("1", []) : ("(\(sqls.joined(separator: " AND ")))", arguments)
+        case .notListContainsAll: return sqls.isEmpty ? ("0", []) : ("NOT (\(sqls.joined(separator: " AND ")))", arguments)
+        default: throw RecordSyncError(.badRequest, "\(comparator.rawValue) does not apply to a list")
+        }
+    }
+
+    /// A filter on a single reference field, answered from the `refs` index.
+    private func referenceCondition(_ field: String, _ comparator: QueryComparator, _ value: RawFieldValue) throws -> (String, StatementArguments) {
+        let names = try bindings(value.value, scalar: .reference, list: comparator.takesList)
+        let zone = zoneCondition
+        let sources = { (placeholders: String) in
+            "(r.zone_id, r.name) IN (SELECT zone_id, source FROM refs WHERE zone_id \(zone.sql) AND target IN (\(placeholders)) AND field = ?)"
+        }
+        switch comparator {
+        case .equals, .in:
+            return (sources(names.map { _ in "?" }.joined(separator: ", ")), zone.arguments + StatementArguments(names) + [field])
+        case .notEquals, .notIn:
+            // Records that hold the field but not pointing at any of the names.
+            return ("(json_extract(r.fields, '\(Self.jsonPath(field))') IS NOT NULL AND NOT \(sources(names.map { _ in "?" }.joined(separator: ", "))))",
+                    zone.arguments + StatementArguments(names) + [field])
+        default:
+            throw RecordSyncError(.badRequest, "\(comparator.rawValue) does not apply to a REFERENCE field; use EQUALS, NOT_EQUALS, IN or NOT_IN")
+        }
+    }
+
+    /// SQL values for a filter's value: one, or each element of a list.
+    private func bindings(_ json: JSONValue, scalar: ScalarType, list: Bool) throws -> [any DatabaseValueConvertible] {
+        if list {
+            guard case .array(let elements) = json else { throw RecordSyncError(.badRequest, "fieldValue must be a list of \(scalar.rawValue) values") }
+            return try elements.flatMap { try bindings($0, scalar: scalar, list: false) }
+        }
+        let value = try FieldValue(json: json, type: FieldType(scalar))
+        switch value {
+        case .string(let string): return [string]
+        case .int64(let number), .timestamp(let number): return [number]
+        case .double(let number): return [number]
+        case .boolean(let flag): return [flag ? 1 : 0]
+        case .bytes(let data): return [data.base64EncodedString()]
+        case .reference(let reference): return [reference.recordName]
+        case .location, .asset, .list:
+            throw RecordSyncError(.badRequest, "\(scalar.rawValue) values cannot be compared (NEAR is not supported yet)")
+        }
+    }
+
+    // MARK: Sorting and paging
+
+    private func sortExpression(for sort: QuerySort) throws -> String {
+        if let system = sort.systemFieldName { return Self.column(for: system) }
+        guard let field = sort.fieldName else { throw RecordSyncError(.badRequest, "a sort key needs fieldName or systemFieldName") }
+        if let problem = NameRules.problem(withFieldName: field) { throw RecordSyncError(.badRequest, problem) }
+        switch schema[field] {
+        case let type? where type.isList || type.scalar == .location || type.scalar == .asset:
+            throw RecordSyncError(.badRequest, "cannot sort by \(NameRules.quoted(field)), a \(type) field")
+        case let type? where type.scalar == .reference:
+            return "json_extract(r.fields, '$.\(field).value.recordName')"
+        default:
+            return Self.path(field)
+        }
+    }
+
+    /// Rows strictly after the marker in the query's order.
+    private func keysetCondition(sortKeys: [(sql: String, ascending: Bool)], marker: ContinuationMarker) -> (String, StatementArguments) {
+        var alternatives: [String] = []
+        var arguments = StatementArguments()
+        var equalities: [String] = []
+        var equalityArguments = StatementArguments()
+        for (key, value) in zip(sortKeys, marker.values) {
+            let bound = Self.binding(value)
+            let after: String
+            var afterArguments = StatementArguments()
+            switch (key.ascending, bound) {
+            case (true, nil): after = "\(key.sql) IS NOT NULL"
+            case (true, let v?): after = "\(key.sql) > ?"; afterArguments = [v]
+            case (false, nil): after = "0"
+            case (false, let v?): after = "(\(key.sql) < ? OR \(key.sql) IS NULL)"; afterArguments = [v]
+            }
+            alternatives.append((equalities + [after]).joined(separator: " AND "))
+            arguments += equalityArguments
+            arguments += afterArguments
+            if let bound {
+                equalities.append("\(key.sql) = ?")
+                equalityArguments += [bound]
+            } else {
+                equalities.append("\(key.sql) IS NULL")
+            }
+        }
+        alternatives.append((equalities + ["(r.zone_id > ? OR (r.zone_id = ? AND r.name > ?))"]).joined(separator: " AND "))
+        arguments += equalityArguments
+        arguments += [marker.zone, marker.zone, marker.name]
+        return ("(" + alternatives.map { "(\($0))" }.joined(separator: " OR ") + ")", arguments)
+    }
+
+    private static func binding(_ value: JSONValue) -> (any DatabaseValueConvertible)? {
+        switch value {
+        case .int(let number): number
+        case .double(let number): number
+        case .string(let string): string
+        case .bool(let flag): flag ? 1 : 0
+        default: nil
+        }
+    }
+
+    /// The JSON value of a sort-key column, for a continuation marker.
+    static func markerValue(_ value: DatabaseValue) -> JSONValue {
+        switch value.storage {
+        case .int64(let number): .int(number)
+        case .double(let number): .double(number)
+        case .string(let string): .string(string)
+        case .null, .blob: .null
+        }
+    }
+
+    private static func column(for system: SystemFieldName) -> String {
+        switch system {
+        case .recordName: "r.name"
+        case .createdTimestamp: "r.created_at"
+        case .modifiedTimestamp: "r.modified_at"
+        case .createdUserRecordName: "r.created_by"
+        case .modifiedUserRecordName: "r.modified_by"
+        }
+    }
+
+    /// The JSON path of a field's value (field names are letters, digits and underscores, so
+    /// they need no quoting).
+    static func jsonPath(_ field: String) -> String { "$.\(field).value" }
+
+    private static func path(_ field: String) -> String { "json_extract(r.fields, '\(jsonPath(field))')" }
+}

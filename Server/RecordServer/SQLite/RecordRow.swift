@@ -1,0 +1,50 @@
+import Foundation
+import GRDB
+import RecordModel
+
+/// Reading and writing the `records` table's row form of a ``Record``.
+enum RecordRow {
+    /// The columns every record read selects, in the order ``record(from:zoneID:)`` reads them.
+    static let columns = "name, type, tag, fields, created_at, created_by, created_device, modified_at, modified_by, modified_device"
+
+    /// The same columns qualified with a table alias.
+    static func columns(alias: String) -> String {
+        columns.split(separator: ",").map { "\(alias).\($0.trimmingCharacters(in: .whitespaces))" }.joined(separator: ", ")
+    }
+
+    /// A record from a row holding ``columns`` starting at column `offset`.
+    static func record(from row: Row, zoneID: ZoneID, offset: Int = 0) throws -> Record {
+        let fieldsText: String = row[offset + 3]
+        return Record(
+            recordName: row[offset], recordType: row[offset + 1], zoneID: zoneID, recordChangeTag: row[offset + 2],
+            fields: try decodeFields(fieldsText),
+            created: Stamp(timestamp: row[offset + 4], userRecordName: row[offset + 5], deviceID: row[offset + 6]),
+            modified: Stamp(timestamp: row[offset + 7], userRecordName: row[offset + 8], deviceID: row[offset + 9])
+        )
+    }
+
+    /// The stored JSON form of a record's fields.
+    static func encodeFields(_ fields: [String: FieldValue]) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return String(decoding: try encoder.encode(fields), as: UTF8.self)
+    }
+
+    /// Fields from their stored JSON form.
+    static func decodeFields(_ text: String) throws -> [String: FieldValue] {
+        try JSONDecoder().decode([String: FieldValue].self, from: Data(text.utf8))
+    }
+
+    /// The change tag of the change with sequence number `sequence`: short, and unique within
+    /// the zone because sequence numbers are.
+    static func changeTag(_ sequence: Int64) -> String { String(sequence, radix: 36) }
+
+    /// The stored code of a reference action.
+    static func code(_ action: Reference.Action) -> Int {
+        switch action {
+        case .none: 0
+        case .deleteSelf: 1
+        case .validate: 2
+        }
+    }
+}

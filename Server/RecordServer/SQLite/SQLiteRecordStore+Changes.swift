@@ -1,0 +1,102 @@
+import Foundation
+import GRDB
+import RecordModel
+
+extension SQLiteRecordStore {
+    public func recordChanges(_ request: RecordChangesRequest, in scope: DatabaseScope) async throws -> ZoneChanges {
+        let limit = try limits.resultsLimit(request.resultsLimit)
+        let given = try request.syncToken.map { try ZoneChangeToken(string: $0) }
+        for type in request.desiredRecordTypes ?? [] {
+            if let problem = NameRules.problem(withName: type, kind: "desiredRecordTypes entry") { throw RecordSyncError(.badRequest, problem) }
+        }
+        return try await read(scope) { db, databaseID, _ in
+            let zone = try self.zone(request.zoneID, databaseID: databaseID, scope: scope, in: db)
+            let token = try given.map { try Self.check($0, for: zone, in: db) }
+                ?? ZoneChangeToken(zoneUID: zone.uid, sequence: 0, tombstoneFloor: zone.sequence)
+            var typeFilter = ""
+            var typeArguments = StatementArguments()
+            if let types = request.desiredRecordTypes {
+                typeFilter = " AND type IN (\(types.map { _ in "?" }.joined(separator: ", ")))"
+                typeArguments = StatementArguments(types)
+            }
+            // Both halves are read in sequence order from their (zone_id, seq) indexes and merged.
+            let sql = """
+                SELECT * FROM (
+                    SELECT seq, 0 AS deleted, \(RecordRow.columns) FROM records
+                    WHERE zone_id = ? AND seq > ?\(typeFilter)
+                    UNION ALL
+                    SELECT seq, 1, name, type, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM tombstones
+                    WHERE zone_id = ? AND seq > ? AND seq > ?\(typeFilter)
+                ) ORDER BY seq LIMIT ?
+                """
+            let arguments: StatementArguments = [zone.id, token.sequence] + typeArguments
+                + [zone.id, token.sequence, token.tombstoneFloor] + typeArguments + [limit + 1]
+            var records: [Record] = []
+            var lastSequence = token.sequence
+            var more = false
+            let rows = try Row.fetchCursor(db, sql: sql, arguments: arguments)
+            while let row = try rows.next() {
+                if records.count == limit {
+                    more = true
+                    break
+                }
+                lastSequence = row[0]
+                if (row[1] as Int64) == 1 {
+                    records.append(Record(recordName: row[2], recordType: row[3], zoneID: zone.zoneID, deleted: true))
+                } else {
+                    records.append(try RecordRow.record(from: row, zoneID: zone.zoneID, offset: 2).restricted(to: request.desiredKeys))
+                }
+            }
+            // A page that reaches the end covers everything up to the zone's current sequence.
+            let next = ZoneChangeToken(zoneUID: zone.uid, sequence: more ? lastSequence : zone.sequence, tombstoneFloor: token.tombstoneFloor)
+            return ZoneChanges(zoneID: zone.zoneID, records: records, syncToken: next.string, moreComing: more)
+        }
+    }
+
+    /// Checks that a token belongs to this incarnation of this zone.
+    ///
+    /// - Throws: `CHANGE_TOKEN_EXPIRED` for a token of an earlier incarnation (the zone was
+    ///   deleted and recreated); `BAD_REQUEST` for a token of another zone or from the future.
+    static func check(_ token: ZoneChangeToken, for zone: ZoneRow, in db: Database) throws -> ZoneChangeToken {
+        if token.zoneUID != zone.uid {
+            let owner = try Int64.fetchOne(db, sql: "SELECT zone_id FROM zone_incarnations WHERE uid = ?", arguments: [token.zoneUID.data])
+            if owner == zone.id {
+                throw RecordSyncError(.changeTokenExpired, "syncToken is from an earlier incarnation of zone \(NameRules.quoted(zone.name)), which was deleted; fetch the zone again without a token", zoneID: zone.zoneID)
+            }
+            throw RecordSyncError(.badRequest, "syncToken belongs to another zone, not \(NameRules.quoted(zone.name))", zoneID: zone.zoneID)
+        }
+        guard token.sequence <= zone.sequence else {
+            throw RecordSyncError(.badRequest, "syncToken is ahead of zone \(NameRules.quoted(zone.name)); it was not issued for this zone's history", zoneID: zone.zoneID)
+        }
+        return token
+    }
+
+    public func databaseChanges(_ request: DatabaseChangesRequest, in scope: DatabaseScope) async throws -> DatabaseChanges {
+        let limit = try limits.resultsLimit(request.resultsLimit)
+        let given = try request.syncToken.map { try DatabaseChangeToken(string: $0) }
+        return try await read(scope) { db, databaseID, _ in
+            guard let database = try Row.fetchOne(db, sql: "SELECT uid, seq FROM databases WHERE id = ?", arguments: [databaseID]) else {
+                throw RecordSyncError(.internalError, "database vanished")
+            }
+            let uid = UUID(data: database[0])
+            let current: Int64 = database[1]
+            if let given {
+                guard given.databaseUID == uid else { throw RecordSyncError(.badRequest, "syncToken belongs to another database") }
+                guard given.sequence <= current else { throw RecordSyncError(.badRequest, "syncToken is ahead of this database") }
+            }
+            let token = given ?? DatabaseChangeToken(databaseUID: uid, sequence: 0, deletionFloor: current)
+            let rows = try Row.fetchAll(db, sql: """
+                SELECT name, deleted, db_seq FROM zones
+                WHERE database_id = ? AND db_seq > ? AND (deleted = 0 OR db_seq > ?)
+                ORDER BY db_seq LIMIT ?
+                """, arguments: [databaseID, token.sequence, token.deletionFloor, limit + 1])
+            let more = rows.count > limit
+            let page = rows.prefix(limit)
+            let zones = page.map { row in
+                ChangedZone(zoneID: ZoneID(zoneName: row[0], ownerRecordName: scope.ownerRecordName), deleted: (row[1] as Int64) != 0 ? true : nil)
+            }
+            let next = DatabaseChangeToken(databaseUID: uid, sequence: more ? (page.last?[2] ?? token.sequence) : current, deletionFloor: token.deletionFloor)
+            return DatabaseChanges(zones: zones, syncToken: next.string, moreComing: more)
+        }
+    }
+}

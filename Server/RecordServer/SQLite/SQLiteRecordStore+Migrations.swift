@@ -1,0 +1,97 @@
+import GRDB
+
+extension SQLiteRecordStore {
+    /// The schema, as named migrations. A migration is never edited after it ships: add a new one.
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE users(
+                    id INTEGER PRIMARY KEY,
+                    name TEXT NOT NULL UNIQUE,
+                    record_name TEXT NOT NULL UNIQUE,
+                    created_at INTEGER NOT NULL);
+                CREATE TABLE tokens(
+                    hash BLOB PRIMARY KEY,
+                    user_id INTEGER NOT NULL REFERENCES users(id),
+                    created_at INTEGER NOT NULL) WITHOUT ROWID;
+                CREATE TABLE containers(
+                    id INTEGER PRIMARY KEY,
+                    name TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    UNIQUE(name, environment));
+                -- owner_id is the user of a private database, 0 for the public one.
+                -- seq numbers the database's zone-change feed.
+                CREATE TABLE databases(
+                    id INTEGER PRIMARY KEY,
+                    container_id INTEGER NOT NULL REFERENCES containers(id),
+                    kind TEXT NOT NULL,
+                    owner_id INTEGER NOT NULL,
+                    uid BLOB NOT NULL,
+                    seq INTEGER NOT NULL,
+                    UNIQUE(container_id, kind, owner_id));
+                -- seq numbers the zone's record-change feed (never reset, so change tags
+                -- stay unique across incarnations); db_seq places the zone's latest change
+                -- in the database's feed; uid names the current incarnation.
+                CREATE TABLE zones(
+                    id INTEGER PRIMARY KEY,
+                    database_id INTEGER NOT NULL REFERENCES databases(id),
+                    name TEXT NOT NULL,
+                    uid BLOB NOT NULL,
+                    seq INTEGER NOT NULL,
+                    db_seq INTEGER NOT NULL,
+                    deleted INTEGER NOT NULL,
+                    UNIQUE(database_id, name));
+                CREATE INDEX zones_by_db_seq ON zones(database_id, db_seq);
+                CREATE TABLE zone_incarnations(
+                    uid BLOB PRIMARY KEY,
+                    zone_id INTEGER NOT NULL) WITHOUT ROWID;
+                -- The inferred schema: the type of each field of each record type.
+                CREATE TABLE schema_fields(
+                    container_id INTEGER NOT NULL,
+                    record_type TEXT NOT NULL,
+                    field TEXT NOT NULL,
+                    type TEXT NOT NULL,
+                    PRIMARY KEY(container_id, record_type, field)) WITHOUT ROWID;
+                -- fields holds the record's typed fields as wire JSON; seq is the record's
+                -- place in the zone's change feed.
+                CREATE TABLE records(
+                    id INTEGER PRIMARY KEY,
+                    zone_id INTEGER NOT NULL,
+                    name TEXT NOT NULL,
+                    type TEXT NOT NULL,
+                    tag TEXT NOT NULL,
+                    fields TEXT NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    created_by TEXT NOT NULL,
+                    created_device TEXT,
+                    modified_at INTEGER NOT NULL,
+                    modified_by TEXT NOT NULL,
+                    modified_device TEXT,
+                    seq INTEGER NOT NULL,
+                    UNIQUE(zone_id, name));
+                CREATE INDEX records_by_seq ON records(zone_id, seq);
+                CREATE INDEX records_by_type ON records(zone_id, type, name);
+                -- One row per reference a record holds (each element of a reference list).
+                -- action: 0 NONE, 1 DELETE_SELF, 2 VALIDATE.
+                CREATE TABLE refs(
+                    zone_id INTEGER NOT NULL,
+                    source TEXT NOT NULL,
+                    field TEXT NOT NULL,
+                    target TEXT NOT NULL,
+                    action INTEGER NOT NULL,
+                    PRIMARY KEY(zone_id, source, field, target)) WITHOUT ROWID;
+                CREATE INDEX refs_by_target ON refs(zone_id, target, action, field, source);
+                -- Deleted records, for change feeds; removed when the name is saved again.
+                CREATE TABLE tombstones(
+                    zone_id INTEGER NOT NULL,
+                    name TEXT NOT NULL,
+                    type TEXT NOT NULL,
+                    seq INTEGER NOT NULL,
+                    PRIMARY KEY(zone_id, name)) WITHOUT ROWID;
+                CREATE INDEX tombstones_by_seq ON tombstones(zone_id, seq);
+                """)
+        }
+        return migrator
+    }
+}

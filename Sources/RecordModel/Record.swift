@@ -1,0 +1,160 @@
+import Foundation
+
+/// Who changed a record, and when: the wire `created` and `modified` system fields.
+public struct Stamp: Sendable, Hashable, Codable {
+    /// Milliseconds since 1970.
+    public var timestamp: Int64
+    /// The user record name of the user who made the change.
+    public var userRecordName: String
+    /// The device that made the change, when the client named one.
+    public var deviceID: String?
+
+    /// Creates a stamp.
+    public init(timestamp: Int64, userRecordName: String, deviceID: String? = nil) {
+        self.timestamp = timestamp
+        self.userRecordName = userRecordName
+        self.deviceID = deviceID
+    }
+}
+
+/// A record: typed fields plus system fields, in the shape of CloudKit Web Services.
+///
+/// A deleted record (a tombstone in a change feed) has ``deleted`` set and no fields.
+public struct Record: Sendable, Hashable {
+    /// The record's name, unique within its zone.
+    public var recordName: String
+    /// The record's type, such as `"Artist"`.
+    public var recordType: String
+    /// The zone holding the record, when known.
+    public var zoneID: ZoneID?
+    /// The opaque version string; it changes on every save.
+    public var recordChangeTag: String?
+    /// The typed fields by name.
+    public var fields: [String: FieldValue]
+    /// Creation time and user.
+    public var created: Stamp?
+    /// Last modification time and user.
+    public var modified: Stamp?
+    /// `true` for a tombstone in a change feed.
+    public var deleted: Bool
+
+    /// Creates a record.
+    public init(
+        recordName: String, recordType: String, zoneID: ZoneID? = nil, recordChangeTag: String? = nil,
+        fields: [String: FieldValue] = [:], created: Stamp? = nil, modified: Stamp? = nil, deleted: Bool = false
+    ) {
+        self.recordName = recordName
+        self.recordType = recordType
+        self.zoneID = zoneID
+        self.recordChangeTag = recordChangeTag
+        self.fields = fields
+        self.created = created
+        self.modified = modified
+        self.deleted = deleted
+    }
+
+    /// The record's identifier (in ``ZoneID/defaultZone`` when ``zoneID`` is unknown).
+    public var id: RecordID { RecordID(recordName: recordName, zoneID: zoneID ?? .defaultZone) }
+
+    /// The value of a field, or `nil`; setting `nil` removes the field.
+    public subscript(field: String) -> FieldValue? {
+        get { fields[field] }
+        set { fields[field] = newValue }
+    }
+
+    /// Every reference the record holds, with the field holding it.
+    public var references: [(field: String, reference: Reference)] {
+        fields.sorted { $0.key < $1.key }.flatMap { field, value in value.references.map { (field, $0) } }
+    }
+
+    /// The record with only the fields named in `desiredKeys` (all of them when `nil`).
+    public func restricted(to desiredKeys: [String]?) -> Record {
+        guard let desiredKeys else { return self }
+        var copy = self
+        let wanted = Set(desiredKeys)
+        copy.fields = fields.filter { wanted.contains($0.key) }
+        return copy
+    }
+}
+
+extension Record: Codable {
+    enum CodingKeys: String, CodingKey {
+        case recordName, recordType, zoneID, recordChangeTag, fields, created, modified, deleted
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        recordName = try container.decode(String.self, forKey: .recordName)
+        recordType = try container.decodeIfPresent(String.self, forKey: .recordType) ?? ""
+        zoneID = try container.decodeIfPresent(ZoneID.self, forKey: .zoneID)
+        recordChangeTag = try container.decodeIfPresent(String.self, forKey: .recordChangeTag)
+        fields = try container.decodeIfPresent([String: FieldValue].self, forKey: .fields) ?? [:]
+        created = try container.decodeIfPresent(Stamp.self, forKey: .created)
+        modified = try container.decodeIfPresent(Stamp.self, forKey: .modified)
+        deleted = try container.decodeIfPresent(Bool.self, forKey: .deleted) ?? false
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(recordName, forKey: .recordName)
+        try container.encode(recordType, forKey: .recordType)
+        try container.encodeIfPresent(zoneID, forKey: .zoneID)
+        if deleted {
+            try container.encode(true, forKey: .deleted)
+            return
+        }
+        try container.encodeIfPresent(recordChangeTag, forKey: .recordChangeTag)
+        try container.encode(fields, forKey: .fields)
+        try container.encodeIfPresent(created, forKey: .created)
+        try container.encodeIfPresent(modified, forKey: .modified)
+    }
+}
+
+/// One entry of a per-record result list: a record, or an error for that record.
+///
+/// Encoded flat, as CloudKit does: a record object, or an error object with
+/// `serverErrorCode`. Delete results carry `deleted: true` and, as an extension,
+/// `cascadedRecordNames`: the records a `DELETE_SELF` cascade removed with it.
+public enum RecordResult: Sendable, Hashable {
+    case success(Record, cascadedRecordNames: [String]? = nil)
+    case failure(RecordSyncError)
+
+    /// The record, or `nil` for a failure.
+    public var record: Record? {
+        if case .success(let record, _) = self { return record }
+        return nil
+    }
+
+    /// The error, or `nil` for a success.
+    public var error: RecordSyncError? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+}
+
+extension RecordResult: Codable {
+    enum ExtraKeys: String, CodingKey { case serverErrorCode, cascadedRecordNames }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: ExtraKeys.self)
+        if container.contains(.serverErrorCode) {
+            self = .failure(try ErrorBody(from: decoder).error)
+        } else {
+            let cascaded = try container.decodeIfPresent([String].self, forKey: .cascadedRecordNames)
+            self = .success(try Record(from: decoder), cascadedRecordNames: cascaded)
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        switch self {
+        case .success(let record, let cascaded):
+            try record.encode(to: encoder)
+            if let cascaded {
+                var container = encoder.container(keyedBy: ExtraKeys.self)
+                try container.encode(cascaded, forKey: .cascadedRecordNames)
+            }
+        case .failure(let error):
+            try ErrorBody(error).encode(to: encoder)
+        }
+    }
+}

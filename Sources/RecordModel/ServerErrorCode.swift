@@ -1,0 +1,120 @@
+import Foundation
+
+/// A `serverErrorCode`: the stable string that names what went wrong.
+///
+/// A struct rather than an enum so that new codes never break callers' `switch` statements.
+public struct ServerErrorCode: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public var description: String { rawValue }
+
+    public static let accessDenied = Self(rawValue: "ACCESS_DENIED")
+    public static let atomicError = Self(rawValue: "ATOMIC_ERROR")
+    public static let authenticationFailed = Self(rawValue: "AUTHENTICATION_FAILED")
+    public static let authenticationRequired = Self(rawValue: "AUTHENTICATION_REQUIRED")
+    public static let badRequest = Self(rawValue: "BAD_REQUEST")
+    public static let conflict = Self(rawValue: "CONFLICT")
+    public static let exists = Self(rawValue: "EXISTS")
+    public static let internalError = Self(rawValue: "INTERNAL_ERROR")
+    public static let notFound = Self(rawValue: "NOT_FOUND")
+    public static let quotaExceeded = Self(rawValue: "QUOTA_EXCEEDED")
+    public static let throttled = Self(rawValue: "THROTTLED")
+    public static let tryAgainLater = Self(rawValue: "TRY_AGAIN_LATER")
+    public static let validatingReferenceError = Self(rawValue: "VALIDATING_REFERENCE_ERROR")
+    public static let zoneNotFound = Self(rawValue: "ZONE_NOT_FOUND")
+    /// Extension: a genuine change token that can no longer be used (its zone was deleted and
+    /// recreated). Fetch the zone again from scratch.
+    public static let changeTokenExpired = Self(rawValue: "CHANGE_TOKEN_EXPIRED")
+    /// Extension: a request over a documented limit (operations per request, body size,
+    /// record size).
+    public static let limitExceeded = Self(rawValue: "LIMIT_EXCEEDED")
+    /// Extension: the database kind is not supported (yet): `shared`.
+    public static let notSupported = Self(rawValue: "NOT_SUPPORTED")
+
+    /// The HTTP status a request-level error with this code is answered with.
+    public var httpStatus: Int {
+        switch self {
+        case .accessDenied: 403
+        case .authenticationFailed: 401
+        case .authenticationRequired: 421
+        case .conflict, .exists: 409
+        case .internalError: 500
+        case .notFound, .zoneNotFound: 404
+        case .quotaExceeded, .limitExceeded: 413
+        case .throttled: 429
+        case .tryAgainLater: 503
+        case .validatingReferenceError: 412
+        case .changeTokenExpired: 410
+        case .notSupported: 501
+        default: 400
+        }
+    }
+
+    /// Whether retrying the same request later may succeed.
+    public var isTransient: Bool {
+        self == .throttled || self == .tryAgainLater || self == .internalError
+    }
+}
+
+/// The error type of RecordSync: a ``ServerErrorCode``, a human reason, and what it concerns.
+///
+/// It is what the server answers (as JSON, see ``ErrorBody``) and what the model's
+/// validation throws.
+public struct RecordSyncError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The stable code.
+    public var code: ServerErrorCode
+    /// A human-readable reason that names the offending part of the request.
+    public var reason: String
+    /// The record the error concerns, if any.
+    public var recordName: String?
+    /// The zone the error concerns, if any.
+    public var zoneID: ZoneID?
+    /// Seconds to wait before retrying, for transient errors.
+    public var retryAfter: Double?
+    /// For ``ServerErrorCode/conflict``: the record as the server has it now.
+    public var serverRecord: Record?
+
+    /// Creates an error.
+    public init(
+        _ code: ServerErrorCode, _ reason: String, recordName: String? = nil, zoneID: ZoneID? = nil,
+        retryAfter: Double? = nil, serverRecord: Record? = nil
+    ) {
+        self.code = code
+        self.reason = reason
+        self.recordName = recordName
+        self.zoneID = zoneID
+        self.retryAfter = retryAfter
+        self.serverRecord = serverRecord
+    }
+
+    public var description: String { "\(code.rawValue): \(reason)" }
+}
+
+/// The wire form of an error, top-level or per record:
+/// `{recordName?, zoneID?, reason, serverErrorCode, retryAfter?, uuid, serverRecord?}`.
+public struct ErrorBody: Sendable, Hashable, Codable {
+    public var recordName: String?
+    public var zoneID: ZoneID?
+    public var reason: String
+    public var serverErrorCode: ServerErrorCode
+    public var retryAfter: Double?
+    public var uuid: String
+    /// Extension: for `CONFLICT`, the server's current record.
+    public var serverRecord: Record?
+
+    /// The wire form of `error`, with a fresh `uuid`.
+    public init(_ error: RecordSyncError) {
+        recordName = error.recordName
+        zoneID = error.zoneID
+        reason = error.reason
+        serverErrorCode = error.code
+        retryAfter = error.retryAfter
+        uuid = UUID().uuidString
+        serverRecord = error.serverRecord
+    }
+
+    /// The error this body describes.
+    public var error: RecordSyncError {
+        RecordSyncError(serverErrorCode, reason, recordName: recordName, zoneID: zoneID, retryAfter: retryAfter, serverRecord: serverRecord)
+    }
+}

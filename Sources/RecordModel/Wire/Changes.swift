@@ -1,0 +1,109 @@
+import Foundation
+
+/// The body of `records/changes` (one zone; the older form).
+public struct RecordChangesRequest: Sendable, Hashable, Codable {
+    public var zoneID: ZoneID?
+    /// The token from the previous fetch; omitted for the first.
+    public var syncToken: String?
+    public var resultsLimit: Int?
+    public var desiredKeys: [String]?
+    /// Extension: only changes to records of these types.
+    public var desiredRecordTypes: [String]?
+
+    /// Creates a request.
+    public init(zoneID: ZoneID? = nil, syncToken: String? = nil, resultsLimit: Int? = nil, desiredKeys: [String]? = nil, desiredRecordTypes: [String]? = nil) {
+        self.zoneID = zoneID
+        self.syncToken = syncToken
+        self.resultsLimit = resultsLimit
+        self.desiredKeys = desiredKeys
+        self.desiredRecordTypes = desiredRecordTypes
+    }
+}
+
+/// One page of a zone's changes: changed records and tombstones (`deleted: true`), oldest first.
+public struct ZoneChanges: Sendable, Hashable, Codable {
+    public var zoneID: ZoneID
+    public var records: [Record]
+    /// The token to send next time; it covers exactly the changes in this page.
+    public var syncToken: String
+    /// More changes remain; fetch again with ``syncToken``.
+    public var moreComing: Bool
+
+    /// Creates a page.
+    public init(zoneID: ZoneID, records: [Record], syncToken: String, moreComing: Bool) {
+        self.zoneID = zoneID
+        self.records = records
+        self.syncToken = syncToken
+        self.moreComing = moreComing
+    }
+}
+
+/// The body of `changes/zone`.
+public struct ZoneChangesRequest: Sendable, Hashable, Codable {
+    public var zones: [RecordChangesRequest]
+    public init(zones: [RecordChangesRequest]) { self.zones = zones }
+}
+
+/// One zone's answer in `changes/zone`: its changes, or an error for that zone.
+public enum ZoneChangesResult: Sendable, Hashable {
+    case success(ZoneChanges)
+    case failure(RecordSyncError)
+}
+
+extension ZoneChangesResult: Codable {
+    enum ProbeKeys: String, CodingKey { case serverErrorCode }
+
+    public init(from decoder: any Decoder) throws {
+        if try decoder.container(keyedBy: ProbeKeys.self).contains(.serverErrorCode) {
+            self = .failure(try ErrorBody(from: decoder).error)
+        } else {
+            self = .success(try ZoneChanges(from: decoder))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        switch self {
+        case .success(let changes): try changes.encode(to: encoder)
+        case .failure(let error): try ErrorBody(error).encode(to: encoder)
+        }
+    }
+}
+
+/// The answer to `changes/zone`.
+public struct ZoneChangesResponse: Sendable, Hashable, Codable {
+    public var zones: [ZoneChangesResult]
+    public init(zones: [ZoneChangesResult]) { self.zones = zones }
+}
+
+/// The body of `changes/database`.
+public struct DatabaseChangesRequest: Sendable, Hashable, Codable {
+    public var syncToken: String?
+    public var resultsLimit: Int?
+    public init(syncToken: String? = nil, resultsLimit: Int? = nil) {
+        self.syncToken = syncToken
+        self.resultsLimit = resultsLimit
+    }
+}
+
+/// A zone that changed (or was deleted) since a database token.
+public struct ChangedZone: Sendable, Hashable, Codable {
+    public var zoneID: ZoneID
+    /// `true` when the zone was deleted.
+    public var deleted: Bool?
+    public init(zoneID: ZoneID, deleted: Bool? = nil) {
+        self.zoneID = zoneID
+        self.deleted = deleted
+    }
+}
+
+/// The answer to `changes/database`.
+public struct DatabaseChanges: Sendable, Hashable, Codable {
+    public var zones: [ChangedZone]
+    public var syncToken: String
+    public var moreComing: Bool
+    public init(zones: [ChangedZone], syncToken: String, moreComing: Bool) {
+        self.zones = zones
+        self.syncToken = syncToken
+        self.moreComing = moreComing
+    }
+}

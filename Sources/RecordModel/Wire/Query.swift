@@ -1,0 +1,155 @@
+import Foundation
+
+/// A query comparator, as named on the wire.
+public enum QueryComparator: String, Sendable, Hashable, Codable, CaseIterable {
+    case equals = "EQUALS"
+    case notEquals = "NOT_EQUALS"
+    case lessThan = "LESS_THAN"
+    case lessThanOrEquals = "LESS_THAN_OR_EQUALS"
+    case greaterThan = "GREATER_THAN"
+    case greaterThanOrEquals = "GREATER_THAN_OR_EQUALS"
+    case `in` = "IN"
+    case notIn = "NOT_IN"
+    case beginsWith = "BEGINS_WITH"
+    case notBeginsWith = "NOT_BEGINS_WITH"
+    case listContains = "LIST_CONTAINS"
+    case notListContains = "NOT_LIST_CONTAINS"
+    case listContainsAny = "LIST_CONTAINS_ANY"
+    case listContainsAll = "LIST_CONTAINS_ALL"
+    case notListContainsAll = "NOT_LIST_CONTAINS_ALL"
+    case listMemberBeginsWith = "LIST_MEMBER_BEGINS_WITH"
+    case notListMemberBeginsWith = "NOT_LIST_MEMBER_BEGINS_WITH"
+    case containsAllTokens = "CONTAINS_ALL_TOKENS"
+    case containsAnyTokens = "CONTAINS_ANY_TOKENS"
+    case near = "NEAR"
+
+    /// Whether the comparator's `fieldValue` is a list of values to compare against.
+    public var takesList: Bool {
+        switch self {
+        case .in, .notIn, .listContainsAny, .listContainsAll, .notListContainsAll: true
+        default: false
+        }
+    }
+
+    /// Whether the comparator applies to the elements of a list field.
+    public var appliesToListElements: Bool {
+        switch self {
+        case .listContains, .notListContains, .listContainsAny, .listContainsAll, .notListContainsAll,
+             .listMemberBeginsWith, .notListMemberBeginsWith: true
+        default: false
+        }
+    }
+}
+
+/// A system field a query can filter or sort on.
+public enum SystemFieldName: String, Sendable, Hashable, Codable, CaseIterable {
+    case recordName
+    case createdTimestamp
+    case modifiedTimestamp
+    case createdUserRecordName
+    case modifiedUserRecordName
+
+    /// The field's type.
+    public var type: FieldType {
+        switch self {
+        case .createdTimestamp, .modifiedTimestamp: FieldType(.timestamp)
+        default: FieldType(.string)
+        }
+    }
+}
+
+/// One condition of a query; the conditions of `filterBy` are ANDed.
+public struct QueryFilter: Sendable, Hashable, Codable {
+    public var comparator: QueryComparator
+    /// The record field compared; exactly one of `fieldName` and `systemFieldName` is given.
+    public var fieldName: String?
+    public var systemFieldName: SystemFieldName?
+    /// The value compared against (a list for `IN`, `NOT_IN`, `LIST_CONTAINS_ANY`, …).
+    public var fieldValue: RawFieldValue
+    /// For `NEAR`: the distance in metres.
+    public var distance: Double?
+
+    /// Creates a filter on a record field.
+    public init(_ fieldName: String, _ comparator: QueryComparator, _ value: RawFieldValue) {
+        self.comparator = comparator
+        self.fieldName = fieldName
+        self.fieldValue = value
+    }
+
+    /// Creates a filter on a system field.
+    public init(system: SystemFieldName, _ comparator: QueryComparator, _ value: RawFieldValue) {
+        self.comparator = comparator
+        self.systemFieldName = system
+        self.fieldValue = value
+    }
+}
+
+/// One key of a query's sort order; later keys break ties of earlier ones.
+public struct QuerySort: Sendable, Hashable, Codable {
+    public var fieldName: String?
+    public var systemFieldName: SystemFieldName?
+    /// Ascending unless `false`.
+    public var ascending: Bool?
+
+    /// Creates a sort key on a record field.
+    public init(_ fieldName: String, ascending: Bool = true) {
+        self.fieldName = fieldName
+        self.ascending = ascending
+    }
+
+    /// Creates a sort key on a system field.
+    public init(system: SystemFieldName, ascending: Bool = true) {
+        self.systemFieldName = system
+        self.ascending = ascending
+    }
+}
+
+/// What a query asks for: records of one type that pass every filter, in the given order.
+public struct Query: Sendable, Hashable, Codable {
+    public var recordType: String
+    public var filterBy: [QueryFilter]?
+    public var sortBy: [QuerySort]?
+
+    /// Creates a query.
+    public init(recordType: String, filterBy: [QueryFilter]? = nil, sortBy: [QuerySort]? = nil) {
+        self.recordType = recordType
+        self.filterBy = filterBy
+        self.sortBy = sortBy
+    }
+}
+
+/// The body of `records/query`.
+public struct QueryRecordsRequest: Sendable, Hashable, Codable {
+    public var zoneID: ZoneID?
+    public var query: Query
+    /// At most this many records per response (default 200; capped at the server's limit).
+    public var resultsLimit: Int?
+    /// Where the previous page ended.
+    public var continuationMarker: String?
+    public var desiredKeys: [String]?
+    /// Query every zone of the database (ignored when `zoneID` is given).
+    public var zoneWide: Bool?
+
+    /// Creates a request.
+    public init(query: Query, zoneID: ZoneID? = nil, resultsLimit: Int? = nil, continuationMarker: String? = nil, desiredKeys: [String]? = nil, zoneWide: Bool? = nil) {
+        self.zoneID = zoneID
+        self.query = query
+        self.resultsLimit = resultsLimit
+        self.continuationMarker = continuationMarker
+        self.desiredKeys = desiredKeys
+        self.zoneWide = zoneWide
+    }
+}
+
+/// The answer to `records/query`.
+public struct QueryRecordsResponse: Sendable, Hashable, Codable {
+    public var records: [Record]
+    /// Present when more records remain; send it back to get them.
+    public var continuationMarker: String?
+
+    /// Creates a response.
+    public init(records: [Record], continuationMarker: String? = nil) {
+        self.records = records
+        self.continuationMarker = continuationMarker
+    }
+}

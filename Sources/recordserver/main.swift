@@ -1,0 +1,114 @@
+import ArgumentParser
+import Foundation
+import Logging
+import RecordServer
+
+/// `recordserver`: serves the CloudKit Web Services protocol over a SQLite store.
+@main
+struct RecordServerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "recordserver",
+        abstract: "A self-hostable, CloudKit-compatible record sync server.",
+        discussion: "With no subcommand, serves on 127.0.0.1:8080 with data in ./.recordserver/.",
+        subcommands: [Serve.self, UserCommand.self],
+        defaultSubcommand: Serve.self
+    )
+}
+
+/// The data directory flag shared by every subcommand.
+struct DataOptions: ParsableArguments {
+    @Option(name: .long, help: "The folder holding the database (created if missing).")
+    var data: String = ".recordserver"
+}
+
+extension RecordServerCommand {
+    /// Runs the server until SIGTERM or SIGINT.
+    struct Serve: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Run the server (the default).")
+
+        @Option(help: "The address to listen on.")
+        var host: String = "127.0.0.1"
+
+        @Option(help: "The port to listen on; 0 picks a free port.")
+        var port: Int = 8080
+
+        @OptionGroup var dataOptions: DataOptions
+
+        @Option(help: "Operations allowed per request (records/modify, records/lookup, zones).")
+        var maxOperations: Int = 400
+
+        @Option(help: "The largest request body accepted, in bytes.")
+        var maxBodyBytes: Int = 64 * 1024 * 1024
+
+        @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
+        var logLevel: String = "info"
+
+        func validate() throws {
+            guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
+            guard maxOperations > 0 else { throw ValidationError("--max-operations must be positive") }
+            guard maxBodyBytes > 0 else { throw ValidationError("--max-body-bytes must be positive") }
+            guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level \(logLevel) is not a level") }
+        }
+
+        func run() async throws {
+            LoggingSystem.bootstrap(StreamLogHandler.standardError)
+            var configuration = ServerConfiguration()
+            configuration.host = host
+            configuration.port = port
+            configuration.dataDirectory = dataOptions.data
+            configuration.limits.maximumOperationsPerRequest = maxOperations
+            configuration.maximumBodyBytes = maxBodyBytes
+            configuration.logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+            let app = try buildApplication(configuration: configuration)
+            try await app.runService()
+        }
+    }
+
+    /// Manages users.
+    struct UserCommand: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "user",
+            abstract: "Manage users and their bearer tokens.",
+            subcommands: [Add.self, Token.self]
+        )
+
+        /// `user add NAME`: creates a user and prints its token.
+        struct Add: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Create a user and print a bearer token (and nothing else) on standard output."
+            )
+            @Argument(help: "The user's name.") var name: String
+            @OptionGroup var dataOptions: DataOptions
+
+            func run() async throws {
+                let store = try openStore(dataOptions)
+                let token = Credentials.newToken()
+                _ = try await store.createUser(named: name, tokenHash: Credentials.hash(token))
+                print(token)
+            }
+        }
+
+        /// `user token NAME`: issues another token for an existing user.
+        struct Token: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Issue another bearer token for an existing user and print it."
+            )
+            @Argument(help: "The user's name.") var name: String
+            @OptionGroup var dataOptions: DataOptions
+
+            func run() async throws {
+                let store = try openStore(dataOptions)
+                let token = Credentials.newToken()
+                _ = try await store.addToken(forUserNamed: name, tokenHash: Credentials.hash(token))
+                print(token)
+            }
+        }
+    }
+}
+
+private func openStore(_ options: DataOptions) throws -> SQLiteRecordStore {
+    try FileManager.default.createDirectory(atPath: options.data, withIntermediateDirectories: true)
+    var configuration = ServerConfiguration()
+    configuration.dataDirectory = options.data
+    return try SQLiteRecordStore(path: configuration.databasePath)
+}
