@@ -82,7 +82,8 @@ enum OpaqueCoding {
 
     static func decode(_ string: String, kind: UInt8, count: Int) -> (UUID, [Int64])? {
         let expected = 2 + 16 + 8 * count + 4
-        guard string.utf8.count <= 4 * expected, let data = Base64URL.decode(string), data.count == expected else { return nil }
+        guard string.utf8.count <= 4 * expected, let data = Base64URL.decode(string), data.count == expected,
+              Base64URL.encode(data) == string else { return nil }
         let bytes = [UInt8](data)
         guard bytes[0] == kind, bytes[1] == version else { return nil }
         let body = Array(bytes[0..<(expected - 4)])

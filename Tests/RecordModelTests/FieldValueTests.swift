@@ -1,0 +1,64 @@
+import Foundation
+import RecordModel
+import Testing
+
+@Suite struct FieldValueTests {
+    @Test func inferredTypesFollowTheJSONKind() throws {
+        #expect(try FieldValue(json: .string("x"), type: nil) == .string("x"))
+        #expect(try FieldValue(json: .int(5), type: nil) == .int64(5))
+        #expect(try FieldValue(json: .double(1.5), type: nil) == .double(1.5))
+        #expect(try FieldValue(json: .bool(true), type: nil) == .boolean(true))
+        #expect(try FieldValue(json: .object(["recordName": .string("a")]), type: nil) == .reference(Reference(recordName: "a")))
+        #expect(try FieldValue(json: .array([.int(1), .double(2.5)]), type: nil) == .list(.double, [.double(1), .double(2.5)]))
+        #expect(try FieldValue(json: .object(["latitude": .int(1), "longitude": .int(2)]), type: nil).type == FieldType(.location))
+    }
+
+    @Test func aGivenTypeReadsTheValueThatWay() throws {
+        #expect(try FieldValue(json: .int(1_700_000_000_000), type: FieldType(.timestamp)) == .timestamp(1_700_000_000_000))
+        #expect(try FieldValue(json: .string("aGk="), type: FieldType(.bytes)) == .bytes(Data("hi".utf8)))
+        #expect(try FieldValue(json: .int(3), type: FieldType(.double)) == .double(3))
+        #expect(try FieldValue(json: .array([]), type: FieldType(.string, isList: true)) == .list(.string, []))
+    }
+
+    @Test func int64SurvivesBeyondDoublePrecision() throws {
+        let big = Int64.max - 1
+        let data = try JSONEncoder().encode(FieldValue.int64(big))
+        #expect(try JSONDecoder().decode(FieldValue.self, from: data) == .int64(big))
+    }
+
+    @Test func mismatchesNameWhatWasExpected() {
+        #expect { try FieldValue(json: .string("x"), type: FieldType(.int64)) } throws: { error in
+            (error as? RecordSyncError)?.reason == "expected an integer for INT64, got a string"
+        }
+        #expect { try FieldValue(json: .array([.int(1), .string("a")]), type: FieldType(.int64, isList: true)) } throws: { error in
+            (error as? RecordSyncError)?.reason.hasPrefix("element 1:") == true
+        }
+        #expect(throws: RecordSyncError.self) { try FieldValue(json: .string("%%%"), type: FieldType(.bytes)) }
+        #expect(throws: RecordSyncError.self) { try FieldValue(json: .object(["recordName": .string("a"), "action": .string("CASCADE")]), type: nil) }
+        #expect(throws: RecordSyncError.self) { try FieldValue(json: .array([]), type: nil) }
+        #expect(throws: RecordSyncError.self) { try FieldValue(json: .double(1.5), type: FieldType(.int64)) }
+    }
+
+    @Test func everyTypeRoundTripsThroughTheWireForm() throws {
+        let record = Record(recordName: "r", recordType: "T", fields: [
+            "s": .string("é"), "i": .int64(-4), "d": .double(0.25), "t": .timestamp(12), "b": .bytes(Data([0, 255])),
+            "r": .reference(Reference(recordName: "x", zoneID: ZoneID(zoneName: "Z"), action: .validate)),
+            "l": .location(Location(latitude: 1, longitude: 2, altitude: 3, timestamp: 4)),
+            "a": .asset(.object(["fileChecksum": .string("abc")])), "f": .boolean(false),
+            "sl": .list(.string, [.string("a")]), "rl": .list(.reference, [.reference(Reference(recordName: "y", action: .deleteSelf))]),
+        ])
+        let decoded = try JSONDecoder().decode(Record.self, from: JSONEncoder().encode(record))
+        #expect(decoded == record)
+        #expect(decoded.references.map(\.reference.recordName) == ["x", "y"])
+    }
+
+    @Test func fieldNamesFollowCloudKitRules() {
+        #expect(NameRules.problem(withFieldName: "title_2") == nil)
+        #expect(NameRules.problem(withFieldName: "2title") != nil)
+        #expect(NameRules.problem(withFieldName: "a.b") != nil)
+        #expect(NameRules.problem(withFieldName: "a'b") != nil)
+        #expect(NameRules.problem(withFieldName: String(repeating: "a", count: 256)) != nil)
+        #expect(NameRules.problem(withName: "ok", kind: "recordName") == nil)
+        #expect(NameRules.problem(withName: "bad\u{0}", kind: "recordName") != nil)
+    }
+}
