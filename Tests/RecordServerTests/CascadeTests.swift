@@ -1,0 +1,86 @@
+import Foundation
+import RecordModel
+import Testing
+
+/// Item 4: DELETE_SELF cascades.
+@Suite struct CascadeTests {
+    @Test func aThreeLevelCascadeLeavesTombstonesInTheChangeFeed() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            try await alice.createZones("Gallery")
+            let comment = { (name: String, on: String) in
+                Record(recordName: name, recordType: "Comment", fields: ["artwork": .reference(Reference(recordName: on, action: .deleteSelf))])
+            }
+            try await alice.save([.artist("monet"), .artist("manet"), .artwork("lilies", by: "monet"), .artwork("haystacks", by: "monet"),
+                                  .artwork("olympia", by: "manet"), comment("c1", "lilies"), comment("c2", "lilies"), comment("c3", "olympia")], zone: "Gallery")
+            let before = try await alice.allChanges(zone: "Gallery")
+
+            let results = try await alice.modify([RecordOperation(.forceDelete, RecordPayload(recordName: "monet"))], zone: "Gallery")
+            guard case .success(let deleted, let cascaded)? = results.first else {
+                Issue.record("delete failed: \(results)")
+                return
+            }
+            #expect(deleted.deleted)
+            #expect(cascaded == ["c1", "c2", "haystacks", "lilies"])
+
+            let after = try await alice.allChanges(zone: "Gallery", since: before.token)
+            #expect(after.records.allSatisfy { $0.deleted })
+            #expect(after.records.map(\.recordName).sorted() == ["c1", "c2", "haystacks", "lilies", "monet"])
+            #expect(after.records.first { $0.recordName == "c1" }?.recordType == "Comment")
+            // Manet's branch is untouched.
+            let lookup = try await alice.post("records/lookup", LookupRecordsRequest(records: [.init(recordName: "olympia"), .init(recordName: "c3")], zoneID: ZoneID(zoneName: "Gallery")))
+            #expect(try lookup.decode(RecordsResponse.self).records.map(\.error) == [nil, nil])
+        }
+    }
+
+    @Test func aRecordWithSeveralOwnersGoesWithTheFirstOwnerDeleted() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            let shared = Record(recordName: "collab", recordType: "Artwork", fields: [
+                "artist": .reference(Reference(recordName: "a", action: .deleteSelf)),
+                "coauthors": .list(.reference, [.reference(Reference(recordName: "b", action: .deleteSelf))]),
+            ])
+            try await alice.save([.artist("a"), .artist("b"), shared])
+            let results = try await alice.modify([RecordOperation(.forceDelete, RecordPayload(recordName: "b"))])
+            guard case .success(_, let cascaded)? = results.first else { Issue.record("delete failed"); return }
+            #expect(cascaded == ["collab"])
+            let lookup = try await alice.post("records/lookup", LookupRecordsRequest(records: [.init(recordName: "a"), .init(recordName: "collab")]))
+            #expect(try lookup.decode(RecordsResponse.self).records.map { $0.error?.code } == [nil, .notFound])
+        }
+    }
+
+    @Test func aCascadeOverACycleTerminates() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            let node = { (name: String, owner: String) in
+                Record(recordName: name, recordType: "Node", fields: ["owner": .reference(Reference(recordName: owner, action: .deleteSelf))])
+            }
+            try await alice.save([node("a", "c"), node("b", "a"), node("c", "b"), .artist("bystander")])
+            let results = try await alice.modify([RecordOperation(.forceDelete, RecordPayload(recordName: "a"))])
+            guard case .success(_, let cascaded)? = results.first else { Issue.record("delete failed"); return }
+            #expect(cascaded == ["b", "c"])
+            #expect(try await alice.queryNames(Query(recordType: "Node")).isEmpty)
+            #expect(try await alice.queryNames(Query(recordType: "Artist")) == ["bystander"])
+        }
+    }
+
+    @Test func aCascadeIsBlockedByAValidateReferenceFromOutside() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            let review = Record(recordName: "review", recordType: "Review", fields: ["artwork": .reference(Reference(recordName: "w", action: .validate))])
+            try await alice.save([.artist("a"), .artwork("w", by: "a"), review])
+            let results = try await alice.modify([RecordOperation(.forceDelete, RecordPayload(recordName: "a"))])
+            #expect(results.first?.error?.code == .validatingReferenceError)
+            #expect(try await alice.queryNames(Query(recordType: "Artwork")) == ["w"])
+        }
+    }
+
+    @Test func deletingARecordAlreadyRemovedByACascadeInTheSameBatchSucceeds() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            try await alice.save([.artist("a"), .artwork("w", by: "a")])
+            let results = try await alice.modify([RecordOperation(.forceDelete, RecordPayload(recordName: "a")), RecordOperation(.forceDelete, RecordPayload(recordName: "w"))])
+            #expect(results.map(\.error) == [nil, nil])
+        }
+    }
+}
