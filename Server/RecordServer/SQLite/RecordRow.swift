@@ -7,6 +7,9 @@ enum RecordRow {
     /// The columns every record read selects, in the order ``record(from:zoneID:)`` reads them.
     static let columns = "name, type, tag, fields, created_at, created_by, created_device, modified_at, modified_by, modified_device"
 
+    /// How many columns ``columns`` names.
+    static let columnCount = 10
+
     /// The same columns qualified with a table alias.
     static func columns(alias: String) -> String {
         columns.split(separator: ",").map { "\(alias).\($0.trimmingCharacters(in: .whitespaces))" }.joined(separator: ", ")

@@ -33,19 +33,23 @@ extension SQLiteRecordStore {
             let statement = try compiler.compile(request.query, after: marker, limit: limit + 1)
             var records: [Record] = []
             var last: ContinuationMarker?
+            var more = false
             let rows = try Row.fetchCursor(db, sql: statement.sql, arguments: statement.arguments)
-            while let row = try rows.next(), records.count < limit {
+            while let row = try rows.next() {
+                if records.count == limit {
+                    more = true
+                    break
+                }
                 let zoneKey: Int64 = row[0]
                 let record = try RecordRow.record(from: row, zoneID: zones[zoneKey] ?? .defaultZone, offset: 1)
                 records.append(record.restricted(to: request.desiredKeys))
-                let firstKey = 1 + 10
+                let firstKey = 1 + RecordRow.columnCount
                 last = ContinuationMarker(
                     query: fingerprint,
                     values: (0..<statement.sortKeyCount).map { QueryCompiler.markerValue(row[firstKey + $0] as DatabaseValue) },
                     zone: zoneKey, name: record.recordName
                 )
             }
-            let more = try rows.next() != nil
             return QueryRecordsResponse(records: records, continuationMarker: more ? last?.string : nil)
         }
     }
