@@ -63,6 +63,7 @@ let package = Package(
                 "RecordModel",
                 "recordserver",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Tests/RecordServerTests",
             swiftSettings: swiftSettings
