@@ -10,6 +10,7 @@ let package = Package(
     platforms: [.macOS(.v14), .iOS(.v17)],
     products: [
         .library(name: "RecordModel", targets: ["RecordModel"]),
+        .library(name: "RecordSQL", targets: ["RecordSQL"]),
         .library(name: "RecordServer", targets: ["RecordServer"]),
         .executable(name: "recordserver", targets: ["recordserver"]),
     ],
@@ -28,9 +29,19 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            name: "RecordSQL",
+            dependencies: [
+                "RecordModel",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            path: "Sources/RecordSQL",
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "RecordServer",
             dependencies: [
                 "RecordModel",
+                "RecordSQL",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -61,6 +72,7 @@ let package = Package(
             dependencies: [
                 "RecordServer",
                 "RecordModel",
+                "RecordSQL",
                 "recordserver",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "GRDB", package: "GRDB.swift"),

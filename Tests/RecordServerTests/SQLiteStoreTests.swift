@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import RecordModel
 @testable import RecordServer
+import RecordSQL
 import Testing
 
 /// Properties of the SQLite backend that the protocol cannot show: query plans and scale.

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import RecordModel
+import RecordSQL
 
 extension ModifyBatch {
     // MARK: Validation

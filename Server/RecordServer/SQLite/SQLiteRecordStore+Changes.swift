@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import RecordModel
+import RecordSQL
 
 extension SQLiteRecordStore {
     public func recordChanges(_ request: RecordChangesRequest, in scope: DatabaseScope) async throws -> ZoneChanges {

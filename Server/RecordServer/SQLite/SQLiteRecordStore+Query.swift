@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import GRDB
 import RecordModel
+import RecordSQL
 
 extension SQLiteRecordStore {
     public func queryRecords(_ request: QueryRecordsRequest, in scope: DatabaseScope) async throws -> QueryRecordsResponse {

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import RecordModel
+import RecordSQL
 
 extension SQLiteRecordStore {
     public func modifyRecords(_ request: ModifyRecordsRequest, in scope: DatabaseScope) async throws -> RecordsResponse {

@@ -2,25 +2,36 @@ import Foundation
 import GRDB
 import RecordModel
 
-/// Compiles a ``Query`` into one SQL statement over the `records` table.
+/// Compiles a ``Query`` into one SQL statement over the `records` and `refs` tables (see
+/// ``RecordTables``), the same statement for the server's store and the client's cache.
 ///
 /// Field filters read the stored JSON with `json_extract`; filters on a reference field go
 /// through the `refs_by_target` index, so "children of X" is an index search, not a scan.
 /// Paging is keyset-based: the statement selects the sort-key values, and a continuation
 /// marker carries the last row's values.
-struct QueryCompiler {
+public struct QueryCompiler: Sendable {
     /// A compiled statement: its SQL, its arguments, and how many sort-key columns follow the
     /// record columns.
-    struct Statement {
-        var sql: String
-        var arguments: StatementArguments
-        var sortKeyCount: Int
+    public struct Statement {
+        /// The SQL text.
+        public var sql: String
+        /// Its arguments.
+        public var arguments: StatementArguments
+        /// How many sort-key columns follow the zone key and the record columns.
+        public var sortKeyCount: Int
     }
 
     /// The zones queried (one, or all of a database for `zoneWide`).
-    let zoneKeys: [Int64]
+    public let zoneKeys: [Int64]
     /// The schema of the queried record type.
-    let schema: [String: FieldType]
+    public let schema: [String: FieldType]
+
+    /// Creates a compiler for the zones `zoneKeys` (the `zone_id` values of `records`) and the
+    /// schema of the queried record type.
+    public init(zoneKeys: [Int64], schema: [String: FieldType]) {
+        self.zoneKeys = zoneKeys
+        self.schema = schema
+    }
 
     private var zoneCondition: (sql: String, arguments: StatementArguments) {
         if zoneKeys.count == 1 { return ("= ?", [zoneKeys[0]]) }
@@ -33,7 +44,7 @@ struct QueryCompiler {
     ///   - marker: where the previous page ended, or `nil` for the first page.
     ///   - limit: rows to fetch (the caller asks one more than it returns, to know if more remain).
     /// - Throws: ``RecordSyncError`` with `BAD_REQUEST` naming the filter or sort key at fault.
-    func compile(_ query: Query, after marker: ContinuationMarker?, limit: Int) throws -> Statement {
+    public func compile(_ query: Query, after marker: ContinuationMarker?, limit: Int) throws -> Statement {
         var conditions: [String] = []
         var arguments: StatementArguments = []
         let zone = zoneCondition
@@ -294,7 +305,7 @@ struct QueryCompiler {
     }
 
     /// The JSON value of a sort-key column, for a continuation marker.
-    static func markerValue(_ value: DatabaseValue) -> JSONValue {
+    public static func markerValue(_ value: DatabaseValue) -> JSONValue {
         switch value.storage {
         case .int64(let number): .int(number)
         case .double(let number): .double(number)

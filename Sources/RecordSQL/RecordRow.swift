@@ -3,20 +3,20 @@ import GRDB
 import RecordModel
 
 /// Reading and writing the `records` table's row form of a ``Record``.
-enum RecordRow {
+public enum RecordRow {
     /// The columns every record read selects, in the order ``record(from:zoneID:)`` reads them.
-    static let columns = "name, type, tag, fields, created_at, created_by, created_device, modified_at, modified_by, modified_device"
+    public static let columns = "name, type, tag, fields, created_at, created_by, created_device, modified_at, modified_by, modified_device"
 
     /// How many columns ``columns`` names.
-    static let columnCount = 10
+    public static let columnCount = 10
 
     /// The same columns qualified with a table alias.
-    static func columns(alias: String) -> String {
+    public static func columns(alias: String) -> String {
         columns.split(separator: ",").map { "\(alias).\($0.trimmingCharacters(in: .whitespaces))" }.joined(separator: ", ")
     }
 
     /// A record from a row holding ``columns`` starting at column `offset`.
-    static func record(from row: Row, zoneID: ZoneID, offset: Int = 0) throws -> Record {
+    public static func record(from row: Row, zoneID: ZoneID, offset: Int = 0) throws -> RecordModel.Record {
         let fieldsText: String = row[offset + 3]
         return Record(
             recordName: row[offset], recordType: row[offset + 1], zoneID: zoneID, recordChangeTag: row[offset + 2],
@@ -27,23 +27,23 @@ enum RecordRow {
     }
 
     /// The stored JSON form of a record's fields.
-    static func encodeFields(_ fields: [String: FieldValue]) throws -> String {
+    public static func encodeFields(_ fields: [String: FieldValue]) throws -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         return String(decoding: try encoder.encode(fields), as: UTF8.self)
     }
 
     /// Fields from their stored JSON form.
-    static func decodeFields(_ text: String) throws -> [String: FieldValue] {
+    public static func decodeFields(_ text: String) throws -> [String: FieldValue] {
         try JSONDecoder().decode([String: FieldValue].self, from: Data(text.utf8))
     }
 
     /// The change tag of the change with sequence number `sequence`: short, and unique within
     /// the zone because sequence numbers are.
-    static func changeTag(_ sequence: Int64) -> String { String(sequence, radix: 36) }
+    public static func changeTag(_ sequence: Int64) -> String { String(sequence, radix: 36) }
 
     /// The stored code of a reference action.
-    static func code(_ action: Reference.Action) -> Int {
+    public static func code(_ action: Reference.Action) -> Int {
         switch action {
         case .none: 0
         case .deleteSelf: 1
