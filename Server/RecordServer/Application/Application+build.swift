@@ -27,7 +27,9 @@ public func buildApplication(
 ) -> some ApplicationProtocol {
     let router = Router()
     router.add(middleware: ErrorMiddleware())
-    DatabaseRoutes(store: store, limits: configuration.limits, maximumBodyBytes: configuration.maximumBodyBytes).register(on: router)
+    let notifier = ChangeNotifier(keepAliveInterval: configuration.keepAliveInterval)
+    DatabaseRoutes(store: store, limits: configuration.limits, maximumBodyBytes: configuration.maximumBodyBytes, notifier: notifier)
+        .register(on: router)
 
     let logger = configuration.logger
     var frameworkLogger = logger
@@ -36,6 +38,7 @@ public func buildApplication(
     return Application(
         router: router,
         configuration: .init(address: .hostname(host, port: configuration.port), serverName: "recordserver"),
+        services: [notifier],
         onServerRunning: { channel in
             let port = channel.localAddress?.port ?? configuration.port
             logger.notice("listening on http://\(host):\(port)")

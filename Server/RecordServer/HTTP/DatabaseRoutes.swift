@@ -8,13 +8,19 @@ struct DatabaseRoutes: Sendable {
     let store: any RecordStore
     let limits: StoreLimits
     let maximumBodyBytes: Int
+    let notifier: ChangeNotifier
 
     /// An endpoint: reads its body (if any) for a scope and answers.
     typealias Endpoint = @Sendable (DatabaseRoutes, Data, DatabaseScope) async throws -> Response
 
     static let endpoints: [(path: String, methods: [HTTPRequest.Method], handler: Endpoint)] = [
         ("records/modify", [.post], { routes, body, scope in
-            try JSONBody.response(try await routes.store.modifyRecords(JSONBody.decode(ModifyRecordsRequest.self, from: body), in: scope))
+            let request = try JSONBody.decode(ModifyRecordsRequest.self, from: body)
+            let response = try await routes.store.modifyRecords(request, in: scope)
+            if response.records.contains(where: { $0.record != nil }) {
+                await routes.notifier.publish([ZoneID(zoneName: request.zoneID?.zoneName ?? ZoneID.defaultZoneName, ownerRecordName: scope.ownerRecordName)], in: scope)
+            }
+            return try JSONBody.response(response)
         }),
         ("records/lookup", [.post], { routes, body, scope in
             try JSONBody.response(try await routes.store.lookupRecords(JSONBody.decode(LookupRecordsRequest.self, from: body), in: scope))
@@ -51,7 +57,9 @@ struct DatabaseRoutes: Sendable {
             try JSONBody.response(ZonesResponse(zones: try await routes.store.lookupZones(JSONBody.decode(LookupZonesRequest.self, from: body).zones, in: scope)))
         }),
         ("zones/modify", [.post], { routes, body, scope in
-            try JSONBody.response(ZonesResponse(zones: try await routes.store.modifyZones(JSONBody.decode(ModifyZonesRequest.self, from: body), in: scope)))
+            let results = try await routes.store.modifyZones(JSONBody.decode(ModifyZonesRequest.self, from: body), in: scope)
+            await routes.notifier.publish(results.compactMap { $0.zone?.zoneID }, in: scope)
+            return try JSONBody.response(ZonesResponse(zones: results))
         }),
         ("users/current", [.get, .post], { _, _, scope in
             try JSONBody.response(UserIdentity(userRecordName: scope.user.userRecordName, userName: scope.user.name))
@@ -60,6 +68,13 @@ struct DatabaseRoutes: Sendable {
 
     /// Registers every endpoint on `router`.
     func register(on router: Router<BasicRequestContext>) {
+        router.get("/database/1/:container/:environment/:database/notifications") { request, context in
+            do {
+                return await NotificationRoute(notifier: self.notifier).respond(to: try await self.scope(of: request, context: context))
+            } catch let error as RecordSyncError {
+                return JSONBody.response(for: error)
+            }
+        }
         for endpoint in Self.endpoints {
             for method in endpoint.methods {
                 router.on(RouterPath("/database/1/:container/:environment/:database/\(endpoint.path)"), method: method) { request, context in
@@ -88,7 +103,7 @@ struct DatabaseRoutes: Sendable {
     }
 
     /// The database a request addresses and the user making it.
-    private func scope(of request: Request, context: BasicRequestContext) async throws -> DatabaseScope {
+    func scope(of request: Request, context: BasicRequestContext) async throws -> DatabaseScope {
         let token = try Credentials.token(in: request)
         guard let user = try await store.user(forTokenHash: Credentials.hash(token)) else {
             throw RecordSyncError(.authenticationFailed, "the token is not valid")

@@ -1,0 +1,95 @@
+import Foundation
+import RecordModel
+import ServiceLifecycle
+
+/// Fans "these zones changed" events out to the clients listening on a database.
+///
+/// Events are hints, not data: a client that receives one fetches the zone's changes with its
+/// token, so an event lost while a client reconnects costs latency, never a change. The
+/// notifier is a `Service`: it sends a keep-alive to every listener periodically (so streams of
+/// clients that went away are noticed and dropped) and ends every stream on shutdown.
+public actor ChangeNotifier: Service {
+    /// What a listener receives: changed zones, or an empty list as a keep-alive.
+    public typealias Event = [ZoneID]
+
+    /// Which database a listener listens to.
+    struct Key: Hashable {
+        var container: String
+        var environment: String
+        var kind: DatabaseKind
+        /// The owner of a private database; 0 for the public one.
+        var owner: Int64
+
+        init(_ scope: DatabaseScope) {
+            container = scope.container
+            environment = scope.environment
+            kind = scope.kind
+            owner = scope.kind == .private ? scope.user.id : 0
+        }
+    }
+
+    private var listeners: [Key: [UUID: AsyncStream<Event>.Continuation]] = [:]
+    private var finished = false
+    private let keepAliveInterval: Duration
+
+    /// Creates a notifier that sends a keep-alive every `keepAliveInterval`.
+    public init(keepAliveInterval: Duration = .seconds(15)) {
+        self.keepAliveInterval = keepAliveInterval
+    }
+
+    /// Starts listening to the database of `scope`.
+    ///
+    /// - Returns: an identifier for ``stopListening(_:id:)``, the stream of events, and its
+    ///   continuation (finishing it ends the stream).
+    func listen(to scope: DatabaseScope) -> (id: UUID, events: AsyncStream<Event>, continuation: AsyncStream<Event>.Continuation) {
+        let (stream, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(64))
+        let id = UUID()
+        if finished {
+            continuation.finish()
+        } else {
+            listeners[Key(scope), default: [:]][id] = continuation
+        }
+        return (id, stream, continuation)
+    }
+
+    /// Stops a listener.
+    func stopListening(_ scope: DatabaseScope, id: UUID) {
+        listeners[Key(scope)]?.removeValue(forKey: id)?.finish()
+    }
+
+    /// Tells every listener of the database of `scope` that `zones` changed.
+    func publish(_ zones: [ZoneID], in scope: DatabaseScope) {
+        guard !zones.isEmpty else { return }
+        for continuation in listeners[Key(scope)]?.values ?? [:].values {
+            continuation.yield(zones)
+        }
+    }
+
+    /// How many listeners there are (for tests and diagnostics).
+    public var listenerCount: Int { listeners.values.reduce(0) { $0 + $1.count } }
+
+    /// Sends keep-alives until shutdown, then ends every stream.
+    public func run() async throws {
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: self.keepAliveInterval)
+                await self.keepAlive()
+            }
+        }
+        finishAll()
+    }
+
+    private func keepAlive() {
+        for continuations in listeners.values {
+            for continuation in continuations.values { continuation.yield([]) }
+        }
+    }
+
+    private func finishAll() {
+        finished = true
+        for continuations in listeners.values {
+            for continuation in continuations.values { continuation.finish() }
+        }
+        listeners = [:]
+    }
+}
