@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "RecordModel", targets: ["RecordModel"]),
         .library(name: "RecordSQL", targets: ["RecordSQL"]),
         .library(name: "RecordServer", targets: ["RecordServer"]),
+        .library(name: "RecordClient", targets: ["RecordClient"]),
         .executable(name: "recordserver", targets: ["recordserver"]),
     ],
     dependencies: [
@@ -49,6 +50,17 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             path: "Server/RecordServer",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "RecordClient",
+            dependencies: [
+                "RecordModel",
+                "RecordSQL",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Client/RecordClient",
             swiftSettings: swiftSettings
         ),
         .executableTarget(

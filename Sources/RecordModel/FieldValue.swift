@@ -216,7 +216,12 @@ extension FieldValue {
                 latitude: latitude, longitude: longitude,
                 horizontalAccuracy: try number("horizontalAccuracy"), verticalAccuracy: try number("verticalAccuracy"),
                 altitude: try number("altitude"), speed: try number("speed"), course: try number("course"),
-                timestamp: try number("timestamp").map { Int64($0) }
+                timestamp: try number("timestamp").map { value in
+                    guard value.isFinite, let milliseconds = Int64(exactly: value.rounded()) else {
+                        throw RecordSyncError(.badRequest, "LOCATION timestamp must be milliseconds since 1970 within the 64-bit range")
+                    }
+                    return milliseconds
+                }
             ))
         case (.asset, .object): self = .asset(json)
         default: throw mismatch()

@@ -30,6 +30,8 @@ public struct ServerErrorCode: RawRepresentable, Sendable, Hashable, Codable, Cu
     public static let limitExceeded = Self(rawValue: "LIMIT_EXCEEDED")
     /// Extension: the database kind is not supported (yet): `shared`.
     public static let notSupported = Self(rawValue: "NOT_SUPPORTED")
+    /// Client-side: the server could not be reached or did not answer. Never sent by a server.
+    public static let networkFailure = Self(rawValue: "NETWORK_FAILURE")
 
     /// The HTTP status a request-level error with this code is answered with.
     public var httpStatus: Int {
@@ -52,7 +54,7 @@ public struct ServerErrorCode: RawRepresentable, Sendable, Hashable, Codable, Cu
 
     /// Whether retrying the same request later may succeed.
     public var isTransient: Bool {
-        self == .throttled || self == .tryAgainLater || self == .internalError
+        self == .throttled || self == .tryAgainLater || self == .internalError || self == .networkFailure
     }
 }
 
@@ -71,8 +73,13 @@ public struct RecordSyncError: Error, Sendable, Hashable, CustomStringConvertibl
     public var zoneID: ZoneID?
     /// Seconds to wait before retrying, for transient errors.
     public var retryAfter: Double?
-    /// For ``ServerErrorCode/conflict``: the record as the server has it now.
+    /// For ``ServerErrorCode/conflict`` (and `EXISTS`): the record as the server has it now.
     public var serverRecord: Record?
+    /// For a conflict seen by a client: the record the client tried to save. Not on the wire.
+    public var clientRecord: Record?
+    /// For a conflict seen by a client: the server's version the client's edit started from,
+    /// when known. Not on the wire.
+    public var ancestorRecord: Record?
 
     /// Creates an error.
     public init(

@@ -21,6 +21,15 @@ public struct QueryCompiler: Sendable {
         public var sortKeyCount: Int
     }
 
+    /// The most filters a query may have.
+    public static let maximumFilters = 64
+    /// The most sort keys a query may have.
+    public static let maximumSortKeys = 16
+    /// The most values a list comparator (`IN`, `LIST_CONTAINS_ANY`, …) may compare against.
+    public static let maximumListValues = 10_000
+    /// The most values `LIST_CONTAINS_ALL`/`NOT_LIST_CONTAINS_ALL` may require (one sub-query each).
+    public static let maximumAllValues = 64
+
     /// The zones queried (one, or all of a database for `zoneWide`).
     public let zoneKeys: [Int64]
     /// The schema of the queried record type.
@@ -45,6 +54,14 @@ public struct QueryCompiler: Sendable {
     ///   - limit: rows to fetch (the caller asks one more than it returns, to know if more remain).
     /// - Throws: ``RecordSyncError`` with `BAD_REQUEST` naming the filter or sort key at fault.
     public func compile(_ query: Query, after marker: ContinuationMarker?, limit: Int) throws -> Statement {
+        let filters = query.filterBy ?? []
+        let sorts = query.sortBy ?? []
+        guard filters.count <= Self.maximumFilters else {
+            throw RecordSyncError(.badRequest, "query.filterBy has \(filters.count) filters; the limit is \(Self.maximumFilters)")
+        }
+        guard sorts.count <= Self.maximumSortKeys else {
+            throw RecordSyncError(.badRequest, "query.sortBy has \(sorts.count) keys; the limit is \(Self.maximumSortKeys)")
+        }
         var conditions: [String] = []
         var arguments: StatementArguments = []
         let zone = zoneCondition
@@ -53,7 +70,7 @@ public struct QueryCompiler: Sendable {
         conditions.append("r.type = ?")
         arguments += [query.recordType]
 
-        for (index, filter) in (query.filterBy ?? []).enumerated() {
+        for (index, filter) in filters.enumerated() {
             do {
                 let (sql, filterArguments) = try condition(for: filter)
                 conditions.append(sql)
@@ -64,7 +81,7 @@ public struct QueryCompiler: Sendable {
         }
 
         var sortKeys: [(sql: String, ascending: Bool)] = []
-        for (index, sort) in (query.sortBy ?? []).enumerated() {
+        for (index, sort) in sorts.enumerated() {
             do {
                 sortKeys.append((try sortExpression(for: sort), sort.ascending ?? true))
             } catch let error as RecordSyncError {
@@ -176,6 +193,11 @@ public struct QueryCompiler: Sendable {
     private func listCondition(_ field: String, _ comparator: QueryComparator, _ value: RawFieldValue, scalar: ScalarType) throws -> (String, StatementArguments) {
         if scalar == .reference {
             let names = try bindings(value.value, scalar: .reference, list: comparator.takesList)
+            if comparator == .listContainsAny {
+                guard !names.isEmpty else { return ("0", []) }
+                return ("(r.zone_id, r.name) IN (SELECT zone_id, source FROM refs WHERE zone_id \(zoneCondition.sql) AND target IN (\(names.map { _ in "?" }.joined(separator: ", "))) AND field = ?)",
+                        zoneCondition.arguments + StatementArguments(names) + [field])
+            }
             let exists = { (name: any DatabaseValueConvertible) -> (String, StatementArguments) in
                 ("(r.zone_id, r.name) IN (SELECT zone_id, source FROM refs WHERE zone_id \(self.zoneCondition.sql) AND target = ? AND field = ?)",
                  self.zoneCondition.arguments + [name, field])
@@ -191,11 +213,18 @@ public struct QueryCompiler: Sendable {
             return (comparator == .listMemberBeginsWith ? sql : "NOT \(sql)", [prefix.unicodeScalars.count, prefix])
         }
         let values = try bindings(value.value, scalar: scalar, list: comparator.takesList)
+        if comparator == .listContainsAny {
+            guard !values.isEmpty else { return ("0", []) }
+            return ("EXISTS (SELECT 1 FROM \(elements) WHERE json_each.value IN (\(values.map { _ in "?" }.joined(separator: ", "))))", StatementArguments(values))
+        }
         return try combine(comparator, values.map { ("EXISTS (SELECT 1 FROM \(elements) WHERE json_each.value = ?)", [$0]) })
     }
 
     /// Joins per-value "list contains v" conditions as the comparator asks.
     private func combine(_ comparator: QueryComparator, _ parts: [(String, StatementArguments)]) throws -> (String, StatementArguments) {
+        if comparator == .listContainsAll || comparator == .notListContainsAll, parts.count > Self.maximumAllValues {
+            throw RecordSyncError(.badRequest, "\(comparator.rawValue) lists \(parts.count) values; the limit is \(Self.maximumAllValues)")
+        }
         let arguments = parts.reduce(into: StatementArguments()) { $0 += $1.1 }
         let sqls = parts.map(\.0)
         switch comparator {
@@ -231,6 +260,9 @@ public struct QueryCompiler: Sendable {
     private func bindings(_ json: JSONValue, scalar: ScalarType, list: Bool) throws -> [any DatabaseValueConvertible] {
         if list {
             guard case .array(let elements) = json else { throw RecordSyncError(.badRequest, "fieldValue must be a list of \(scalar.rawValue) values") }
+            guard elements.count <= Self.maximumListValues else {
+                throw RecordSyncError(.badRequest, "fieldValue lists \(elements.count) values; the limit is \(Self.maximumListValues)")
+            }
             return try elements.flatMap { try bindings($0, scalar: scalar, list: false) }
         }
         let value = try FieldValue(json: json, type: FieldType(scalar))

@@ -38,7 +38,7 @@ extension RecordServerCommand {
         var maxOperations: Int = 400
 
         @Option(help: "The largest request body accepted, in bytes.")
-        var maxBodyBytes: Int = 64 * 1024 * 1024
+        var maxBodyBytes: Int = 16 * 1024 * 1024
 
         @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
         var logLevel: String = "info"

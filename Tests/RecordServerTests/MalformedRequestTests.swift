@@ -74,6 +74,7 @@ import Testing
         ("bad reference action", #"{"recordName": "a", "recordType": "T", "fields": {"r": {"value": {"recordName": "b", "action": "CASCADE"}}}}"#, "action"),
         ("bad base64", #"{"recordName": "a", "recordType": "T", "fields": {"b": {"value": "%%%", "type": "BYTES"}}}"#, "base64"),
         ("mixed list", #"{"recordName": "a", "recordType": "T", "fields": {"l": {"value": [1, "x"]}}}"#, "field 'l'"),
+        ("location timestamp out of range", #"{"recordName": "a", "recordType": "T", "fields": {"p": {"value": {"latitude": 1, "longitude": 2, "timestamp": 1e19}}}}"#, "LOCATION timestamp"),
         ("location out of range", #"{"recordName": "a", "recordType": "T", "fields": {"p": {"value": {"latitude": 91, "longitude": 0}}}}"#, "out of range"),
     ]
 

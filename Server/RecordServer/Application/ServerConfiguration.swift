@@ -15,7 +15,7 @@ public struct ServerConfiguration: Sendable {
     /// The store's limits.
     public var limits = StoreLimits()
     /// The largest request body accepted, in bytes (larger: `LIMIT_EXCEEDED`).
-    public var maximumBodyBytes: Int = 64 * 1024 * 1024
+    public var maximumBodyBytes: Int = 16 * 1024 * 1024
     /// How often the notification stream sends a keep-alive comment.
     public var keepAliveInterval: Duration = .seconds(15)
     /// The logger for the server's own messages.

@@ -27,17 +27,6 @@ enum Cascade {
         return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM temp.doomed") ?? 0
     }
 
-    /// `VALIDATE` references into the doomed set from records outside it: (source, target)
-    /// pairs, at most `limit` of them.
-    static func validatingSources(zoneKey: Int64, limit: Int, in db: Database) throws -> [(source: String, target: String)] {
-        try Row.fetchAll(db, sql: """
-            SELECT refs.source, refs.target FROM temp.doomed JOIN refs
-            ON refs.zone_id = ? AND refs.target = doomed.name AND refs.action = 2
-            WHERE refs.source NOT IN (SELECT name FROM temp.doomed)
-            LIMIT ?
-            """, arguments: [zoneKey, limit]).map { ($0[0], $0[1]) }
-    }
-
     /// Deletes every doomed record: tombstones numbered `firstSequence`, `firstSequence + 1`, …
     /// (root first, then by name), their references, then the rows.
     ///

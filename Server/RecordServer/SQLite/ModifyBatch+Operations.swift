@@ -34,25 +34,38 @@ extension ModifyBatch {
             throw RecordSyncError(.badRequest, problem, recordName: name)
         }
         prepared.recordType = recordType
-        let known = try schemaTypes(of: recordType)
-        for (field, raw) in (payload.fields ?? [:]).sorted(by: { $0.key < $1.key }) {
+        // Checked against the stored schema here; resolved again when written (``resolveFields``),
+        // against the types that operations written before it in this batch introduced.
+        prepared.rawFields = payload.fields ?? [:]
+        prepared.fields = try resolveFields(prepared, against: try storedSchema(of: recordType))
+        return prepared
+    }
+
+    /// Resolves an operation's raw fields against `known` types; checks names and zones.
+    mutating func resolveFields(_ operation: Operation, against known: [String: FieldType]) throws -> [String: FieldValue] {
+        let name = operation.name
+        let recordType = operation.recordType
+        var fields: [String: FieldValue] = [:]
+        for (field, raw) in operation.rawFields.sorted(by: { $0.key < $1.key }) {
             if let problem = NameRules.problem(withFieldName: field) {
                 throw RecordSyncError(.badRequest, problem, recordName: name)
             }
-            if raw.value == .null {
-                prepared.removals.insert(field)
-                continue
-            }
+            if raw.value == .null { continue }
             let value = try resolve(raw, field: field, recordType: recordType, schemaType: known[field], recordName: name)
             for reference in value.references {
-                if let target = reference.zoneID, target.zoneName != zone.name {
-                    throw RecordSyncError(.badRequest, "field \(NameRules.quoted(field)) references \(NameRules.quoted(reference.recordName)) in zone \(NameRules.quoted(target.zoneName)); a reference must stay in its record's zone (\(NameRules.quoted(zone.name)))", recordName: name)
+                if let target = reference.zoneID, target.zoneName != zone.name || !isThisZonesOwner(target.ownerRecordName) {
+                    throw RecordSyncError(.badRequest, "field \(NameRules.quoted(field)) references \(NameRules.quoted(reference.recordName)) in zone \(NameRules.quoted(target.zoneName)) of \(NameRules.quoted(target.ownerRecordName ?? "")); a reference must stay in its record's zone (\(NameRules.quoted(zone.name)))", recordName: name)
                 }
             }
-            prepared.fields[field] = value
-            if known[field] == nil { schema[recordType, default: [:]][field] = value.type }
+            fields[field] = value
         }
-        return prepared
+        return fields
+    }
+
+    /// Whether a reference's `ownerRecordName` names this zone's owner (or is a placeholder).
+    private func isThisZonesOwner(_ owner: String?) -> Bool {
+        guard let owner, owner != "__defaultOwner__" else { return true }
+        return owner == zone.zoneID.ownerRecordName
     }
 
     /// The typed value of a raw field: by the type the request gives, else the schema's,
@@ -69,16 +82,22 @@ extension ModifyBatch {
         }
     }
 
-    /// The schema of a record type: stored types plus those this batch has introduced.
-    private mutating func schemaTypes(of recordType: String) throws -> [String: FieldType] {
-        if let cached = schema[recordType] { return cached }
+    /// The stored schema of a record type (read once per batch).
+    private mutating func storedSchema(of recordType: String) throws -> [String: FieldType] {
+        if let cached = stored[recordType] { return cached }
         var types: [String: FieldType] = [:]
         for row in try Row.fetchAll(db, sql: "SELECT field, type FROM schema_fields WHERE container_id = ? AND record_type = ?",
                                     arguments: [containerID, recordType]) {
             if let type = FieldType(rawValue: row[1]) { types[row[0]] = type }
         }
-        schema[recordType] = types
+        stored[recordType] = types
         return types
+    }
+
+    /// The schema a write is checked against: stored types plus those of the operations this
+    /// batch has written so far (a failed group's additions vanish with its savepoint copy).
+    private mutating func writtenSchema(of recordType: String) throws -> [String: FieldType] {
+        try storedSchema(of: recordType).merging(schema[recordType] ?? [:]) { stored, _ in stored }
     }
 
     // MARK: Saving
@@ -105,24 +124,33 @@ extension ModifyBatch {
         }
         for index in indices {
             let operation = operations[index]!
-            for (field, reference) in operation.references where reference.action == .validate {
+            // In the public database a DELETE_SELF target must exist too: otherwise another
+            // user could create the missing target later and delete it, taking this record along.
+            let mustExist: Set<Reference.Action> = scope.kind == .public ? [.validate, .deleteSelf] : [.validate]
+            for (field, reference) in operation.references where mustExist.contains(reference.action) {
                 let target = reference.recordName
                 if failedNames.contains(target) {
-                    throw RecordSyncError(.validatingReferenceError, "field \(NameRules.quoted(field)) is a VALIDATE reference to \(NameRules.quoted(target)), whose operation in this batch failed", recordName: operation.name)
+                    throw RecordSyncError(.validatingReferenceError, "field \(NameRules.quoted(field)) is a \(reference.action.rawValue) reference to \(NameRules.quoted(target)), whose operation in this batch failed", recordName: operation.name)
                 }
                 if try Int.fetchOne(db, sql: "SELECT 1 FROM records WHERE zone_id = ? AND name = ?", arguments: [zone.id, target]) == nil {
-                    throw RecordSyncError(.validatingReferenceError, "field \(NameRules.quoted(field)) is a VALIDATE reference to \(NameRules.quoted(target)), which does not exist", recordName: operation.name)
+                    throw RecordSyncError(.validatingReferenceError, "field \(NameRules.quoted(field)) is a \(reference.action.rawValue) reference to \(NameRules.quoted(target)), which does not exist" + (reference.action == .deleteSelf ? " (in the public database an owner must exist)" : ""), recordName: operation.name)
                 }
             }
         }
     }
 
     private mutating func saveOne(_ operation: Operation) throws -> Record {
+        var operation = operation
+        let known = try writtenSchema(of: operation.recordType)
+        operation.fields = try resolveFields(operation, against: known)
+        for (field, value) in operation.fields where known[field] == nil {
+            schema[operation.recordType, default: [:]][field] = value.type
+        }
         let name = operation.name
         let current = try existing(name)
         if let current {
             if operation.type == .create {
-                throw RecordSyncError(.exists, "record \(NameRules.quoted(name)) already exists", recordName: name)
+                throw RecordSyncError(.exists, "record \(NameRules.quoted(name)) already exists", recordName: name, serverRecord: current.record)
             }
             if operation.type.checksChangeTag, operation.changeTag != current.record.recordChangeTag {
                 throw RecordSyncError(.conflict, "record \(NameRules.quoted(name)) has changed on the server: recordChangeTag \(operation.changeTag ?? "") is stale, the server's is \(current.record.recordChangeTag ?? "")", recordName: name, serverRecord: current.record)
@@ -170,7 +198,7 @@ extension ModifyBatch {
         let record = Record(recordName: name, recordType: operation.recordType, zoneID: zone.zoneID, recordChangeTag: tag,
                             fields: fields, created: created, modified: Stamp(timestamp: now, userRecordName: user))
         for (field, reference) in record.references {
-            try db.execute(sql: "INSERT OR REPLACE INTO refs(zone_id, source, field, target, action) VALUES (?, ?, ?, ?, ?)",
+            try db.execute(sql: "INSERT OR IGNORE INTO refs(zone_id, source, field, target, action) VALUES (?, ?, ?, ?, ?)",
                            arguments: [zone.id, name, field, reference.recordName, RecordRow.code(reference.action)])
         }
         return record
@@ -178,7 +206,52 @@ extension ModifyBatch {
 
     // MARK: Deleting
 
-    /// Deletes one record and everything its `DELETE_SELF` cascade reaches.
+    /// Runs the deletes, then checks that no record left holds a `VALIDATE` reference to a record
+    /// the batch deleted. If one does, every delete is undone, the operations that deleted a
+    /// blocked record fail, and the rest run again (in a non-atomic batch; an atomic one stops).
+    ///
+    /// Checking after all deletes lets a batch delete a target and its `VALIDATE` sources in any
+    /// order, and never trusts a later delete that then fails.
+    ///
+    /// - Returns: `false` when an atomic batch must stop.
+    mutating func runDeletes(_ indices: [Int]) throws -> Bool {
+        var excluded: Set<Int> = []
+        while true {
+            let before = self
+            var blockers: [(operation: Int, source: String, target: String)] = []
+            var stop = false
+            try db.inSavepoint {
+                try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS batch_deleted(name TEXT PRIMARY KEY, operation INTEGER NOT NULL) WITHOUT ROWID")
+                try db.execute(sql: "DELETE FROM temp.batch_deleted")
+                for index in indices where !excluded.contains(index) {
+                    guard try attempt([index], { batch in try batch.delete(index) }) else {
+                        stop = true
+                        return .rollback
+                    }
+                }
+                blockers = try Row.fetchAll(db, sql: """
+                    SELECT b.operation, refs.source, refs.target FROM temp.batch_deleted b JOIN refs
+                    ON refs.zone_id = ? AND refs.target = b.name AND refs.action = 2
+                    GROUP BY b.operation
+                    """, arguments: [zone.id]).map { ($0[0], $0[1], $0[2]) }
+                return blockers.isEmpty ? .commit : .rollback
+            }
+            if stop { return false }
+            if blockers.isEmpty { return true }
+            self = before
+            for blocker in blockers {
+                excluded.insert(blocker.operation)
+                fail(blocker.operation, RecordSyncError(
+                    .validatingReferenceError,
+                    "cannot delete \(NameRules.quoted(blocker.target)): \(NameRules.quoted(blocker.source)) holds a VALIDATE reference to it (delete that record in the same batch)",
+                    recordName: operations[blocker.operation]?.name), name: operations[blocker.operation]?.name)
+            }
+            if atomic { return false }
+        }
+    }
+
+    /// Deletes one record and everything its `DELETE_SELF` cascade reaches, noting them in
+    /// `temp.batch_deleted` for the `VALIDATE` check of ``runDeletes(_:)``.
     mutating func delete(_ index: Int) throws {
         let operation = operations[index]!
         let name = operation.name
@@ -196,13 +269,7 @@ extension ModifyBatch {
             throw RecordSyncError(.accessDenied, "record \(NameRules.quoted(name)) of the public database belongs to another user", recordName: name)
         }
         let count = try Cascade.collect(root: name, zoneKey: zone.id, in: db)
-        // Sources that this batch also deletes (and that have not failed) do not block the delete.
-        let laterDeletes = Set(operations[index...].compactMap { $0?.type.isDelete == true ? $0?.name : nil }).subtracting(failedNames)
-        let blocking = try Cascade.validatingSources(zoneKey: zone.id, limit: laterDeletes.count + 1, in: db)
-            .first { !laterDeletes.contains($0.source) }
-        if let blocking {
-            throw RecordSyncError(.validatingReferenceError, "cannot delete \(NameRules.quoted(blocking.target)): \(NameRules.quoted(blocking.source)) holds a VALIDATE reference to it (delete it in the same batch)", recordName: name)
-        }
+        try db.execute(sql: "INSERT OR REPLACE INTO temp.batch_deleted(name, operation) SELECT name, ? FROM temp.doomed", arguments: [index])
         let cascaded = try Cascade.deleteDoomed(root: name, zoneKey: zone.id, firstSequence: sequence + 1, in: db)
         sequence += Int64(count)
         cascadedNames.formUnion(cascaded)

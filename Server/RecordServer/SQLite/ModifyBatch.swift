@@ -15,11 +15,13 @@ struct ModifyBatch {
         var name: String
         var recordType: String
         var changeTag: String?
-        /// Fields to set (for saves).
+        /// The fields as the request gave them.
+        var rawFields: [String: RawFieldValue] = [:]
+        /// The fields to set, resolved against the schema (for saves).
         var fields: [String: FieldValue] = [:]
-        /// Fields to remove (an update's `null` values).
-        var removals: Set<String> = []
         var desiredKeys: [String]?
+        /// Fields to remove (an update's `null` values).
+        var removals: Set<String> { Set(rawFields.filter { $0.value.value == .null }.keys) }
         /// The references this operation saves.
         var references: [(field: String, reference: Reference)] { Record(recordName: name, recordType: recordType, fields: fields).references }
     }
@@ -36,6 +38,9 @@ struct ModifyBatch {
     var sequence: Int64
     var failedNames: Set<String> = []
     var cascadedNames: Set<String> = []
+    /// Field types stored before the batch, per record type.
+    var stored: [String: [String: FieldType]] = [:]
+    /// Field types introduced by the operations written so far, per record type.
     var schema: [String: [String: FieldType]] = [:]
 
     init(request: ModifyRecordsRequest, scope: DatabaseScope, zone: SQLiteRecordStore.ZoneRow, containerID: Int64, limits: StoreLimits, db: Database) {
@@ -78,9 +83,7 @@ struct ModifyBatch {
             guard try attempt(indices, { batch in try batch.save(indices) }) else { return (atomicFailure(), false) }
         }
         let deletes = operations.indices.filter { operations[$0]?.type.isDelete ?? false }
-        for index in deletes {
-            guard try attempt([index], { batch in try batch.delete(index) }) else { return (atomicFailure(), false) }
-        }
+        guard try runDeletes(deletes) else { return (atomicFailure(), false) }
 
         if sequence != zone.sequence {
             let databaseSequence = try SQLiteRecordStore.nextDatabaseSequence(zone.databaseID, in: db)
@@ -95,7 +98,7 @@ struct ModifyBatch {
     /// In a non-atomic batch the work runs in a savepoint that a failure rolls back.
     ///
     /// - Returns: `false` when an atomic batch must stop.
-    private mutating func attempt(_ indices: [Int], _ body: (inout ModifyBatch) throws -> Void) throws -> Bool {
+    mutating func attempt(_ indices: [Int], _ body: (inout ModifyBatch) throws -> Void) throws -> Bool {
         if atomic {
             do {
                 try body(&self)
@@ -143,7 +146,7 @@ struct ModifyBatch {
         }
     }
 
-    private mutating func fail(_ index: Int, _ error: RecordSyncError, name: String?) {
+    mutating func fail(_ index: Int, _ error: RecordSyncError, name: String?) {
         var error = error
         error.recordName = error.recordName ?? name
         error.zoneID = zone.zoneID

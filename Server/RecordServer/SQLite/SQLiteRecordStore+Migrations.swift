@@ -73,14 +73,15 @@ extension SQLiteRecordStore {
                 CREATE INDEX records_by_seq ON records(zone_id, seq);
                 CREATE INDEX records_by_type ON records(zone_id, type, name);
                 -- One row per reference a record holds (each element of a reference list).
-                -- action: 0 NONE, 1 DELETE_SELF, 2 VALIDATE.
+                -- action: 0 NONE, 1 DELETE_SELF, 2 VALIDATE. The same target may appear with
+                -- several actions (a list holding it twice).
                 CREATE TABLE refs(
                     zone_id INTEGER NOT NULL,
                     source TEXT NOT NULL,
                     field TEXT NOT NULL,
                     target TEXT NOT NULL,
                     action INTEGER NOT NULL,
-                    PRIMARY KEY(zone_id, source, field, target)) WITHOUT ROWID;
+                    PRIMARY KEY(zone_id, source, field, target, action)) WITHOUT ROWID;
                 CREATE INDEX refs_by_target ON refs(zone_id, target, action, field, source);
                 -- Deleted records, for change feeds; removed when the name is saved again.
                 CREATE TABLE tombstones(

@@ -15,7 +15,16 @@ extension SQLiteRecordStore {
         if let marker, marker.query != fingerprint {
             throw RecordSyncError(.badRequest, "continuationMarker belongs to a different query")
         }
-        return try await read(scope) { db, databaseID, containerID in
+        do {
+            return try await runQuery(request, limit: limit, marker: marker, fingerprint: fingerprint, in: scope)
+        } catch let error as RecordSyncError where error.code == .internalError {
+            // SQLite refuses statements that are too deep or too large: the query's fault.
+            throw RecordSyncError(.badRequest, "the query is too complex to run; use fewer filters, sort keys or values")
+        }
+    }
+
+    private func runQuery(_ request: QueryRecordsRequest, limit: Int, marker: ContinuationMarker?, fingerprint: String, in scope: DatabaseScope) async throws -> QueryRecordsResponse {
+        try await read(scope) { db, databaseID, containerID in
             var zones: [Int64: ZoneID] = [:]
             if request.zoneWide == true && request.zoneID == nil {
                 for row in try Row.fetchAll(db, sql: "SELECT id, name FROM zones WHERE database_id = ? AND deleted = 0", arguments: [databaseID]) {

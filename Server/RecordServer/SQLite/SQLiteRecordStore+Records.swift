@@ -41,14 +41,14 @@ extension SQLiteRecordStore {
                 return .success(record.restricted(to: request.desiredKeys))
             }
             guard let include = request.include, !include.isEmpty else { return RecordsResponse(records: results) }
-            let included = try Self.included(from: Array(found.values), fields: Set(include), depth: depth, zone: zone, in: db)
+            let included = try Self.included(from: Array(found.values), fields: Set(include), depth: depth, limit: self.limits.maximumResultsLimit, zone: zone, in: db)
             return RecordsResponse(records: results, includedRecords: included.map { $0.restricted(to: request.desiredKeys) })
         }
     }
 
     /// The records reachable from `roots` through the reference `fields`, up to `depth` hops,
     /// excluding the roots, ordered targets before sources.
-    static func included(from roots: [Record], fields: Set<String>, depth: Int, zone: ZoneRow, in db: Database) throws -> [Record] {
+    static func included(from roots: [Record], fields: Set<String>, depth: Int, limit: Int, zone: ZoneRow, in db: Database) throws -> [Record] {
         var known = Set(roots.map(\.recordName))
         var included: [Record] = []
         var frontier = roots.sorted { $0.recordName < $1.recordName }
@@ -56,6 +56,9 @@ extension SQLiteRecordStore {
             var next: [Record] = []
             for record in frontier {
                 for (field, reference) in record.references where fields.contains(field) && !known.contains(reference.recordName) {
+                    guard included.count + next.count < limit else {
+                        throw RecordSyncError(.limitExceeded, "include reaches more than \(limit) records; ask for fewer records, fields or levels")
+                    }
                     known.insert(reference.recordName)
                     if let target = try fetchRecord(reference.recordName, zone: zone, in: db) { next.append(target) }
                 }

@@ -1,0 +1,186 @@
+import Foundation
+import GRDB
+import RecordModel
+import RecordSQL
+
+/// The client's local SQLite cache of one database: the records it has seen (with their system
+/// fields), the zone and database change tokens, and an outbox of local saves and deletes not
+/// yet sent.
+///
+/// Every local edit writes the record and its outbox entry in one transaction; every fetched
+/// page is written with its token in one transaction. So a crash at any point loses no local
+/// edit and never skips a server change.
+///
+/// Queries on the cache run the same SQL the server runs (``RecordSQL/QueryCompiler``) over rows
+/// of the same shape, so they return the records the server would.
+public final class RecordCache: Sendable {
+    let writer: any DatabaseWriter
+
+    /// Opens (creating if needed) the cache file at `path`; `":memory:"` makes an in-memory cache.
+    ///
+    /// - Throws: GRDB's `DatabaseError` when the file cannot be opened or migrated.
+    public init(path: String) throws {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(30)
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+        }
+        if path == ":memory:" {
+            writer = try DatabaseQueue(configuration: configuration)
+        } else {
+            writer = try DatabasePool(path: path, configuration: configuration)
+        }
+        try Self.migrator.migrate(writer)
+    }
+
+    /// The schema, as named migrations; a shipped migration is never edited.
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE zones(
+                    id INTEGER PRIMARY KEY,
+                    name TEXT NOT NULL UNIQUE,
+                    token TEXT);
+                CREATE TABLE state(
+                    key TEXT PRIMARY KEY,
+                    value TEXT NOT NULL);
+                -- The same row shape as the server's records table (QueryCompiler runs on both).
+                -- tag and server_record are the server's version a local edit starts from
+                -- (NULL for a record that never reached the server).
+                CREATE TABLE records(
+                    id INTEGER PRIMARY KEY,
+                    zone_id INTEGER NOT NULL,
+                    name TEXT NOT NULL,
+                    type TEXT NOT NULL,
+                    tag TEXT,
+                    fields TEXT NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    created_by TEXT NOT NULL,
+                    created_device TEXT,
+                    modified_at INTEGER NOT NULL,
+                    modified_by TEXT NOT NULL,
+                    modified_device TEXT,
+                    server_record TEXT,
+                    UNIQUE(zone_id, name));
+                CREATE INDEX records_by_type ON records(zone_id, type, name);
+                CREATE TABLE refs(
+                    zone_id INTEGER NOT NULL,
+                    source TEXT NOT NULL,
+                    field TEXT NOT NULL,
+                    target TEXT NOT NULL,
+                    action INTEGER NOT NULL,
+                    PRIMARY KEY(zone_id, source, field, target, action)) WITHOUT ROWID;
+                CREATE INDEX refs_by_target ON refs(zone_id, target, action, field, source);
+                CREATE TABLE schema_fields(
+                    record_type TEXT NOT NULL,
+                    field TEXT NOT NULL,
+                    type TEXT NOT NULL,
+                    PRIMARY KEY(record_type, field)) WITHOUT ROWID;
+                -- Local edits not yet acknowledged: kind is 'save' or 'delete'; changed_keys
+                -- (a JSON array) names the fields a save changed, NULL for "all of them".
+                CREATE TABLE outbox(
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    zone_id INTEGER NOT NULL,
+                    name TEXT NOT NULL,
+                    kind TEXT NOT NULL,
+                    changed_keys TEXT);
+                CREATE INDEX outbox_by_record ON outbox(zone_id, name);
+                """)
+        }
+        return migrator
+    }
+
+    // MARK: Reading
+
+    /// The cached record, or `nil`.
+    public func record(for id: RecordID) async throws -> RecordModel.Record? {
+        try await writer.read { db in try Self.fetchRecord(id, in: db)?.record }
+    }
+
+    /// The zones the cache knows, with records or a token.
+    public func zoneIDs() async throws -> [ZoneID] {
+        try await writer.read { db in try String.fetchAll(db, sql: "SELECT name FROM zones ORDER BY name").map { ZoneID(zoneName: $0) } }
+    }
+
+    /// Every cached record of a zone, by name (for comparisons and export).
+    public func allRecords(inZoneWith zoneID: ZoneID) async throws -> [RecordModel.Record] {
+        try await writer.read { db in
+            guard let zone = try Self.zoneKey(zoneID, in: db) else { return [] }
+            return try Row.fetchAll(db, sql: "SELECT \(RecordRow.columns) FROM records WHERE zone_id = ? ORDER BY name", arguments: [zone])
+                .map { try RecordRow.record(from: $0, zoneID: zoneID) }
+        }
+    }
+
+    /// How many local edits wait to be sent.
+    public func pendingChangeCount() async throws -> Int {
+        try await writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox") ?? 0 }
+    }
+
+    /// The saved change token of a zone.
+    public func changeToken(for zoneID: ZoneID) async throws -> ServerChangeToken? {
+        try await writer.read { db in
+            try String.fetchOne(db, sql: "SELECT token FROM zones WHERE name = ?", arguments: [zoneID.zoneName]).map(ServerChangeToken.init)
+        }
+    }
+
+    // MARK: Helpers shared by the extensions
+
+    struct CachedRecord {
+        var key: Int64
+        var zone: Int64
+        var record: RecordModel.Record
+        var serverRecord: RecordModel.Record?
+    }
+
+    static func zoneKey(_ zoneID: ZoneID, in db: SQLDatabase) throws -> Int64? {
+        try Int64.fetchOne(db, sql: "SELECT id FROM zones WHERE name = ?", arguments: [zoneID.zoneName])
+    }
+
+    static func zoneKeyCreating(_ zoneID: ZoneID, in db: SQLDatabase) throws -> Int64 {
+        if let key = try zoneKey(zoneID, in: db) { return key }
+        try db.execute(sql: "INSERT INTO zones(name) VALUES (?)", arguments: [zoneID.zoneName])
+        return db.lastInsertedRowID
+    }
+
+    static func fetchRecord(_ id: RecordModel.Record.ID, in db: SQLDatabase) throws -> CachedRecord? {
+        guard let zone = try zoneKey(id.zoneID, in: db),
+              let row = try Row.fetchOne(db, sql: "SELECT id, server_record, \(RecordRow.columns) FROM records WHERE zone_id = ? AND name = ?",
+                                         arguments: [zone, id.recordName]) else { return nil }
+        let serverJSON: String? = row[1]
+        return CachedRecord(key: row[0], zone: zone, record: try RecordRow.record(from: row, zoneID: id.zoneID, offset: 2),
+                            serverRecord: try serverJSON.map { try JSONDecoder().decode(RecordModel.Record.self, from: Data($0.utf8)) })
+    }
+
+    /// Writes `record` as the cached row (insert or replace), with its references and schema.
+    static func store(_ record: RecordModel.Record, zone: Int64, tag: String?, serverRecord: RecordModel.Record?, in db: SQLDatabase) throws {
+        let fields = try RecordRow.encodeFields(record.fields)
+        let serverJSON = try serverRecord.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }
+        let created = record.created ?? Stamp(timestamp: 0, userRecordName: "")
+        let modified = record.modified ?? created
+        try db.execute(sql: """
+            INSERT INTO records(zone_id, name, type, tag, fields, created_at, created_by, created_device, modified_at, modified_by, modified_device, server_record)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT(zone_id, name) DO UPDATE SET type = excluded.type, tag = excluded.tag, fields = excluded.fields,
+                created_at = excluded.created_at, created_by = excluded.created_by, created_device = excluded.created_device,
+                modified_at = excluded.modified_at, modified_by = excluded.modified_by, modified_device = excluded.modified_device,
+                server_record = excluded.server_record
+            """, arguments: [zone, record.recordName, record.recordType, tag, fields, created.timestamp, created.userRecordName, created.deviceID,
+                             modified.timestamp, modified.userRecordName, modified.deviceID, serverJSON])
+        try db.execute(sql: "DELETE FROM refs WHERE zone_id = ? AND source = ?", arguments: [zone, record.recordName])
+        for (field, reference) in record.references {
+            try db.execute(sql: "INSERT OR IGNORE INTO refs(zone_id, source, field, target, action) VALUES (?, ?, ?, ?, ?)",
+                           arguments: [zone, record.recordName, field, reference.recordName, RecordRow.code(reference.action)])
+        }
+        for (field, value) in record.fields {
+            try db.execute(sql: "INSERT OR IGNORE INTO schema_fields(record_type, field, type) VALUES (?, ?, ?)",
+                           arguments: [record.recordType, field, value.type.rawValue])
+        }
+    }
+
+    /// Removes a cached record and its references.
+    static func remove(_ name: String, zone: Int64, in db: SQLDatabase) throws {
+        try db.execute(sql: "DELETE FROM records WHERE zone_id = ? AND name = ?", arguments: [zone, name])
+        try db.execute(sql: "DELETE FROM refs WHERE zone_id = ? AND source = ?", arguments: [zone, name])
+    }
+}

@@ -1,0 +1,59 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import RecordModel
+
+/// A container on a RecordSync server: the app's namespace, holding a public database and the
+/// signed-in user's private database (CloudKit's `CKContainer`).
+public struct Container: Sendable {
+    /// How a container signs in.
+    public enum Credentials: Sendable, Hashable {
+        /// A user's bearer token, as printed by `recordserver user add NAME`.
+        case bearerToken(String)
+    }
+
+    /// Which data set of the container: `development` or `production`.
+    public enum Environment: String, Sendable, Hashable, Codable {
+        case development
+        case production
+    }
+
+    /// The server's base URL, such as `http://127.0.0.1:8080`.
+    public let serverURL: URL
+    /// The container identifier, such as `iCloud.com.example.Gallery`.
+    public let identifier: String
+    /// The environment.
+    public let environment: Environment
+    let credentials: Credentials
+    let session: URLSession
+
+    /// Creates a container handle. Nothing is sent until a database is used.
+    ///
+    /// - Parameter session: the URL session requests go through (a default one if omitted).
+    public init(serverURL: URL, identifier: String, environment: Environment = .development, credentials: Credentials, session: URLSession? = nil) {
+        self.serverURL = serverURL
+        self.identifier = identifier
+        self.environment = environment
+        self.credentials = credentials
+        self.session = session ?? URLSession(configuration: .ephemeral)
+    }
+
+    /// The signed-in user's private database.
+    public var privateCloudDatabase: Database { Database(container: self, scope: .private) }
+
+    /// The container's public database.
+    public var publicCloudDatabase: Database { Database(container: self, scope: .public) }
+
+    /// The signed-in user's record name (`users/current`).
+    public func userRecordID() async throws -> Record.ID {
+        let identity = try await privateCloudDatabase.transport.post("users/current", EmptyBody(), as: UserIdentity.self)
+        return Record.ID(recordName: identity.userRecordName)
+    }
+
+    var token: String {
+        switch credentials {
+        case .bearerToken(let token): token
+        }
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import RecordModel
+
+/// An opaque change token (CloudKit's `CKServerChangeToken`): a zone token or a database token.
+/// Persist it with the data it covers, in the same transaction.
+public struct ServerChangeToken: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// The token's wire string.
+    public let rawValue: String
+    /// Wraps a wire string.
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public var description: String { rawValue }
+}
+
+/// One page of a database's zone changes.
+public struct DatabaseChangesPage: Sendable, Hashable {
+    /// Zones whose records changed (or that were created), oldest change first.
+    public var modifications: [ZoneID]
+    /// Zones that were deleted.
+    public var deletions: [ZoneID]
+    /// The token covering this page.
+    public var changeToken: ServerChangeToken
+    /// More pages remain.
+    public var moreComing: Bool
+}
+
+/// One page of a zone's record changes.
+public struct ZoneChangesPage: Sendable, Hashable {
+    /// Records changed since the token, in their current state, oldest change first.
+    public var modifications: [Record]
+    /// Records deleted since the token, with their types.
+    public var deletions: [(recordID: Record.ID, recordType: String)]
+    /// Every change of the page in feed order: changed records and tombstones (`deleted`).
+    public var changes: [Record]
+    /// The token covering this page.
+    public var changeToken: ServerChangeToken
+    /// More pages remain.
+    public var moreComing: Bool
+
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.changes == rhs.changes && lhs.changeToken == rhs.changeToken && lhs.moreComing == rhs.moreComing
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(changes)
+        hasher.combine(changeToken)
+    }
+}
+
+extension Database {
+    /// One page of the zones changed or deleted since `token` (CloudKit's `databaseChanges(since:)`).
+    ///
+    /// - Parameter token: the token from the previous page; `nil` for the first fetch, which
+    ///   lists the live zones.
+    /// - Throws: `BAD_REQUEST` for a token that is not this database's.
+    public func databaseChanges(since token: ServerChangeToken?, resultsLimit: Int? = nil) async throws -> DatabaseChangesPage {
+        let answer = try await transport.post("changes/database", DatabaseChangesRequest(syncToken: token?.rawValue, resultsLimit: resultsLimit), as: DatabaseChanges.self)
+        return DatabaseChangesPage(
+            modifications: answer.zones.filter { $0.deleted != true }.map(\.zoneID),
+            deletions: answer.zones.filter { $0.deleted == true }.map(\.zoneID),
+            changeToken: ServerChangeToken(rawValue: answer.syncToken), moreComing: answer.moreComing
+        )
+    }
+
+    /// One page of a zone's changes since `token` (CloudKit's `recordZoneChanges(inZoneWith:since:)`).
+    ///
+    /// - Parameter token: the token from the previous page; `nil` fetches the zone's current
+    ///   records from the start.
+    /// - Throws: `CHANGE_TOKEN_EXPIRED` when the zone was deleted and recreated since the token
+    ///   (fetch again with `nil`); `ZONE_NOT_FOUND`; `BAD_REQUEST` for a foreign token.
+    public func recordZoneChanges(inZoneWith zoneID: ZoneID, since token: ServerChangeToken?, desiredKeys: [String]? = nil,
+                                  resultsLimit: Int? = nil) async throws -> ZoneChangesPage {
+        let request = RecordChangesRequest(zoneID: zoneID, syncToken: token?.rawValue, resultsLimit: resultsLimit, desiredKeys: desiredKeys)
+        let answer = try await transport.post("records/changes", request, as: ZoneChanges.self)
+        return ZoneChangesPage(
+            modifications: answer.records.filter { !$0.deleted },
+            deletions: answer.records.filter(\.deleted).map { ($0.recordID, $0.recordType) },
+            changes: answer.records, changeToken: ServerChangeToken(rawValue: answer.syncToken), moreComing: answer.moreComing
+        )
+    }
+}

@@ -1,0 +1,177 @@
+import Foundation
+import RecordModel
+
+extension Database {
+    /// Saves and deletes records (CloudKit's `modifyRecords(saving:deleting:savePolicy:atomically:)`).
+    ///
+    /// Records may be in several zones; each zone's records go in their own requests. A batch
+    /// larger than ``maximumOperationsPerRequest`` is split so that every record is sent in the
+    /// same or a later request than the records it references (a reference cycle stays in one
+    /// request), and the results are reported per record as if it were one operation.
+    /// `atomically` applies to each request: if a request fails, it changes nothing, and the
+    /// requests after it are not sent (their records fail with `ATOMIC_ERROR`); requests already
+    /// answered stay applied.
+    ///
+    /// - Returns: a result per saved record (the server's copy, with its new change tag) and
+    ///   per deleted ID.
+    /// - Throws: a request-level error (authentication, unknown zone, …) raised before anything
+    ///   was applied; later failures are reported per record.
+    public func modifyRecords(
+        saving recordsToSave: [Record], deleting recordIDsToDelete: [Record.ID],
+        savePolicy: SavePolicy = .ifServerRecordUnchanged, atomically: Bool = true
+    ) async throws -> (saveResults: [Record.ID: Result<Record, RecordSyncError>], deleteResults: [Record.ID: Result<Void, RecordSyncError>]) {
+        var zones: [ZoneID] = []
+        var saves: [ZoneID: [RecordOperation]] = [:]
+        var deletes: [ZoneID: [RecordOperation]] = [:]
+        for record in recordsToSave {
+            let zone = record.recordID.zoneID
+            if saves[zone] == nil && deletes[zone] == nil { zones.append(zone) }
+            saves[zone, default: []].append(RecordOperation(savePolicy.operationType(for: record), RecordPayload(record)))
+        }
+        for id in recordIDsToDelete {
+            if saves[id.zoneID] == nil && deletes[id.zoneID] == nil { zones.append(id.zoneID) }
+            deletes[id.zoneID, default: []].append(RecordOperation(.forceDelete, RecordPayload(recordName: id.recordName)))
+        }
+
+        var saveResults: [Record.ID: Result<Record, RecordSyncError>] = [:]
+        var deleteResults: [Record.ID: Result<Void, RecordSyncError>] = [:]
+        var anythingSent = false
+        for zone in zones {
+            let results = try await send(saves: saves[zone] ?? [], deletes: deletes[zone] ?? [], zone: zone,
+                                         atomically: atomically, throwFirstFailure: !anythingSent)
+            anythingSent = true
+            for (operation, result) in results {
+                let id = Record.ID(recordName: operation.record.recordName ?? "", zoneID: zone)
+                if operation.operationType.isDelete {
+                    deleteResults[id] = result.map { _ in () }
+                } else {
+                    saveResults[id] = result
+                }
+            }
+        }
+        return (saveResults, deleteResults)
+    }
+
+    /// Sends one zone's operations in as many requests as needed.
+    ///
+    /// - Returns: each operation with its result, in sending order.
+    func send(saves: [RecordOperation], deletes: [RecordOperation], zone: ZoneID, atomically: Bool,
+              throwFirstFailure: Bool) async throws -> [(RecordOperation, Result<Record, RecordSyncError>)] {
+        let requests = try BatchPlanner(limit: maximumOperationsPerRequest).plan(saves: saves, deletes: deletes)
+        var results: [(RecordOperation, Result<Record, RecordSyncError>)] = []
+        var stopped: RecordSyncError?
+        for (index, operations) in requests.enumerated() {
+            if let stopped {
+                for operation in operations {
+                    results.append((operation, .failure(RecordSyncError(.atomicError, "not sent: an earlier request of this batch failed (\(stopped.code))", recordName: operation.record.recordName, zoneID: zone))))
+                }
+                continue
+            }
+            let answer: RecordsResponse
+            do {
+                answer = try await transport.post("records/modify", ModifyRecordsRequest(operations: operations, zoneID: zone, atomic: atomically), as: RecordsResponse.self)
+            } catch let error as RecordSyncError {
+                if throwFirstFailure && index == 0 { throw error }
+                for operation in operations {
+                    var failure = error
+                    failure.recordName = operation.record.recordName
+                    results.append((operation, .failure(failure)))
+                }
+                if atomically { stopped = error }
+                continue
+            }
+            for (operation, result) in zip(operations, answer.records) {
+                switch result {
+                case .success(let record, _): results.append((operation, .success(record)))
+                case .failure(let error): results.append((operation, .failure(error)))
+                }
+            }
+            if atomically, let failure = answer.records.compactMap(\.error).first { stopped = failure }
+        }
+        return results
+    }
+
+    /// Fetches records by ID (CloudKit's `records(for:desiredKeys:)`).
+    ///
+    /// The records come back targets before sources, so model objects can be linked as they
+    /// arrive; IDs that failed (`NOT_FOUND`, …) are listed with their errors for a retry.
+    ///
+    /// - Parameters:
+    ///   - including: extension: reference fields to follow; the records they reach
+    ///     (`depth` hops) come back in ``FetchedRecords/includedRecords``.
+    /// - Throws: a request-level error (authentication, unknown zone, …).
+    public func records(for ids: [Record.ID], desiredKeys: [String]? = nil, including: [String] = [], depth: Int = 1) async throws -> FetchedRecords {
+        var found: [Record] = []
+        var included: [Record] = []
+        var errors: [Record.ID: RecordSyncError] = [:]
+        let zones = Dictionary(grouping: ids, by: \.zoneID)
+        for zone in ids.map(\.zoneID).uniqued() {
+            let zoneIDs = zones[zone] ?? []
+            for start in stride(from: 0, to: zoneIDs.count, by: maximumOperationsPerRequest) {
+                let chunk = Array(zoneIDs[start..<min(start + maximumOperationsPerRequest, zoneIDs.count)])
+                let request = LookupRecordsRequest(records: chunk.map { .init(recordName: $0.recordName) }, zoneID: zone, desiredKeys: desiredKeys,
+                                                   include: including.isEmpty ? nil : including, includeDepth: including.isEmpty ? nil : depth)
+                let answer = try await transport.post("records/lookup", request, as: RecordsResponse.self)
+                for (id, result) in zip(chunk, answer.records) {
+                    switch result {
+                    case .success(let record, _): found.append(record)
+                    case .failure(let error): errors[id] = error
+                    }
+                }
+                included += answer.includedRecords ?? []
+            }
+        }
+        return FetchedRecords(records: found.orderedTargetsFirst(), includedRecords: included.orderedTargetsFirst(),
+                              errors: errors, failedIDs: ids.filter { errors[$0] != nil })
+    }
+
+    /// Fetches one record (CloudKit's `record(for:)`). Throws `NOT_FOUND` if it does not exist.
+    public func record(for id: Record.ID, desiredKeys: [String]? = nil) async throws -> Record {
+        let fetched = try await records(for: [id], desiredKeys: desiredKeys)
+        if let record = fetched.records.first { return record }
+        throw fetched.errors[id] ?? RecordSyncError(.notFound, "record \(NameRules.quoted(id.recordName)) does not exist", recordName: id.recordName)
+    }
+
+    /// Saves one record with ``SavePolicy/ifServerRecordUnchanged`` (CloudKit's `save(_:)`).
+    ///
+    /// - Returns: the server's copy, with its new change tag.
+    /// - Throws: the record's error (`CONFLICT` with the server record, `EXISTS`, …).
+    @discardableResult
+    public func save(_ record: Record) async throws -> Record {
+        let results = try await modifyRecords(saving: [record], deleting: [])
+        guard let result = results.saveResults[record.recordID] else {
+            throw RecordSyncError(.internalError, "the server did not answer for \(NameRules.quoted(record.recordName))")
+        }
+        do {
+            return try result.get()
+        } catch var error as RecordSyncError {
+            error.clientRecord = record
+            throw error
+        }
+    }
+
+    /// Deletes one record and, on the server, everything its `DELETE_SELF` cascade reaches
+    /// (CloudKit's `deleteRecord(withID:)`).
+    @discardableResult
+    public func deleteRecord(withID id: Record.ID) async throws -> Record.ID {
+        let results = try await modifyRecords(saving: [], deleting: [id])
+        try results.deleteResults[id]?.get()
+        return id
+    }
+}
+
+extension Array where Element == Record {
+    /// The records ordered so that each comes after the records it references among them.
+    func orderedTargetsFirst() -> [Record] {
+        DependencyOrder.savingOrder(map { ($0.recordName, $0.references.map(\.reference.recordName)) })
+            .flatMap { $0.map { self[$0] } }
+    }
+}
+
+extension Array where Element: Hashable {
+    /// The elements without repeats, in first-seen order.
+    func uniqued() -> [Element] {
+        var seen: Set<Element> = []
+        return filter { seen.insert($0).inserted }
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import RecordModel
+
+/// One database of a container: the signed-in user's private database or the public one
+/// (CloudKit's `CKDatabase`). Every method is an async call to the server.
+public struct Database: Sendable {
+    /// Which database.
+    public enum Scope: String, Sendable, Hashable, Codable {
+        case `public`
+        case `private`
+    }
+
+    /// The container this database belongs to.
+    public let container: Container
+    /// Public or private.
+    public let scope: Scope
+    /// The most operations sent in one request; larger batches are split (the server's limit,
+    /// 400 by default).
+    public var maximumOperationsPerRequest: Int = 400
+    let transport: HTTPTransport
+
+    init(container: Container, scope: Scope) {
+        self.container = container
+        self.scope = scope
+        let base = container.serverURL
+            .appendingPathComponent("database/1")
+            .appendingPathComponent(container.identifier)
+            .appendingPathComponent(container.environment.rawValue)
+            .appendingPathComponent(scope.rawValue)
+        transport = HTTPTransport(baseURL: base, token: container.token, session: container.session)
+    }
+}
+
+/// How a save treats the server's copy of a record (CloudKit's `CKModifyRecordsOperation.RecordSavePolicy`).
+public enum SavePolicy: Sendable, Hashable {
+    /// Save only if the server's record is still the version the record's change tag names;
+    /// a record without a tag is created (and fails if it exists). The default.
+    case ifServerRecordUnchanged
+    /// Overwrite the fields the record holds, keeping the server's other fields.
+    case changedKeys
+    /// Overwrite the whole record: fields the record lacks are removed.
+    case allKeys
+
+    /// The wire operation that saves `record` under this policy.
+    func operationType(for record: Record) -> OperationType {
+        switch self {
+        case .ifServerRecordUnchanged: record.recordChangeTag == nil ? .create : .update
+        case .changedKeys: .forceUpdate
+        case .allKeys: .forceReplace
+        }
+    }
+}
+
+/// Records fetched by ID: the records, ordered so that every record comes after the records it
+/// references (targets before sources), and the IDs that failed, with their errors.
+public struct FetchedRecords: Sendable {
+    /// The records found, targets before sources.
+    public var records: [Record]
+    /// Extension (`including:`): records reached through the followed reference fields,
+    /// targets before sources, without the records asked for.
+    public var includedRecords: [Record]
+    /// The error of each ID that was not fetched.
+    public var errors: [Record.ID: RecordSyncError]
+    /// The IDs that failed, in request order, for a retry.
+    public var failedIDs: [Record.ID]
+
+    /// The result for one ID.
+    public subscript(id: Record.ID) -> Result<Record, RecordSyncError>? {
+        if let record = records.first(where: { $0.recordID == id }) { return .success(record) }
+        return errors[id].map { .failure($0) }
+    }
+}

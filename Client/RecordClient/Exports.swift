@@ -1,0 +1,3 @@
+// The model types (Record, Record.ID, Record.Reference, RecordZone, RecordSyncError, …) are part
+// of the client's API.
+@_exported import RecordModel

@@ -1,0 +1,58 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import RecordModel
+
+/// Sends requests to one database of a RecordSync server over HTTP (URLSession).
+///
+/// The only part of the client that speaks HTTP.
+struct HTTPTransport: Sendable {
+    /// The base of every endpoint: `{server}/database/1/{container}/{environment}/{database}/`.
+    let baseURL: URL
+    let token: String
+    let session: URLSession
+
+    /// Sends `body` to `endpoint` and decodes the answer.
+    ///
+    /// - Throws: the server's error as ``RecordSyncError`` (with `retryAfter` from the body or
+    ///   the `Retry-After` header), or ``ServerErrorCode/networkFailure`` when the server could
+    ///   not be reached or answered something that is not the protocol.
+    func post<Body: Encodable, Reply: Decodable>(_ endpoint: String, _ body: Body, as reply: Reply.Type) async throws -> Reply {
+        var request = URLRequest(url: baseURL.appendingPathComponent(endpoint))
+        request.httpMethod = "POST"
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+        request.timeoutInterval = 120
+        do {
+            request.httpBody = try JSONEncoder().encode(body)
+        } catch {
+            throw RecordSyncError(.badRequest, "the request could not be encoded: \(error)")
+        }
+        let data: Data
+        let response: URLResponse
+        do {
+            (data, response) = try await session.data(for: request)
+        } catch {
+            throw RecordSyncError(.networkFailure, "\(endpoint): \(error.localizedDescription)", retryAfter: 1)
+        }
+        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+        guard status == 200 else {
+            if var error = (try? JSONDecoder().decode(ErrorBody.self, from: data))?.error {
+                if error.retryAfter == nil, let header = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Retry-After") {
+                    error.retryAfter = Double(header)
+                }
+                throw error
+            }
+            throw RecordSyncError(.networkFailure, "\(endpoint): HTTP \(status) without a RecordSync error body", retryAfter: 1)
+        }
+        do {
+            return try JSONDecoder().decode(Reply.self, from: data)
+        } catch {
+            throw RecordSyncError(.networkFailure, "\(endpoint): the answer could not be read: \(error)")
+        }
+    }
+}
+
+/// An empty JSON object, for endpoints without parameters.
+struct EmptyBody: Codable, Sendable {}
