@@ -73,6 +73,34 @@ let package = Package(
             path: "Sources/recordserver",
             swiftSettings: swiftSettings
         ),
+        .target(
+            name: "TestSupport",
+            dependencies: [
+                "RecordServer",
+                "RecordModel",
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ],
+            path: "Tests/TestSupport",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "recordsync-testclient",
+            dependencies: ["RecordClient"],
+            path: "Tests/ClientProcess",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RecordClientTests",
+            dependencies: [
+                "RecordClient",
+                "recordsync-testclient",
+                "RecordServer",
+                "TestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            path: "Tests/RecordClientTests",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "RecordModelTests",
             dependencies: ["RecordModel"],
@@ -85,6 +113,7 @@ let package = Package(
                 "RecordServer",
                 "RecordModel",
                 "RecordSQL",
+                "TestSupport",
                 "recordserver",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "GRDB", package: "GRDB.swift"),

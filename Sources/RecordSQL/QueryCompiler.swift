@@ -149,7 +149,10 @@ public struct QueryCompiler: Sendable {
     private func fieldType(_ field: String, given value: RawFieldValue, comparator: QueryComparator) throws -> FieldType {
         if let known = schema[field] {
             if let given = value.type {
-                let compatible = given == known || (given.scalar == known.scalar && (comparator.takesList || comparator.appliesToListElements))
+                // An integer may stand for a DOUBLE or a TIMESTAMP (`price > 5`).
+                let widened = given.scalar == .int64 && (known.scalar == .double || known.scalar == .timestamp)
+                let compatible = given == known || ((given.scalar == known.scalar || widened) && (comparator.takesList || comparator.appliesToListElements))
+                    || (widened && given.isList == known.isList)
                 if !compatible {
                     throw RecordSyncError(.badRequest, "field \(NameRules.quoted(field)) is \(known) in the schema, but the filter gives \(given)")
                 }

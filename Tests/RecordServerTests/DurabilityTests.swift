@@ -1,6 +1,7 @@
 import Foundation
 import RecordModel
 import RecordServer
+import TestSupport
 import Testing
 
 /// Item 10 and the executable: data survives restarts and `kill -9`; `user add` prints only
@@ -25,22 +26,22 @@ import Testing
 
     @Test func userAddPrintsOnlyAToken() async throws {
         try await withTemporaryDirectory { directory in
-            let first = try ServerProcess.run(["user", "add", "alice", "--data", directory])
+            let first = try await ChildProcess.run("recordserver", ["user", "add", "alice", "--data", directory])
             #expect(first.status == 0)
-            let lines = first.stdout.split(separator: "\n", omittingEmptySubsequences: false)
+            let lines = first.output.split(separator: "\n", omittingEmptySubsequences: false)
             #expect(lines.count == 2 && lines[1].isEmpty)
             #expect(lines[0].count == 43 && Base64URL.decode(String(lines[0])) != nil)
-            let again = try ServerProcess.run(["user", "add", "alice", "--data", directory])
+            let again = try await ChildProcess.run("recordserver", ["user", "add", "alice", "--data", directory])
             #expect(again.status != 0)
-            #expect(again.stdout.isEmpty)
-            let second = try ServerProcess.run(["user", "token", "alice", "--data", directory])
-            #expect(second.status == 0 && second.stdout != first.stdout)
+            #expect(again.output.isEmpty)
+            let second = try await ChildProcess.run("recordserver", ["user", "token", "alice", "--data", directory])
+            #expect(second.status == 0 && second.output != first.output)
         }
     }
 
     @Test func acknowledgedWritesSurviveKillDashNine() async throws {
         try await withTemporaryDirectory { directory in
-            let token = try ServerProcess.run(["user", "add", "alice", "--data", directory]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            let token = try await ChildProcess.run("recordserver", ["user", "add", "alice", "--data", directory]).output.trimmingCharacters(in: .whitespacesAndNewlines)
             let server = try await ServerProcess(data: directory)
             var acknowledged: [String] = []
             for batch in 0..<20 {
@@ -50,16 +51,17 @@ import Testing
                 #expect(reply.status == 200)
                 acknowledged += names
             }
-            let stopped = server.stop(signal: SIGKILL)
+            let stopped = await server.stop(signal: SIGKILL)
             #expect(stopped.reason == .uncaughtSignal)
 
             let restarted = try await ServerProcess(data: directory)
-            defer { _ = restarted.stop(signal: SIGTERM) }
+            
             let lookup = #"{"records": [\#(acknowledged.prefix(200).map { #"{"recordName": "\#($0)"}"# }.joined(separator: ","))]}"#
             let reply = try await restarted.post("records/lookup", lookup, token: token)
             let results = try JSONDecoder().decode(RecordsResponse.self, from: reply.data).records
             #expect(results.count == acknowledged.count)
             #expect(results.allSatisfy { $0.record != nil })
+            _ = await restarted.stop(signal: SIGTERM)
         }
     }
 
@@ -67,7 +69,7 @@ import Testing
         try await withTemporaryDirectory { directory in
             let server = try await ServerProcess(data: directory)
             #expect(server.logText.contains("listening on http://127.0.0.1:\(server.port)"))
-            let stopped = server.stop(signal: SIGTERM)
+            let stopped = await server.stop(signal: SIGTERM)
             #expect(stopped.reason == .exit)
             #expect(stopped.status == 0)
         }

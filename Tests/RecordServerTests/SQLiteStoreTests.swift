@@ -3,6 +3,7 @@ import GRDB
 import RecordModel
 @testable import RecordServer
 import RecordSQL
+import TestSupport
 import Testing
 
 /// Properties of the SQLite backend that the protocol cannot show: query plans and scale.

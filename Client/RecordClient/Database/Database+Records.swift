@@ -142,9 +142,10 @@ extension Database {
         guard let result = results.saveResults[record.recordID] else {
             throw RecordSyncError(.internalError, "the server did not answer for \(NameRules.quoted(record.recordName))")
         }
-        do {
-            return try result.get()
-        } catch var error as RecordSyncError {
+        switch result {
+        case .success(let saved):
+            return saved
+        case .failure(var error):
             error.clientRecord = record
             throw error
         }

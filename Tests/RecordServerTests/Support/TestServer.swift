@@ -3,6 +3,7 @@ import Hummingbird
 import HummingbirdTesting
 import RecordModel
 import RecordServer
+import TestSupport
 import Testing
 
 /// A storage backend the suite runs against. Every test that goes through ``withServer`` runs
@@ -17,14 +18,6 @@ struct Backend: Sendable, CustomStringConvertible {
     }
 
     static let all: [Backend] = [.sqlite]
-}
-
-/// A fresh temporary directory, removed when `body` returns.
-func withTemporaryDirectory<T>(_ body: (String) async throws -> T) async throws -> T {
-    let directory = (NSTemporaryDirectory() as NSString).appendingPathComponent("recordsync-test-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(atPath: directory) }
-    return try await body(directory)
 }
 
 /// A running server, reached over real HTTP on a port picked by the system.

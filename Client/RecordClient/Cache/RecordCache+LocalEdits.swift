@@ -1,0 +1,51 @@
+import Foundation
+import GRDB
+import RecordModel
+import RecordSQL
+
+extension RecordCache {
+    /// Saves a record locally and queues it for sending, in one transaction.
+    ///
+    /// The fields that differ from the cached copy (added, changed or removed) are remembered
+    /// as the edit's changed keys: on a conflict, the default policy re-applies exactly those
+    /// onto the server's record.
+    ///
+    /// - Returns: the record as cached (its change tag is the server version it is based on).
+    /// - Throws: `BAD_REQUEST` for a bad record or field name.
+    @discardableResult
+    public func save(_ record: RecordModel.Record) async throws -> RecordModel.Record {
+        if let problem = NameRules.problem(withName: record.recordName, kind: "recordName") ?? NameRules.problem(withName: record.recordType, kind: "recordType") {
+            throw RecordSyncError(.badRequest, problem, recordName: record.recordName)
+        }
+        for field in record.fields.keys {
+            if let problem = NameRules.problem(withFieldName: field) { throw RecordSyncError(.badRequest, problem, recordName: record.recordName) }
+        }
+        return try await writer.write { db in
+            let zone = try Self.zoneKeyCreating(record.recordID.zoneID, in: db)
+            let cached = try Self.fetchRecord(record.recordID, in: db)
+            let previous = cached?.record.fields ?? [:]
+            let changed = Set(previous.keys).union(record.fields.keys).filter { previous[$0] != record.fields[$0] }
+            let now = Int64((Date().timeIntervalSince1970 * 1000).rounded())
+            var local = record
+            local.zoneID = record.recordID.zoneID
+            local.recordChangeTag = cached?.record.recordChangeTag
+            local.created = cached?.record.created ?? Stamp(timestamp: now, userRecordName: "")
+            local.modified = Stamp(timestamp: now, userRecordName: cached?.record.modified?.userRecordName ?? "")
+            try Self.store(local, zone: zone, tag: local.recordChangeTag, serverRecord: cached?.serverRecord, in: db)
+            let keys = String(decoding: try JSONEncoder().encode(changed.sorted()), as: UTF8.self)
+            try db.execute(sql: "INSERT INTO outbox(zone_id, name, kind, changed_keys) VALUES (?, ?, 'save', ?)",
+                           arguments: [zone, record.recordName, keys])
+            return local
+        }
+    }
+
+    /// Deletes a record locally and queues the delete, in one transaction. On the server the
+    /// delete cascades; the cascaded records leave the cache on the next fetch.
+    public func delete(_ id: RecordID) async throws {
+        try await writer.write { db in
+            let zone = try Self.zoneKeyCreating(id.zoneID, in: db)
+            try Self.remove(id.recordName, zone: zone, in: db)
+            try db.execute(sql: "INSERT INTO outbox(zone_id, name, kind) VALUES (?, ?, 'delete')", arguments: [zone, id.recordName])
+        }
+    }
+}

@@ -1,0 +1,44 @@
+import Foundation
+import GRDB
+import RecordModel
+import RecordSQL
+
+extension RecordCache {
+    /// The cached records a query matches, in the query's order: the same statement the server
+    /// runs (``RecordSQL/QueryCompiler``), over rows of the same shape.
+    ///
+    /// - Parameter zoneID: the zone to search; `nil` searches every cached zone.
+    /// - Throws: `BAD_REQUEST` for a query the server could not run either.
+    public func records(matching query: Query, inZoneWith zoneID: ZoneID? = .defaultZone) async throws -> [RecordModel.Record] {
+        try await writer.read { db in try Self.run(query, inZoneWith: zoneID, in: db) }
+    }
+
+    /// The results of a query, again every time the cache changes in a way that affects them.
+    ///
+    /// The first element is the current result. Iterate it in a task; cancelling the task ends
+    /// the observation.
+    public func observe(_ query: Query, inZoneWith zoneID: ZoneID? = .defaultZone) -> AsyncValueObservation<[RecordModel.Record]> {
+        ValueObservation.tracking { db in try Self.run(query, inZoneWith: zoneID, in: db) }
+            .removeDuplicates()
+            .values(in: writer)
+    }
+
+    static func run(_ query: Query, inZoneWith zoneID: ZoneID?, in db: SQLDatabase) throws -> [RecordModel.Record] {
+        var zones: [Int64: ZoneID] = [:]
+        if let zoneID {
+            guard let key = try zoneKey(zoneID, in: db) else { return [] }
+            zones[key] = zoneID
+        } else {
+            for row in try Row.fetchAll(db, sql: "SELECT id, name FROM zones") { zones[row[0]] = ZoneID(zoneName: row[1]) }
+        }
+        guard !zones.isEmpty else { return [] }
+        var schema: [String: FieldType] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT field, type FROM schema_fields WHERE record_type = ?", arguments: [query.recordType]) {
+            if let type = FieldType(rawValue: row[1]) { schema[row[0]] = type }
+        }
+        let statement = try QueryCompiler(zoneKeys: zones.keys.sorted(), schema: schema).compile(query, after: nil, limit: Int(Int32.max))
+        return try Row.fetchAll(db, sql: statement.sql, arguments: statement.arguments).map { row in
+            try RecordRow.record(from: row, zoneID: zones[row[0]] ?? .defaultZone, offset: 1)
+        }
+    }
+}

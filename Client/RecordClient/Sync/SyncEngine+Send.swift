@@ -1,0 +1,135 @@
+import Foundation
+import RecordModel
+
+/// What a ``SyncEngine/sendChanges()`` did.
+public struct SendReport: Sendable {
+    /// Records the server saved.
+    public var saved: [Record.ID] = []
+    /// Records the server deleted (or had already deleted).
+    public var deleted: [Record.ID] = []
+    /// Conflicts settled by the resolution policy (their results are sent in a later round).
+    public var resolvedConflicts: [Record.ID] = []
+    /// Changes the server refused for good; their local edits were dropped and the server's
+    /// version (if any) put back in the cache.
+    public var failures: [Record.ID: RecordSyncError] = [:]
+    /// Changes left in the outbox after a transient failure; a later send retries them.
+    public var deferred: [Record.ID: RecordSyncError] = [:]
+}
+
+extension SyncEngine {
+    /// Sends the outbox: each record's queued edits folded into one operation (a save then a
+    /// delete sends only the delete), in server-sized batches with every record after the
+    /// records it references. Conflicts (`CONFLICT`, or `EXISTS` for a record created on two
+    /// clients) go through the resolution policy and are sent again in the next round.
+    ///
+    /// - Throws: only request-level failures that outlast the retries (the server unreachable).
+    @discardableResult
+    public func sendChanges() async throws -> SendReport {
+        var report = SendReport()
+        for _ in 0..<configuration.maximumSendRounds {
+            let pending = try await cache.pendingChanges()
+            let retryable = pending.filter { report.deferred[$0.recordID] == nil && report.failures[$0.recordID] == nil }
+            guard !retryable.isEmpty else { break }
+            var resolvedAny = false
+            for zone in retryable.map(\.zoneID).uniqued() {
+                let changes = retryable.filter { $0.zoneID == zone }
+                resolvedAny = try await send(changes, zone: zone, into: &report) || resolvedAny
+            }
+            if !resolvedAny && report.deferred.isEmpty { break }
+        }
+        return report
+    }
+
+    /// Sends one zone's changes; returns whether a conflict was resolved (another round is due).
+    private func send(_ changes: [PendingChange], zone: ZoneID, into report: inout SendReport) async throws -> Bool {
+        var byName: [String: PendingChange] = [:]
+        var saves: [RecordOperation] = []
+        var deletes: [RecordOperation] = []
+        for change in changes {
+            byName[change.name] = change
+            switch change.kind {
+            case .delete:
+                deletes.append(RecordOperation(.forceDelete, RecordPayload(recordName: change.name)))
+            case .save:
+                guard let record = change.record else { continue }
+                saves.append(Self.operation(saving: record, changedKeys: change.changedKeys))
+            }
+        }
+        let results: [(RecordOperation, Result<Record, RecordSyncError>)]
+        do {
+            results = try await retrying("records/modify") {
+                try await database.send(saves: saves, deletes: deletes, zone: zone, atomically: false, throwFirstFailure: true)
+            }
+        } catch let error as RecordSyncError where !error.code.isTransient {
+            for change in changes { report.deferred[change.recordID] = error }
+            configuration.logger.warning("zone refused the changes", metadata: ["record.zone": "\(zone.zoneName)", "sync.error": "\(error.code)"])
+            return false
+        }
+        var resolvedAny = false
+        for (operation, result) in results {
+            guard let change = byName[operation.record.recordName ?? ""] else { continue }
+            switch result {
+            case .success(let record) where change.kind == .save:
+                try await cache.acknowledgeSave(change, serverRecord: record)
+                report.saved.append(change.recordID)
+            case .success:
+                try await cache.acknowledgeDelete(change)
+                report.deleted.append(change.recordID)
+            case .failure(let error):
+                resolvedAny = try await handle(error, for: change, into: &report) || resolvedAny
+            }
+        }
+        return resolvedAny
+    }
+
+    /// Settles one failed change; returns whether it was resolved into a new edit to send.
+    private func handle(_ error: RecordSyncError, for change: PendingChange, into report: inout SendReport) async throws -> Bool {
+        switch error.code {
+        case .notFound where change.kind == .delete:
+            try await cache.acknowledgeDelete(change)
+            report.deleted.append(change.recordID)
+        case .conflict where error.serverRecord != nil && change.record != nil, .exists where error.serverRecord != nil && change.record != nil:
+            guard var server = error.serverRecord, let local = change.record else { return false }
+            server.zoneID = change.zoneID
+            let conflict = Conflict(serverRecord: server, clientRecord: local, ancestorRecord: change.ancestor, changedKeys: change.changedKeys)
+            if let merged = try await resolver(conflict) {
+                try await cache.rebase(change, onto: server, merged: merged)
+            } else {
+                try await cache.discard(change, restoring: server)
+            }
+            report.resolvedConflicts.append(change.recordID)
+            return true
+        case let code where code.isTransient:
+            report.deferred[change.recordID] = error
+        case .notFound:
+            // Updated locally, deleted on the server: the deletion wins.
+            try await cache.discard(change, restoring: nil)
+            report.failures[change.recordID] = error
+        default:
+            var failure = error
+            failure.clientRecord = change.record
+            failure.ancestorRecord = change.ancestor
+            try await cache.discard(change, restoring: change.ancestor)
+            report.failures[change.recordID] = failure
+            configuration.logger.warning("change refused", metadata: ["record.name": "\(change.name)", "sync.error": "\(error.code)"])
+        }
+        return false
+    }
+
+    /// The operation that sends a record's local edits: an `update` of the changed fields on
+    /// top of the server version they started from, a `create` for a new record, or a
+    /// `forceReplace` when the edits replace the record wholesale.
+    static func operation(saving record: Record, changedKeys: Set<String>?) -> RecordOperation {
+        guard let keys = changedKeys else {
+            return RecordOperation(.forceReplace, RecordPayload(record))
+        }
+        guard record.recordChangeTag != nil else {
+            return RecordOperation(.create, RecordPayload(record))
+        }
+        var payload = RecordPayload(record)
+        payload.fields = Dictionary(uniqueKeysWithValues: keys.map { key in
+            (key, record.fields[key].map(RawFieldValue.init) ?? RawFieldValue(value: .null))
+        })
+        return RecordOperation(.update, payload)
+    }
+}

@@ -1,0 +1,117 @@
+import Foundation
+import RecordClient
+import TestSupport
+import Testing
+
+/// The CloudKit-shaped database API against a live server.
+@Suite struct DatabaseTests {
+    @Test func anArtistWithArtworksListedSourcesFirstIsSavedInOneBatch() async throws {
+        try await withServer { server in
+            let database = try await server.container(forNewUser: "alice").privateCloudDatabase
+            try await database.save(RecordZone(zoneID: Gallery.zone))
+            let works = (1...3).map { Gallery.artwork("work\($0)", by: "monet", action: .validate) }
+            let (saves, deletes) = try await database.modifyRecords(saving: works + [Gallery.artist("monet")], deleting: [])
+            #expect(deletes.isEmpty)
+            #expect(saves.count == 4)
+            #expect(saves.values.allSatisfy { (try? $0.get()) != nil })
+            let saved = try saves[works[0].recordID]?.get()
+            #expect(saved?.recordChangeTag != nil)
+            #expect(saved?.created?.userRecordName == (try await database.container.userRecordID().recordName))
+        }
+    }
+
+    @Test func aThousandRecordBatchIsSplitIntoRequestsWithReferencesIntact() async throws {
+        try await withServer(configure: { $0.limits.maximumOperationsPerRequest = 100 }) { server in
+            var database = try await server.container(forNewUser: "alice").privateCloudDatabase
+            database.maximumOperationsPerRequest = 100
+            try await database.save(RecordZone(zoneID: Gallery.zone))
+            // Sources listed first: 990 artworks, then their 10 artists.
+            let artworks = (0..<990).map { Gallery.artwork("w\($0)", by: "a\($0 % 10)", action: .validate) }
+            let artists = (0..<10).map { Gallery.artist("a\($0)") }
+            let (saves, _) = try await database.modifyRecords(saving: artworks + artists, deleting: [])
+            #expect(saves.count == 1000)
+            let failures = saves.values.compactMap { result -> RecordSyncError? in if case .failure(let error) = result { error } else { nil } }
+            #expect(failures.isEmpty, "\(failures.prefix(3))")
+            let query = RecordQuery(recordType: "Artwork", predicate: try RecordPredicate(format: "artist == %@", Record.ID(recordName: "a3", zoneID: Gallery.zone)))
+            #expect(try await database.allRecords(matching: query, inZoneWith: Gallery.zone).count == 99)
+        }
+    }
+
+    @Test func aCycleLargerThanARequestIsRefusedBeforeSending() async throws {
+        try await withServer { server in
+            var database = try await server.container(forNewUser: "alice").privateCloudDatabase
+            database.maximumOperationsPerRequest = 2
+            let ring = (0..<3).map { i in
+                var record = Record(recordType: "Node", recordID: Record.ID(recordName: "n\(i)"))
+                record["next"] = .reference(Record.Reference(recordID: Record.ID(recordName: "n\((i + 1) % 3)"), action: .none))
+                return record
+            }
+            await #expect { try await database.modifyRecords(saving: ring, deleting: []) } throws: { ($0 as? RecordSyncError)?.code == .limitExceeded }
+        }
+    }
+
+    @Test func fetchedRecordsComeTargetsFirstWithFailedIDsToRetry() async throws {
+        try await withServer { server in
+            let database = try await server.container(forNewUser: "alice").privateCloudDatabase
+            try await database.save(RecordZone(zoneID: Gallery.zone))
+            _ = try await database.modifyRecords(saving: [Gallery.artist("monet"), Gallery.artwork("lilies", by: "monet")], deleting: [])
+            let missing = Record.ID(recordName: "missing", zoneID: Gallery.zone)
+            let fetched = try await database.records(for: [Record.ID(recordName: "lilies", zoneID: Gallery.zone), missing, Record.ID(recordName: "monet", zoneID: Gallery.zone)])
+            #expect(fetched.records.map(\.recordName) == ["monet", "lilies"])
+            #expect(fetched.failedIDs == [missing])
+            #expect(fetched.errors[missing]?.code == .notFound)
+            let included = try await database.records(for: [Record.ID(recordName: "lilies", zoneID: Gallery.zone)], including: ["artist"])
+            #expect(included.includedRecords.map(\.recordName) == ["monet"])
+        }
+    }
+
+    @Test func aStaleSaveThrowsAConflictCarryingBothRecords() async throws {
+        try await withServer { server in
+            let database = try await server.container(forNewUser: "alice").privateCloudDatabase
+            let saved = try await database.save(Gallery.artist("monet", in: .defaultZone))
+            var first = saved
+            first["name"] = .string("Claude Monet")
+            try await database.save(first)
+            var stale = saved
+            stale["name"] = .string("C. Monet")
+            await #expect { try await database.save(stale) } throws: { error in
+                guard let error = error as? RecordSyncError else { return false }
+                return error.code == .conflict && error.serverRecord?.fields["name"] == .string("Claude Monet") && error.clientRecord?.fields["name"] == .string("C. Monet")
+            }
+        }
+    }
+
+    @Test func queriesPageWithCursors() async throws {
+        try await withServer { server in
+            let database = try await server.container(forNewUser: "alice").privateCloudDatabase
+            var records: [Record] = []
+            for i in 0..<25 {
+                var record = Record(recordType: "Item", recordID: Record.ID(recordName: String(format: "i%02d", i)))
+                record["rank"] = .int64(Int64(i))
+                records.append(record)
+            }
+            _ = try await database.modifyRecords(saving: records, deleting: [])
+            let query = RecordQuery(recordType: "Item", predicate: try RecordPredicate(format: "rank >= %@", 5), sortDescriptors: [RecordSortDescriptor(key: "rank", ascending: false)])
+            let (first, cursor) = try await database.records(matching: query, resultsLimit: 7)
+            #expect(first.map(\.0.recordName) == (18...24).reversed().map { String(format: "i%02d", $0) })
+            var all = first.map(\.0.recordName)
+            var next = cursor
+            while let current = next {
+                let page = try await database.records(continuingMatchFrom: current, resultsLimit: 7)
+                all += page.matchResults.map(\.0.recordName)
+                next = page.queryCursor
+            }
+            #expect(all == (5...24).reversed().map { String(format: "i%02d", $0) })
+        }
+    }
+
+    @Test func zonesAreCreatedListedAndDeleted() async throws {
+        try await withServer { server in
+            let database = try await server.container(forNewUser: "alice").privateCloudDatabase
+            try await database.save(RecordZone(zoneName: "A"))
+            #expect(try await database.allRecordZones().map(\.zoneID.zoneName) == ["A", "_defaultZone"])
+            try await database.deleteRecordZone(withID: ZoneID(zoneName: "A"))
+            #expect(try await database.allRecordZones().map(\.zoneID.zoneName) == ["_defaultZone"])
+        }
+    }
+}

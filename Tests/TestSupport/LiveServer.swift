@@ -1,0 +1,54 @@
+import Foundation
+import Hummingbird
+@_exported import struct RecordServer.ServerConfiguration
+import RecordModel
+import RecordServer
+
+/// A RecordSync server running in this process on a loopback port, for clients that connect
+/// over real HTTP.
+public struct LiveServer: Sendable {
+    /// `http://127.0.0.1:PORT`.
+    public let url: URL
+    /// The port.
+    public let port: Int
+    /// The server's store, for creating users.
+    public let store: SQLiteRecordStore
+    /// The data directory.
+    public let directory: String
+
+    /// Creates a user and returns their bearer token.
+    public func token(forNewUser name: String) async throws -> String {
+        let token = Credentials.newToken()
+        _ = try await store.createUser(named: name, tokenHash: Credentials.hash(token))
+        return token
+    }
+}
+
+/// Runs `body` with a live server on `port` (0: a free port) with its data in `directory`,
+/// and stops the server when `body` returns.
+public func withLiveServer<T: Sendable>(
+    directory: String, port: Int = 0,
+    configure: @Sendable (inout ServerConfiguration) -> Void = { _ in },
+    _ body: @escaping @Sendable (LiveServer) async throws -> T
+) async throws -> T {
+    var configuration = ServerConfiguration()
+    configuration.port = port
+    configuration.dataDirectory = directory
+    configuration.logger.logLevel = .warning
+    configure(&configuration)
+    let store = try SQLiteRecordStore(path: configuration.databasePath, limits: configuration.limits)
+    let (ports, announce) = AsyncStream.makeStream(of: Int.self)
+    let app = buildApplication(configuration: configuration, store: store) { port in announce.yield(port) }
+    return try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask {
+            try await app.run()
+            return nil
+        }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next() else { throw CancellationError() }
+        let server = LiveServer(url: URL(string: "http://127.0.0.1:\(port)")!, port: port, store: store, directory: directory)
+        let result = try await body(server)
+        group.cancelAll()
+        return result
+    }
+}
