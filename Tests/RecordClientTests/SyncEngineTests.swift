@@ -192,7 +192,10 @@ import Testing
         }
     }
 
-    @Test func aRunningEngineSeesAnotherClientsChangeWellUnderASecond() async throws {
+    /// The reader polls only every 30 s (60 s while connected), so a change arriving within
+    /// the 10 s allowed can only have come through the push channel. (How fast it arrives is
+    /// measured by recordbench's `propagation` scenario, not here.)
+    @Test func aRunningEngineLearnsOfAnotherClientsChangeThroughPush() async throws {
         try await withServer { server in
             let token = try await server.token(forNewUser: "alice")
             let writer = Container(serverURL: server.url, identifier: "iCloud.test", credentials: .bearerToken(token)).privateCloudDatabase
@@ -203,15 +206,11 @@ import Testing
                 // Wait for the first pass and the push channel.
                 #expect(try await eventually { try await reader.cache.zoneIDs().count == 1 })
                 try await Task.sleep(for: .milliseconds(200))
-                var worst = Duration.zero
                 for round in 0..<5 {
                     let id = Record.ID(recordName: "r\(round)")
-                    let start = ContinuousClock.now
                     try await writer.save(Record(recordType: "Note", recordID: id))
-                    #expect(try await eventually(within: 5) { try await reader.cache.record(for: id) != nil })
-                    worst = max(worst, ContinuousClock.now - start)
+                    #expect(try await eventually(within: 10) { try await reader.cache.record(for: id) != nil })
                 }
-                #expect(worst < .seconds(1), "slowest propagation: \(worst)")
                 group.cancelAll()
             }
         }

@@ -42,3 +42,18 @@ extension RecordCache {
         }
     }
 }
+
+extension RecordCache {
+    /// The cached records a query matches, in its order: what the server would answer for the
+    /// same query once the cache is in sync.
+    ///
+    /// - Throws: `BAD_REQUEST` for a query the server could not run either.
+    public func records(matching query: RecordQuery, inZoneWith zoneID: ZoneID? = .defaultZone) async throws -> [RecordModel.Record] {
+        try await records(matching: query.wire, inZoneWith: zoneID)
+    }
+
+    /// The results of a query, again whenever the cache changes (see ``observe(_:inZoneWith:)-(Query,_)``).
+    public func observe(_ query: RecordQuery, inZoneWith zoneID: ZoneID? = .defaultZone) -> AsyncValueObservation<[RecordModel.Record]> {
+        observe(query.wire, inZoneWith: zoneID)
+    }
+}

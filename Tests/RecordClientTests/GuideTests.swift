@@ -1,0 +1,33 @@
+import Foundation
+import RecordClient
+import TestSupport
+import Testing
+
+/// docs/client.md: its example is this target's GalleryExample.swift, and it runs.
+@Suite struct GuideTests {
+    static func between(_ text: String, _ start: String, _ end: String) -> String? {
+        guard let from = text.range(of: start), let to = text.range(of: end, range: from.upperBound..<text.endIndex) else { return nil }
+        return String(text[from.upperBound..<to.lowerBound]).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    static var packageRoot: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    }
+
+    @Test func theGuideQuotesTheCompiledExampleVerbatim() throws {
+        let guide = try String(contentsOf: Self.packageRoot.appendingPathComponent("docs/client.md"), encoding: .utf8)
+        let source = try String(contentsOf: Self.packageRoot.appendingPathComponent("Tests/RecordClientTests/GalleryExample.swift"), encoding: .utf8)
+        let quoted = try #require(Self.between(guide, "<!-- example -->\n```swift", "```\n<!-- /example -->"))
+        let compiled = try #require(Self.between(source, "// BEGIN EXAMPLE", "// END EXAMPLE"))
+        #expect(quoted == compiled)
+    }
+
+    @Test func theGuidesExampleRuns() async throws {
+        try await withServer { server in
+            let token = try await server.token(forNewUser: "alice")
+            let (titles, left) = try await runGallery(serverURL: server.url, token: token, cachePath: server.directory + "/gallery.sqlite")
+            #expect(titles == ["Impression, soleil levant", "Water Lilies"])
+            #expect(left == 0)
+        }
+    }
+}

@@ -1,0 +1,90 @@
+import Foundation
+import RecordClient
+import TestSupport
+import Testing
+
+/// Separate client processes (`recordsync-testclient`), each with its own cache file.
+@Suite(.serialized) struct ProcessTests {
+    /// Every record of a zone as the server has it, by name.
+    static func serverRecords(_ database: Database, zone: ZoneID) async throws -> [String: Record] {
+        var records: [String: Record] = [:]
+        var token: ServerChangeToken?
+        while true {
+            let page = try await database.recordZoneChanges(inZoneWith: zone, since: token)
+            for record in page.modifications { records[record.recordName] = record }
+            token = page.changeToken
+            if !page.moreComing { return records }
+        }
+    }
+
+    @Test func fourConcurrentClientProcessesConvergeOnTheServersZone() async throws {
+        try await withServer { server in
+            let token = try await server.token(forNewUser: "alice")
+            let caches = (0..<4).map { "\(server.directory)/client-\($0).sqlite" }
+            let workers = try (0..<4).map { index in
+                try ChildProcess("recordsync-testclient", ["work", server.url.absoluteString, token, caches[index], "p\(index)", "\(index + 1)", "60"])
+            }
+            var acknowledgedLedger: [String] = []
+            for worker in workers {
+                let result = await worker.wait()
+                #expect(result.status == 0, "\(result.output)")
+                #expect(result.output.contains("done"))
+                acknowledgedLedger += result.output.split(separator: "\n").filter { $0.hasPrefix("ledger ") }.map { String($0.dropFirst(7)) }
+            }
+            // After they stop, each syncs once more.
+            for cache in caches {
+                let sync = try await ChildProcess.run("recordsync-testclient", ["sync", server.url.absoluteString, token, cache], mergeErrors: true)
+                #expect(sync.status == 0, "\(sync.output)")
+            }
+
+            let database = Container(serverURL: server.url, identifier: "iCloud.test.Processes", credentials: .bearerToken(token)).privateCloudDatabase
+            let zone = ZoneID(zoneName: "Shared")
+            let onServer = try await Self.serverRecords(database, zone: zone)
+            #expect(onServer.values.contains { $0.recordType == "Artwork" })
+            #expect(onServer.values.contains { $0.fields["editedBy"] != nil })
+            for cache in caches {
+                let local = try await RecordCache(path: cache).allRecords(inZoneWith: zone)
+                #expect(local.count == onServer.count, "\(cache): \(local.count) records, the server has \(onServer.count)")
+                for record in local {
+                    let remote = onServer[record.recordName]
+                    #expect(remote?.recordChangeTag == record.recordChangeTag, "\(record.recordName)")
+                    #expect(remote?.fields == record.fields, "\(record.recordName)")
+                    #expect(remote?.recordType == record.recordType)
+                }
+                #expect(try await RecordCache(path: cache).pendingChangeCount() == 0)
+            }
+            // No acknowledged write is lost: every ledger record a process saw acknowledged is there.
+            #expect(!acknowledgedLedger.isEmpty)
+            for name in acknowledgedLedger {
+                #expect(onServer[name] != nil, "acknowledged \(name) is missing")
+            }
+        }
+    }
+
+    @Test func aClientKilledBetweenItsLocalWriteAndItsSendDeliversTheChangeExactlyOnce() async throws {
+        try await withServer { server in
+            let token = try await server.token(forNewUser: "alice")
+            let cache = "\(server.directory)/crash.sqlite"
+            let doomed = try ChildProcess("recordsync-testclient", ["write-then-hang", server.url.absoluteString, token, cache, "crash-note"])
+            #expect(try await doomed.waitFor("written") != nil, "\(doomed.text)")
+            let killed = await doomed.stop(signal: SIGKILL)
+            #expect(killed.reason == .uncaughtSignal)
+
+            let database = Container(serverURL: server.url, identifier: "iCloud.test.Processes", credentials: .bearerToken(token)).privateCloudDatabase
+            let id = Record.ID(recordName: "crash-note")
+            #expect(try await database.records(for: [id]).errors[id]?.code == .notFound)
+
+            let restarted = try await ChildProcess.run("recordsync-testclient", ["send", server.url.absoluteString, token, cache])
+            #expect(restarted.status == 0)
+            #expect(restarted.output == "saved crash-note\n")
+            let again = try await ChildProcess.run("recordsync-testclient", ["send", server.url.absoluteString, token, cache])
+            #expect(again.output.isEmpty)
+
+            // Exactly one change reached the server: the feed holds the record once, at its first version.
+            let page = try await database.recordZoneChanges(inZoneWith: .defaultZone, since: nil)
+            #expect(page.modifications.map(\.recordName) == ["crash-note"])
+            #expect(page.modifications.first?.fields["text"] == .string("written before the crash"))
+            #expect(page.modifications.first?.created?.timestamp == page.modifications.first?.modified?.timestamp)
+        }
+    }
+}
