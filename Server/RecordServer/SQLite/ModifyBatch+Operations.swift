@@ -100,6 +100,14 @@ extension ModifyBatch {
         try storedSchema(of: recordType).merging(schema[recordType] ?? [:]) { stored, _ in stored }
     }
 
+    /// The validated operation at `index` (only those are ever scheduled).
+    func prepared(_ index: Int) throws -> Operation {
+        guard let operation = operations[index] else {
+            throw RecordSyncError(.internalError, "operation \(index) was scheduled without being validated")
+        }
+        return operation
+    }
+
     // MARK: Saving
 
     /// The stored state of a record that a save or delete needs.
@@ -119,11 +127,12 @@ extension ModifyBatch {
     /// their `VALIDATE` references.
     mutating func save(_ indices: [Int]) throws {
         for index in indices {
-            let record = try saveOne(operations[index]!)
-            results[index] = .success(record.restricted(to: operations[index]!.desiredKeys))
+            let operation = try prepared(index)
+            let record = try saveOne(operation)
+            results[index] = .success(record.restricted(to: operation.desiredKeys))
         }
         for index in indices {
-            let operation = operations[index]!
+            let operation = try prepared(index)
             // In the public database a DELETE_SELF target must exist too: otherwise another
             // user could create the missing target later and delete it, taking this record along.
             let mustExist: Set<Reference.Action> = scope.kind == .public ? [.validate, .deleteSelf] : [.validate]
@@ -253,7 +262,7 @@ extension ModifyBatch {
     /// Deletes one record and everything its `DELETE_SELF` cascade reaches, noting them in
     /// `temp.batch_deleted` for the `VALIDATE` check of ``runDeletes(_:)``.
     mutating func delete(_ index: Int) throws {
-        let operation = operations[index]!
+        let operation = try prepared(index)
         let name = operation.name
         if cascadedNames.contains(name) {
             results[index] = .success(Record(recordName: name, recordType: "", zoneID: zone.zoneID, deleted: true), cascadedRecordNames: [])

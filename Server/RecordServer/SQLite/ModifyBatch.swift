@@ -74,9 +74,8 @@ struct ModifyBatch {
         }
 
         let saves = operations.indices.filter { operations[$0].map { !$0.type.isDelete } ?? false }
-        let order = DependencyOrder.savingOrder(saves.map { index in
-            let operation = operations[index]!
-            return (operation.name, operation.references.map(\.reference.recordName))
+        let order = DependencyOrder.savingOrder(saves.compactMap { index in
+            operations[index].map { ($0.name, $0.references.map(\.reference.recordName)) }
         })
         for group in order {
             let indices = group.map { saves[$0] }
