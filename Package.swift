@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "RecordServer", targets: ["RecordServer"]),
         .library(name: "RecordClient", targets: ["RecordClient"]),
         .executable(name: "recordserver", targets: ["recordserver"]),
+        .executable(name: "recordctl", targets: ["recordctl"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -84,6 +85,15 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .executableTarget(
+            name: "recordctl",
+            dependencies: [
+                "RecordClient",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Sources/recordctl",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
             name: "recordsync-testclient",
             dependencies: ["RecordClient"],
             path: "Tests/ClientProcess",
@@ -99,6 +109,17 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Tests/RecordClientTests",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RecordCtlTests",
+            dependencies: [
+                "recordctl",
+                "RecordClient",
+                "TestSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Tests/RecordCtlTests",
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -76,8 +76,12 @@ extension RecordCache {
         try await writer.write { db in
             let zone = try Self.zoneKeyCreating(change.zoneID, in: db)
             try Self.dropEntries(of: change, zone: zone, in: db)
-            if try Self.hasEntries(change.name, zone: zone, in: db), let cached = try Self.fetchRecord(change.recordID, in: db) {
-                try Self.store(cached.record, zone: zone, tag: serverRecord.recordChangeTag, serverRecord: serverRecord, in: db)
+            if try Self.hasEntries(change.name, zone: zone, in: db) {
+                // Newer edits are queued: they now start from this version. (If one of them
+                // deleted the record, it stays deleted locally until that delete is sent.)
+                if let cached = try Self.fetchRecord(change.recordID, in: db) {
+                    try Self.store(cached.record, zone: zone, tag: serverRecord.recordChangeTag, serverRecord: serverRecord, in: db)
+                }
             } else {
                 try Self.store(serverRecord, zone: zone, tag: serverRecord.recordChangeTag, serverRecord: serverRecord, in: db)
             }
@@ -95,10 +99,24 @@ extension RecordCache {
     /// After a conflict: `merged` becomes the local record, based on `server`; the queued edits
     /// are replaced by one save of the fields where `merged` differs from `server` (none: the
     /// conflict is settled and nothing is sent).
+    ///
+    /// Edits queued while the conflicting send was in flight win over `merged`: a queued delete
+    /// keeps the record deleted; queued saves keep their fields' current local values.
     func rebase(_ change: PendingChange, onto server: RecordModel.Record, merged: RecordModel.Record) async throws {
         try await writer.write { db in
             let zone = try Self.zoneKeyCreating(change.zoneID, in: db)
             try Self.dropEntries(of: change, zone: zone, in: db)
+            var merged = merged
+            let newer = try Row.fetchAll(db, sql: "SELECT kind, changed_keys FROM outbox WHERE zone_id = ? AND name = ? ORDER BY id",
+                                         arguments: [zone, change.name])
+            if let last = newer.last, (last[0] as String) == "delete" { return }
+            if !newer.isEmpty, let current = try Self.fetchRecord(change.recordID, in: db)?.record {
+                for row in newer {
+                    let keysJSON: String? = row[1]
+                    let keys = try keysJSON.map { try JSONDecoder().decode([String].self, from: Data($0.utf8)) } ?? Array(current.fields.keys)
+                    for key in keys { merged.fields[key] = current.fields[key] }
+                }
+            }
             var local = merged
             local.recordChangeTag = server.recordChangeTag
             local.created = server.created
@@ -154,6 +172,12 @@ extension RecordCache {
             }
             for record in page.changes {
                 if record.deleted {
+                    // A record created locally (no server version) after an older deletion is
+                    // not what this tombstone deleted: keep it and its queued save.
+                    let id = RecordID(recordName: record.recordName, zoneID: zoneID)
+                    if try Self.hasEntries(record.recordName, zone: zone, in: db), let cached = try Self.fetchRecord(id, in: db), cached.record.recordChangeTag == nil {
+                        continue
+                    }
                     try Self.remove(record.recordName, zone: zone, in: db)
                     try db.execute(sql: "DELETE FROM outbox WHERE zone_id = ? AND name = ?", arguments: [zone, record.recordName])
                 } else if try !Self.hasEntries(record.recordName, zone: zone, in: db) {

@@ -56,14 +56,24 @@ extension Database {
     ///
     /// - Returns: each operation with its result, in sending order.
     func send(saves: [RecordOperation], deletes: [RecordOperation], zone: ZoneID, atomically: Bool,
-              throwFirstFailure: Bool) async throws -> [(RecordOperation, Result<Record, RecordSyncError>)] {
+              throwFirstFailure: Bool, progress: (@Sendable (_ done: Int, _ total: Int) -> Void)? = nil) async throws -> [(RecordOperation, Result<Record, RecordSyncError>)] {
+        try await sendReportingCascades(saves: saves, deletes: deletes, zone: zone, atomically: atomically,
+                                        throwFirstFailure: throwFirstFailure, progress: progress).map { ($0.0, $0.1) }
+    }
+
+    /// ``send(saves:deletes:zone:atomically:throwFirstFailure:progress:)``, with the names each
+    /// delete's cascade removed.
+    func sendReportingCascades(saves: [RecordOperation], deletes: [RecordOperation], zone: ZoneID, atomically: Bool,
+                               throwFirstFailure: Bool, progress: (@Sendable (_ done: Int, _ total: Int) -> Void)? = nil) async throws
+        -> [(RecordOperation, Result<Record, RecordSyncError>, [String])] {
         let requests = try BatchPlanner(limit: maximumOperationsPerRequest).plan(saves: saves, deletes: deletes)
-        var results: [(RecordOperation, Result<Record, RecordSyncError>)] = []
+        let total = saves.count + deletes.count
+        var results: [(RecordOperation, Result<Record, RecordSyncError>, [String])] = []
         var stopped: RecordSyncError?
         for (index, operations) in requests.enumerated() {
             if let stopped {
                 for operation in operations {
-                    results.append((operation, .failure(RecordSyncError(.atomicError, "not sent: an earlier request of this batch failed (\(stopped.code))", recordName: operation.record.recordName, zoneID: zone))))
+                    results.append((operation, .failure(RecordSyncError(.atomicError, "not sent: an earlier request of this batch failed (\(stopped.code))", recordName: operation.record.recordName, zoneID: zone)), []))
                 }
                 continue
             }
@@ -75,18 +85,23 @@ extension Database {
                 for operation in operations {
                     var failure = error
                     failure.recordName = operation.record.recordName
-                    results.append((operation, .failure(failure)))
+                    results.append((operation, .failure(failure), []))
                 }
                 if atomically { stopped = error }
                 continue
             }
-            for (operation, result) in zip(operations, answer.records) {
-                switch result {
-                case .success(let record, _): results.append((operation, .success(record)))
-                case .failure(let error): results.append((operation, .failure(error)))
+            for (position, operation) in operations.enumerated() {
+                guard position < answer.records.count else {
+                    results.append((operation, .failure(RecordSyncError(.internalError, "the server did not answer for this record", recordName: operation.record.recordName, zoneID: zone)), []))
+                    continue
+                }
+                switch answer.records[position] {
+                case .success(let record, let cascaded): results.append((operation, .success(record), cascaded ?? []))
+                case .failure(let error): results.append((operation, .failure(error), []))
                 }
             }
             if atomically, let failure = answer.records.compactMap(\.error).first { stopped = failure }
+            progress?(results.count, total)
         }
         return results
     }
@@ -174,5 +189,33 @@ extension Array where Element: Hashable {
     func uniqued() -> [Element] {
         var seen: Set<Element> = []
         return filter { seen.insert($0).inserted }
+    }
+}
+
+extension Database {
+    /// Sends wire operations (fields whose type may be omitted, so the server's schema types
+    /// them) to one zone, split into server-sized requests with every record after the records
+    /// it references, saves before deletes.
+    ///
+    /// - Returns: each operation with its result, in sending order.
+    /// - Throws: a request-level error raised before anything was applied.
+    ///   - progress: called after each request with the operations answered so far and the total.
+    /// - Returns: each operation with its result and, for a delete, the names its cascade removed.
+    public func modify(_ operations: [RecordOperation], inZoneWith zoneID: ZoneID = .defaultZone, atomically: Bool = true,
+                       progress: (@Sendable (_ done: Int, _ total: Int) -> Void)? = nil) async throws
+        -> [(operation: RecordOperation, result: Result<Record, RecordSyncError>, cascadedRecordNames: [String])] {
+        let saves = operations.filter { !$0.operationType.isDelete }
+        let deletes = operations.filter { $0.operationType.isDelete }
+        return try await sendReportingCascades(saves: saves, deletes: deletes, zone: zoneID, atomically: atomically,
+                                               throwFirstFailure: true, progress: progress)
+            .map { (operation: $0.0, result: $0.1, cascadedRecordNames: $0.2) }
+    }
+
+    /// How many requests ``modify(_:inZoneWith:atomically:)`` would send for `operations`.
+    ///
+    /// - Throws: `LIMIT_EXCEEDED` when a reference cycle is larger than one request.
+    public func requestCount(for operations: [RecordOperation]) throws -> Int {
+        try BatchPlanner(limit: maximumOperationsPerRequest)
+            .plan(saves: operations.filter { !$0.operationType.isDelete }, deletes: operations.filter { $0.operationType.isDelete }).count
     }
 }

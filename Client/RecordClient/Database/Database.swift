@@ -33,8 +33,9 @@ public struct Database: Sendable {
 
 /// How a save treats the server's copy of a record (CloudKit's `CKModifyRecordsOperation.RecordSavePolicy`).
 public enum SavePolicy: Sendable, Hashable {
-    /// Save only if the server's record is still the version the record's change tag names;
-    /// a record without a tag is created (and fails if it exists). The default.
+    /// Save only if the server's record is still the version the record's change tag names
+    /// (the record replaces it: fields it lacks are removed); a record without a tag is
+    /// created (and fails if it exists). The default.
     case ifServerRecordUnchanged
     /// Overwrite the fields the record holds, keeping the server's other fields.
     case changedKeys
@@ -44,7 +45,7 @@ public enum SavePolicy: Sendable, Hashable {
     /// The wire operation that saves `record` under this policy.
     func operationType(for record: Record) -> OperationType {
         switch self {
-        case .ifServerRecordUnchanged: record.recordChangeTag == nil ? .create : .update
+        case .ifServerRecordUnchanged: record.recordChangeTag == nil ? .create : .replace
         case .changedKeys: .forceUpdate
         case .allKeys: .forceReplace
         }
@@ -66,7 +67,9 @@ public struct FetchedRecords: Sendable {
 
     /// The result for one ID.
     public subscript(id: Record.ID) -> Result<Record, RecordSyncError>? {
-        if let record = records.first(where: { $0.recordID == id }) { return .success(record) }
+        if let record = records.first(where: { $0.recordName == id.recordName && $0.recordID.zoneID.zoneName == id.zoneID.zoneName }) {
+            return .success(record)
+        }
         return errors[id].map { .failure($0) }
     }
 }

@@ -4,14 +4,6 @@ import FoundationNetworking
 #endif
 import RecordModel
 
-/// What the push channel reports.
-enum PushEvent: Sendable, Equatable {
-    /// The stream is open: changes from now on will be announced.
-    case connected
-    /// These zones changed.
-    case zones([ZoneID])
-}
-
 /// The client end of the server's notification stream (server-sent events on
 /// `…/notifications`, see docs/protocol.md, "Push").
 ///
@@ -20,7 +12,7 @@ final class PushChannel: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     private let request: URLRequest
     private let lock = NSLock()
     private var buffer = Data()
-    private var continuation: AsyncThrowingStream<PushEvent, any Error>.Continuation?
+    private var continuation: AsyncThrowingStream<ChangeNotification, any Error>.Continuation?
     private var session: URLSession?
 
     init(database: Database) {
@@ -33,10 +25,11 @@ final class PushChannel: NSObject, URLSessionDataDelegate, @unchecked Sendable {
 
     /// Opens the connection and streams its events; the stream ends (or throws) when the
     /// connection closes, and cancelling the consumer closes the connection.
-    func events() -> AsyncThrowingStream<PushEvent, any Error> {
-        let (stream, continuation) = AsyncThrowingStream.makeStream(of: PushEvent.self)
+    func events() -> AsyncThrowingStream<ChangeNotification, any Error> {
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: ChangeNotification.self)
         let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = 24 * 3600
+        // The server sends a keep-alive every 15 s: 45 s of silence means the connection is dead.
+        configuration.timeoutIntervalForRequest = 45
         configuration.timeoutIntervalForResource = 365 * 24 * 3600
         let session = URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
         lock.withLock {
@@ -73,7 +66,7 @@ final class PushChannel: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        let events = lock.withLock { () -> [PushEvent] in
+        let events = lock.withLock { () -> [ChangeNotification] in
             buffer.append(data)
             return takeEvents()
         }
@@ -85,7 +78,7 @@ final class PushChannel: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     }
 
     private func finish(throwing error: (any Error)?) {
-        let continuation = lock.withLock { () -> AsyncThrowingStream<PushEvent, any Error>.Continuation? in
+        let continuation = lock.withLock { () -> AsyncThrowingStream<ChangeNotification, any Error>.Continuation? in
             defer { self.continuation = nil }
             return self.continuation
         }
@@ -94,8 +87,8 @@ final class PushChannel: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     }
 
     /// Parses the complete events in the buffer (blocks ending in a blank line). Caller holds the lock.
-    private func takeEvents() -> [PushEvent] {
-        var events: [PushEvent] = []
+    private func takeEvents() -> [ChangeNotification] {
+        var events: [ChangeNotification] = []
         let separator = Data("\n\n".utf8)
         while let range = buffer.range(of: separator) {
             let block = String(decoding: buffer[buffer.startIndex..<range.lowerBound], as: UTF8.self)
@@ -108,7 +101,7 @@ final class PushChannel: NSObject, URLSessionDataDelegate, @unchecked Sendable {
                 if line.hasPrefix("data:") { data += line.dropFirst(5).trimmingCharacters(in: .whitespaces) }
             }
             if name == "zones", let notification = try? JSONDecoder().decode(ZoneNotification.self, from: Data(data.utf8)) {
-                events.append(.zones(notification.zones))
+                events.append(.zonesChanged(notification.zones))
             }
         }
         return events

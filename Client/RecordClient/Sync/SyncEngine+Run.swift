@@ -22,13 +22,23 @@ extension SyncEngine {
             for await _ in work.doorbell {
                 guard !Task.isCancelled else { break }
                 let (fetch, send) = work.take()
-                do {
-                    if send { try await sendChanges() }
-                    if fetch { try await fetchChanges() }
-                } catch is CancellationError {
-                    break
-                } catch {
-                    configuration.logger.warning("sync pass failed", metadata: ["sync.error": "\(error)"])
+                var failed = (fetch: false, send: false)
+                if send {
+                    do { try await sendChanges() } catch is CancellationError { break } catch {
+                        failed.send = true
+                        configuration.logger.warning("send failed", metadata: ["sync.error": "\(error)"])
+                    }
+                }
+                if fetch {
+                    do { try await fetchChanges() } catch is CancellationError { break } catch {
+                        failed.fetch = true
+                        configuration.logger.warning("fetch failed", metadata: ["sync.error": "\(error)"])
+                    }
+                }
+                if failed.fetch || failed.send {
+                    // Try the failed part again after a pause, whatever else wakes the loop.
+                    try? await Task.sleep(for: configuration.reconnectDelay)
+                    work.raise(fetch: failed.fetch, send: failed.send)
                 }
             }
             group.cancelAll()

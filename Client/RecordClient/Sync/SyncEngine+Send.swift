@@ -66,6 +66,7 @@ extension SyncEngine {
             return false
         }
         var resolvedAny = false
+        var innocent: [(PendingChange, RecordSyncError)] = []
         for (operation, result) in results {
             guard let change = byName[operation.record.recordName ?? ""] else { continue }
             switch result {
@@ -75,9 +76,17 @@ extension SyncEngine {
             case .success:
                 try await cache.acknowledgeDelete(change)
                 report.deleted.append(change.recordID)
+            case .failure(let error) where error.code == .atomicError || error.code == .validatingReferenceError:
+                // Possibly failed only because another record of the batch did (a cycle
+                // member, or the VALIDATE target of a conflicting record): judged below.
+                innocent.append((change, error))
             case .failure(let error):
                 resolvedAny = try await handle(error, for: change, into: &report) || resolvedAny
             }
+        }
+        for (change, error) in innocent where !resolvedAny {
+            // Nothing was resolved, so sending again would fail the same way.
+            try await refuse(change, error, into: &report)
         }
         return resolvedAny
     }
@@ -106,14 +115,25 @@ extension SyncEngine {
             try await cache.discard(change, restoring: nil)
             report.failures[change.recordID] = error
         default:
-            var failure = error
-            failure.clientRecord = change.record
-            failure.ancestorRecord = change.ancestor
-            try await cache.discard(change, restoring: change.ancestor)
-            report.failures[change.recordID] = failure
-            configuration.logger.warning("change refused", metadata: ["record.name": "\(change.name)", "sync.error": "\(error.code)"])
+            try await refuse(change, error, into: &report)
         }
         return false
+    }
+
+    /// A change the server refuses for good: its edits are dropped and the cache gets the
+    /// server's current copy of the record (fetched now: the cached ancestor may be stale, and
+    /// a refused delete has none), or loses it if the server has none.
+    private func refuse(_ change: PendingChange, _ error: RecordSyncError, into report: inout SendReport) async throws {
+        var failure = error
+        failure.clientRecord = change.record
+        failure.ancestorRecord = change.ancestor
+        let id = change.recordID
+        let current = try await retrying("records/lookup") { try await database.records(for: [id]) }
+        var server = current.records.first
+        server?.zoneID = change.zoneID
+        try await cache.discard(change, restoring: server)
+        report.failures[change.recordID] = failure
+        configuration.logger.warning("change refused", metadata: ["record.name": "\(change.name)", "sync.error": "\(error.code)"])
     }
 
     /// The operation that sends a record's local edits: an `update` of the changed fields on

@@ -1,0 +1,61 @@
+import ArgumentParser
+import Foundation
+import RecordClient
+
+/// Connection flags shared by every command that talks to a server.
+struct ConnectionOptions: ParsableArguments {
+    @Option(help: "Server URL (env RECORDCTL_SERVER), e.g. http://127.0.0.1:8080.")
+    var server: String?
+
+    @Option(help: "Bearer token from 'recordserver user add' (env RECORDCTL_TOKEN).")
+    var token: String?
+
+    @Option(help: "Container identifier (env RECORDCTL_CONTAINER).")
+    var container: String?
+
+    @Option(help: "Database: private or public (env RECORDCTL_DATABASE; default private).")
+    var database: String?
+
+    @Option(help: "Environment: development or production (default development).")
+    var environment: String?
+
+    @Option(help: "Profile file (JSON with server, token, container, database, environment).")
+    var profile: String?
+
+    @Flag(help: "Print exact JSON instead of a table.")
+    var json = false
+
+    /// The settings in effect, and where each came from.
+    func resolvedSettings() throws -> Settings {
+        try Settings.resolve(flags: self, environment: ProcessInfo.processInfo.environment)
+    }
+
+    /// The database the settings name.
+    func makeDatabase() throws -> Database {
+        let settings = try resolvedSettings()
+        guard let server = settings.server.value, let url = URL(string: server), url.scheme != nil else {
+            throw RecordSyncError(.badRequest, "no server: give --server, RECORDCTL_SERVER or a profile")
+        }
+        guard let token = settings.token.value else {
+            throw RecordSyncError(.badRequest, "no token: give --token, RECORDCTL_TOKEN or a profile")
+        }
+        guard let environment = Container.Environment(rawValue: settings.environment.value ?? "development") else {
+            throw RecordSyncError(.badRequest, "environment must be development or production")
+        }
+        let container = Container(serverURL: url, identifier: settings.container.value ?? "iCloud.recordctl",
+                                  environment: environment, credentials: .bearerToken(token))
+        switch settings.database.value ?? "private" {
+        case "private": return container.privateCloudDatabase
+        case "public": return container.publicCloudDatabase
+        case let other: throw RecordSyncError(.badRequest, "database must be private or public, not '\(other)'")
+        }
+    }
+}
+
+/// The zone flag.
+struct ZoneOption: ParsableArguments {
+    @Option(help: "The zone (default _defaultZone).")
+    var zone: String = ZoneID.defaultZoneName
+
+    var zoneID: ZoneID { ZoneID(zoneName: zone) }
+}

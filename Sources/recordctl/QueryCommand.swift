@@ -1,0 +1,57 @@
+import ArgumentParser
+import Foundation
+import RecordClient
+
+/// `recordctl query TYPE [--where PREDICATE] [--sort KEY[:desc]…] [--limit N] [--all] [--cache PATH]`.
+struct QueryCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "query",
+        abstract: "Query records with the NSPredicate format language, on the server or in a local cache.",
+        discussion: """
+            Example: recordctl query Artwork --where "year >= 1900 AND title BEGINSWITH 'W'" --sort year:desc --all
+            With --cache PATH the query runs offline on a cache kept by 'recordctl sync'; the output is
+            the same as the server's for a synced cache.
+            """
+    )
+    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var zone: ZoneOption
+    @Argument(help: "The record type.") var recordType: String
+    @Option(name: .customLong("where"), help: "A predicate, e.g. \"artist == 'monet'\" or \"year > 1900\".") var predicate: String?
+    @Option(help: "A sort key, KEY or KEY:desc. Repeatable; later keys break ties.") var sort: [String] = []
+    @Option(help: "At most this many records.") var limit: Int?
+    @Flag(help: "Every matching record (follows cursors).") var all = false
+    @Option(help: "Answer from this local cache instead of the server.") var cache: String?
+
+    func validate() throws {
+        if let limit, limit <= 0 { throw ValidationError("--limit must be positive") }
+        for key in sort where key.split(separator: ":").count > 2 || (key.contains(":") && !key.hasSuffix(":desc") && !key.hasSuffix(":asc")) {
+            throw ValidationError("--sort \(key): use KEY, KEY:asc or KEY:desc")
+        }
+    }
+
+    func run() async throws {
+        try await reportingErrors {
+            let query = RecordQuery(recordType: recordType,
+                                    predicate: try predicate.map { try RecordPredicate(format: $0) } ?? .all,
+                                    sortDescriptors: sort.map { key in
+                                        let parts = key.split(separator: ":")
+                                        return RecordSortDescriptor(key: String(parts[0]), ascending: parts.count < 2 || parts[1] != "desc")
+                                    })
+            var records: [Record]
+            if let cache {
+                records = try await RecordCache(path: cache).records(matching: query, inZoneWith: zone.zoneID)
+                if !all, let limit { records = Array(records.prefix(limit)) }
+            } else {
+                let database = try connection.makeDatabase()
+                if all {
+                    records = try await database.allRecords(matching: query, inZoneWith: zone.zoneID)
+                } else {
+                    let (results, cursor) = try await database.records(matching: query, inZoneWith: zone.zoneID, resultsLimit: limit)
+                    records = results.compactMap { try? $0.1.get() }
+                    if cursor != nil, limit == nil { Console.error("(more records match: use --all or --limit)") }
+                }
+            }
+            Rendering.print(records, json: connection.json)
+        }
+    }
+}

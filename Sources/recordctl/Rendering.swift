@@ -1,0 +1,58 @@
+import Foundation
+import RecordClient
+
+/// How records are printed: a table on a terminal, exact JSON with `--json` (one record per
+/// line; identical whether it came from the server or a cache).
+enum Rendering {
+    /// A record's printable JSON: its system fields and typed fields, without the zone owner.
+    static func json(_ record: Record) -> String {
+        var printable = record
+        printable.zoneID = nil
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? String(decoding: encoder.encode(printable), as: UTF8.self)) ?? "{}"
+    }
+
+    /// Prints records: JSON lines when asked (or not on a terminal), else a table.
+    static func print(_ records: [Record], json: Bool) {
+        if json || !Console.isTerminal {
+            for record in records { Console.line(Self.json(record)) }
+            return
+        }
+        let fields = Array(Set(records.flatMap(\.fields.keys))).sorted()
+        let header = ["recordName", "recordType"] + fields
+        let rows = records.map { record in [record.recordName, record.recordType] + fields.map { record.fields[$0].map(text) ?? "" } }
+        table(header, rows)
+        Console.line("(\(records.count) record\(records.count == 1 ? "" : "s"))")
+    }
+
+    /// A short human form of a value.
+    static func text(_ value: FieldValue) -> String {
+        switch value {
+        case .string(let string): string
+        case .int64(let number): String(number)
+        case .double(let number): String(number)
+        case .timestamp(let milliseconds):
+            ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
+        case .bytes(let data): "<\(data.count) bytes>"
+        case .reference(let reference): "→" + reference.recordName + (reference.action == .none ? "" : " (\(reference.action.rawValue))")
+        case .location(let location): "(\(location.latitude), \(location.longitude))"
+        case .asset: "<asset>"
+        case .boolean(let flag): flag ? "true" : "false"
+        case .list(_, let elements): "[" + elements.map(text).joined(separator: ", ") + "]"
+        }
+    }
+
+    /// Prints an aligned table.
+    static func table(_ header: [String], _ rows: [[String]]) {
+        let clipped = rows.map { $0.map { $0.count > 40 ? String($0.prefix(39)) + "…" : $0 } }
+        let widths = header.indices.map { column in ([header] + clipped).map { $0[column].count }.max() ?? 0 }
+        func render(_ cells: [String]) -> String {
+            zip(cells, widths).map { $0.padding(toLength: $1, withPad: " ", startingAt: 0) }.joined(separator: "  ")
+                .trimmingCharacters(in: .whitespaces)
+        }
+        Console.line(render(header))
+        Console.line(render(widths.map { String(repeating: "-", count: $0) }))
+        for row in clipped { Console.line(render(row)) }
+    }
+}

@@ -1,0 +1,116 @@
+import Foundation
+@testable import RecordClient
+import TestSupport
+import Testing
+
+/// Edge cases of the client found in review; each once lost or resurrected an edit.
+@Suite struct ClientEdgeCaseTests {
+    @Test func aDeleteQueuedWhileAConflictingSaveWasInFlightIsNotLost() async throws {
+        let cache = try RecordCache(path: ":memory:")
+        let id = Record.ID(recordName: "r")
+        var record = Record(recordType: "Note", recordID: id)
+        record["text"] = .string("mine")
+        try await cache.save(record)
+        let inFlight = try #require(try await cache.pendingChanges().first)
+        // While the save is in flight, the user deletes the record.
+        try await cache.delete(id)
+        var server = Record(recordName: "r", recordType: "Note", zoneID: .defaultZone, recordChangeTag: "9")
+        server["text"] = .string("theirs")
+        try await cache.rebase(inFlight, onto: server, merged: SyncEngine.reapplyLocalChanges(
+            SyncEngine.Conflict(serverRecord: server, clientRecord: record, ancestorRecord: nil, changedKeys: ["text"])))
+        #expect(try await cache.record(for: id) == nil)
+        let pending = try await cache.pendingChanges()
+        #expect(pending.map(\.kind) == [.delete])
+    }
+
+    @Test func aValueSetWhileAConflictingSaveWasInFlightWins() async throws {
+        let cache = try RecordCache(path: ":memory:")
+        let id = Record.ID(recordName: "r")
+        var record = Record(recordType: "Note", recordID: id)
+        record["title"] = .string("A")
+        try await cache.save(record)
+        let inFlight = try #require(try await cache.pendingChanges().first)
+        record["title"] = .string("B")
+        try await cache.save(record)
+        var server = Record(recordName: "r", recordType: "Note", zoneID: .defaultZone, recordChangeTag: "9")
+        server["title"] = .string("server")
+        server["other"] = .int64(1)
+        try await cache.rebase(inFlight, onto: server, merged: SyncEngine.reapplyLocalChanges(
+            SyncEngine.Conflict(serverRecord: server, clientRecord: inFlight.record!, ancestorRecord: nil, changedKeys: ["title"])))
+        let local = try #require(try await cache.record(for: id))
+        #expect(local["title"] == .string("B"))
+        #expect(local["other"] == .int64(1))
+        #expect(local.recordChangeTag == "9")
+    }
+
+    @Test func anOldTombstoneDoesNotWipeARecordCreatedLocallySince() async throws {
+        let cache = try RecordCache(path: ":memory:")
+        let id = Record.ID(recordName: "settings")
+        try await cache.save(Record(recordType: "Settings", recordID: id))
+        let tombstone = Record(recordName: "settings", recordType: "Settings", deleted: true)
+        try await cache.apply(ZoneChangesPage(modifications: [], deletions: [(id, "Settings")], changes: [tombstone],
+                                              changeToken: ServerChangeToken(rawValue: "t"), moreComing: false),
+                              to: .defaultZone, resetting: false)
+        #expect(try await cache.record(for: id) != nil)
+        #expect(try await cache.pendingChangeCount() == 1)
+    }
+
+    @Test func aSourceFailedOnlyBecauseItsTargetConflictedIsSentAgain() async throws {
+        try await withServer { server in
+            let token = try await server.token(forNewUser: "alice")
+            let container = Container(serverURL: server.url, identifier: "iCloud.test", credentials: .bearerToken(token))
+            let engine = SyncEngine(database: container.privateCloudDatabase, cache: try RecordCache(path: ":memory:"))
+            var target = Record(recordType: "Artist", recordID: Record.ID(recordName: "t"))
+            target["name"] = .string("v1")
+            try await engine.save(target)
+            try await engine.sendChanges()
+            // Someone else changes the target on the server.
+            var elsewhere = try await container.privateCloudDatabase.record(for: target.recordID)
+            elsewhere["born"] = .int64(1900)
+            try await container.privateCloudDatabase.save(elsewhere)
+            // Locally: edit the stale target and create a source that VALIDATE-references it.
+            var local = try #require(try await engine.cache.record(for: target.recordID))
+            local["name"] = .string("v2")
+            try await engine.save(local)
+            var source = Record(recordType: "Artwork", recordID: Record.ID(recordName: "s"))
+            source["artist"] = .reference(Record.Reference(recordID: target.recordID, action: .validate))
+            try await engine.save(source)
+            let report = try await engine.sendChanges()
+            #expect(report.failures.isEmpty, "\(report.failures)")
+            #expect(Set(report.saved.map(\.recordName)) == ["t", "s"])
+            let onServer = try await container.privateCloudDatabase.record(for: target.recordID)
+            #expect(onServer.fields == ["name": .string("v2"), "born": .int64(1900)])
+        }
+    }
+
+    @Test func aRefusedDeletePutsTheServersRecordBack() async throws {
+        try await withServer { server in
+            let token = try await server.token(forNewUser: "alice")
+            let container = Container(serverURL: server.url, identifier: "iCloud.test", credentials: .bearerToken(token))
+            let engine = SyncEngine(database: container.privateCloudDatabase, cache: try RecordCache(path: ":memory:"))
+            var source = Record(recordType: "Artwork", recordID: Record.ID(recordName: "s"))
+            source["artist"] = .reference(Record.Reference(recordID: Record.ID(recordName: "t"), action: .validate))
+            _ = try await container.privateCloudDatabase.modifyRecords(saving: [Record(recordType: "Artist", recordID: Record.ID(recordName: "t")), source], deleting: [])
+            try await engine.fetchChanges()
+            try await engine.delete(Record.ID(recordName: "t"))
+            let report = try await engine.sendChanges()
+            #expect(report.failures[Record.ID(recordName: "t")]?.code == .validatingReferenceError)
+            #expect(try await engine.cache.record(for: Record.ID(recordName: "t")) != nil)
+        }
+    }
+
+    @Test func savingARecordWithoutAFieldRemovesIt() async throws {
+        try await withServer { server in
+            let database = try await server.container(forNewUser: "alice").privateCloudDatabase
+            var record = Record(recordType: "Note", recordID: Record.ID(recordName: "n"))
+            record["a"] = .int64(1)
+            record["b"] = .int64(2)
+            var saved = try await database.save(record)
+            saved["b"] = nil
+            let resaved = try await database.save(saved)
+            #expect(resaved.fields == ["a": .int64(1)])
+            let fetched = try await database.records(for: [Record.ID(recordName: "n")])
+            #expect((try fetched[Record.ID(recordName: "n")]?.get())?.fields == ["a": .int64(1)])
+        }
+    }
+}

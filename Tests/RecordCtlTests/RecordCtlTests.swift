@@ -1,0 +1,193 @@
+import Foundation
+@testable import recordctl
+import RecordClient
+import TestSupport
+import Testing
+
+@Suite struct RecordCtlTests {
+    @Test func settingsComeFromFlagsThenEnvironmentThenProfile() throws {
+        try withTemporaryDirectorySync { directory in
+            let profile = directory + "/profile.json"
+            try Data(#"{"server": "http://profile:1", "token": "profile-token-123", "container": "iCloud.profile", "database": "public"}"#.utf8)
+                .write(to: URL(fileURLWithPath: profile))
+            let flags = try ConnectionOptions.parse(["--profile", profile, "--server", "http://flag:2"])
+            let settings = try Settings.resolve(flags: flags, environment: ["RECORDCTL_SERVER": "http://env:3", "RECORDCTL_CONTAINER": "iCloud.env"])
+            #expect(settings.server.value == "http://flag:2" && settings.server.source == "flag")
+            #expect(settings.container.value == "iCloud.env" && settings.container.source.hasPrefix("environment"))
+            #expect(settings.token.value == "profile-token-123" && settings.token.source == "profile")
+            #expect(settings.database.value == "public")
+            #expect(Settings.masked("profile-token-123") == "prof*************")
+        }
+    }
+
+    @Test func configShowMasksTheToken() async throws {
+        let run = await recordctl(["config", "show", "--server", "http://127.0.0.1:1", "--token", "secret-token", "--profile", "/nonexistent/x.json"])
+        #expect(run.status == 64 || run.status == 1)
+        let shown = await recordctl(["config", "show", "--server", "http://127.0.0.1:1", "--token", "secret-token"])
+        #expect(shown.status == 0)
+        #expect(shown.output.contains("secr********"))
+        #expect(!shown.output.contains("secret-token"))
+    }
+
+    @Test func usageErrorsExitWith64AndServerErrorsWith1() async throws {
+        #expect(await recordctl(["query"]).status == 64)
+        #expect(await recordctl(["query", "T", "--limit", "0"]).status == 64)
+        let unreachable = await recordctl(["zones", "list", "--server", "http://127.0.0.1:9", "--token", "x"])
+        #expect(unreachable.status == 1)
+        #expect(unreachable.errors.hasPrefix("NETWORK_FAILURE: "))
+        #expect(unreachable.errors.split(separator: "\n").count == 1)
+    }
+
+    @Test func zonesAreCreatedListedAndDeleted() async throws {
+        try await withServer { server in
+            let flags = try await server.flags(forNewUser: "alice")
+            #expect(await recordctl(["zones", "create", "A", "B"] + flags).lines == ["created A", "created B"])
+            #expect(await recordctl(["zones", "list"] + flags).lines == ["A", "B", "_defaultZone"])
+            #expect(await recordctl(["zones", "delete", "B"] + flags).lines == ["deleted B"])
+            let bad = await recordctl(["zones", "delete", "Nope"] + flags)
+            #expect(bad.status == 2 && bad.errors.contains("Nope: ZONE_NOT_FOUND"))
+        }
+    }
+
+    @Test func aBatchFileWithDeliberateErrorsReportsEachAndExitsWith2() async throws {
+        try await withServer { server in
+            let flags = try await server.flags(forNewUser: "alice")
+            try await withTemporaryDirectory { directory in
+                let file = directory + "/batch.ndjson"
+                try Data("""
+                    {"recordName": "lilies", "recordType": "Artwork", "fields": {"title": "Water Lilies", "artist": {"ref": "monet", "action": "validate"}}}
+                    {"recordName": "monet", "recordType": "Artist", "fields": {"name": "Claude Monet", "born": 1840}}
+                    {"recordName": "ghost-work", "recordType": "Artwork", "fields": {"artist": {"ref": "nobody", "action": "validate"}}}
+                    {"recordName": "typo", "recordType": "Artist", "fields": {"born": "eighteen forty"}}
+                    {"op": "delete", "recordName": "never-existed"}
+
+                    """.utf8).write(to: URL(fileURLWithPath: file))
+                let run = await recordctl(["records", "modify", "--file", file] + flags)
+                #expect(run.status == 2)
+                #expect(run.lines.sorted() == ["saved lilies (tag 2)", "saved monet (tag 1)"])
+                let errors = run.errors.split(separator: "\n").map(String.init)
+                #expect(errors.contains { $0.hasPrefix("ghost-work: VALIDATING_REFERENCE_ERROR") })
+                #expect(errors.contains { $0.hasPrefix("typo: BAD_REQUEST") && $0.contains("'born'") })
+                #expect(errors.contains { $0.hasPrefix("never-existed: NOT_FOUND") })
+                #expect(errors.last == "3 of 5 records failed")
+
+                let malformed = directory + "/bad.ndjson"
+                try Data("{\"recordName\": \"x\"}\nnot json\n".utf8).write(to: URL(fileURLWithPath: malformed))
+                let bad = await recordctl(["records", "modify", "--file", malformed] + flags)
+                #expect(bad.status == 1)
+                #expect(bad.errors == "BAD_REQUEST: line 1: recordType (a string) is required for a save\n")
+            }
+        }
+    }
+
+    @Test func atomicRefusesABatchThatNeedsSeveralRequests() async throws {
+        try await withServer { server in
+            let flags = try await server.flags(forNewUser: "alice")
+            try await withTemporaryDirectory { directory in
+                let file = directory + "/big.ndjson"
+                let lines = (0..<401).map { #"{"recordName": "n\#($0)", "recordType": "Note"}"# }
+                try Data(lines.joined(separator: "\n").utf8).write(to: URL(fileURLWithPath: file))
+                let run = await recordctl(["records", "modify", "--atomic", "--file", file] + flags)
+                #expect(run.status == 1)
+                #expect(run.errors.hasPrefix("LIMIT_EXCEEDED: --atomic"))
+                #expect(await recordctl(["query", "Note", "--all", "--json"] + flags).output.isEmpty)
+            }
+        }
+    }
+
+    @Test func getIncludesReferencesAndDeleteShowsTheCascade() async throws {
+        try await withServer { server in
+            let flags = try await server.flags(forNewUser: "alice")
+            try await withTemporaryDirectory { directory in
+                let file = directory + "/gallery.json"
+                try Data("""
+                    [{"recordName": "w1", "recordType": "Artwork", "fields": {"title": "One", "artist": {"ref": "monet", "action": "deleteSelf"}}},
+                     {"recordName": "w2", "recordType": "Artwork", "fields": {"title": "Two", "artist": {"ref": "monet", "action": "deleteSelf"}}},
+                     {"recordName": "monet", "recordType": "Artist", "fields": {"name": "Claude Monet"}}]
+                    """.utf8).write(to: URL(fileURLWithPath: file))
+                #expect(await recordctl(["records", "modify", "--file", file] + flags).status == 0)
+                let get = await recordctl(["records", "get", "w1", "--include", "artist", "--json"] + flags)
+                #expect(get.lines.map { $0.contains(#""recordType":"Artist""#) } == [true, false])
+                let missing = await recordctl(["records", "get", "w1", "nope"] + flags)
+                #expect(missing.status == 2 && missing.errors.hasPrefix("nope: NOT_FOUND"))
+                let delete = await recordctl(["records", "delete", "monet"] + flags)
+                #expect(delete.lines == ["deleted monet (cascade: w1, w2)"])
+            }
+        }
+    }
+
+    @Test func queryFiltersSortsAndLimits() async throws {
+        try await withServer { server in
+            let flags = try await server.flags(forNewUser: "alice")
+            try await withTemporaryDirectory { directory in
+                let file = directory + "/works.ndjson"
+                let lines = (0..<12).map { #"{"recordName": "w\#($0)", "recordType": "Artwork", "fields": {"year": \#(1900 + $0), "title": "T\#($0)"}}"# }
+                try Data(lines.joined(separator: "\n").utf8).write(to: URL(fileURLWithPath: file))
+                #expect(await recordctl(["records", "modify", "--file", file] + flags).status == 0)
+                let run = await recordctl(["query", "Artwork", "--where", "year >= 1905 AND title BEGINSWITH 'T'", "--sort", "year:desc", "--limit", "3", "--json"] + flags)
+                #expect(run.status == 0)
+                #expect(run.lines.map { $0.contains(#""recordName":"w11""#) } == [true, false, false])
+                #expect(run.lines.count == 3)
+                let all = await recordctl(["query", "Artwork", "--where", "year IN {1900, 1901}", "--all", "--json"] + flags)
+                #expect(all.lines.count == 2)
+                let bad = await recordctl(["query", "Artwork", "--where", "year > 1 OR year < 0"] + flags)
+                #expect(bad.status == 1 && bad.errors.hasPrefix("BAD_REQUEST: 'OR' at column"))
+            }
+        }
+    }
+
+    @Test func changesPrintTheNewTokenAndOnlyWhatCameAfterIt() async throws {
+        try await withServer { server in
+            let flags = try await server.flags(forNewUser: "alice")
+            try await withTemporaryDirectory { directory in
+                let file = directory + "/a.ndjson"
+                try Data(#"{"recordName": "a", "recordType": "Note"}"#.utf8).write(to: URL(fileURLWithPath: file))
+                _ = await recordctl(["records", "modify", "--file", file] + flags)
+                let first = await recordctl(["changes", "--json"] + flags)
+                #expect(first.lines.count == 2 && first.lines[1].hasPrefix("token "))
+                let token = String(first.lines[1].dropFirst(6))
+                _ = await recordctl(["records", "delete", "a"] + flags)
+                let next = await recordctl(["changes", "--json", "--since", token] + flags)
+                #expect(next.lines.count == 2)
+                #expect(next.lines[0].contains(#""deleted":true"#) && next.lines[0].contains(#""recordName":"a""#))
+            }
+        }
+    }
+
+    @Test func tenThousandRecordsImportedSourcesFirstRoundTripThroughExport() async throws {
+        try await withServer { server in
+            let flags = try await server.flags(forNewUser: "alice")
+            try await withTemporaryDirectory { directory in
+                // 9,500 artworks listed before the 500 artists they reference, in export's format.
+                var lines: [String] = []
+                for i in 0..<9_500 {
+                    lines.append(#"{"fields":{"artist":{"type":"REFERENCE","value":{"action":"DELETE_SELF","recordName":"artist\#(i % 500)"}},"title":{"type":"STRING","value":"work \#(i)"},"year":{"type":"INT64","value":\#(1800 + i % 200)}},"recordName":"work\#(i)","recordType":"Artwork"}"#)
+                }
+                for i in 0..<500 {
+                    lines.append(#"{"fields":{"name":{"type":"STRING","value":"artist \#(i)"},"tags":{"type":"STRING_LIST","value":["a","b"]}},"recordName":"artist\#(i)","recordType":"Artist"}"#)
+                }
+                let file = directory + "/gallery.ndjson"
+                try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: URL(fileURLWithPath: file))
+                _ = await recordctl(["zones", "create", "Gallery"] + flags)
+                let imported = await recordctl(["import", file, "--zone", "Gallery"] + flags)
+                #expect(imported.status == 0, "\(imported.errors)")
+                #expect(imported.lines.last == "imported 10000 of 10000 records")
+                let exported = await recordctl(["export", "--zone", "Gallery"] + flags)
+                #expect(exported.status == 0)
+                #expect(exported.lines.sorted() == lines.sorted())
+                // References are intact: deleting an artist cascades to its 19 artworks.
+                let delete = await recordctl(["records", "delete", "artist7", "--zone", "Gallery"] + flags)
+                #expect(delete.output.contains("(cascade: work1007, "))
+                #expect(delete.output.split(separator: ",").count == 19)
+            }
+        }
+    }
+}
+
+/// A synchronous variant of `withTemporaryDirectory`.
+func withTemporaryDirectorySync(_ body: (String) throws -> Void) throws {
+    let directory = (NSTemporaryDirectory() as NSString).appendingPathComponent("recordctl-test-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    try body(directory)
+}
