@@ -149,8 +149,10 @@ public struct QueryCompiler: Sendable {
     private func fieldType(_ field: String, given value: RawFieldValue, comparator: QueryComparator) throws -> FieldType {
         if let known = schema[field] {
             if let given = value.type {
-                // An integer may stand for a DOUBLE or a TIMESTAMP (`price > 5`).
-                let widened = given.scalar == .int64 && (known.scalar == .double || known.scalar == .timestamp)
+                // An integer may stand for a DOUBLE or a TIMESTAMP (`price > 5`), and a string for
+                // the name of a referenced record (`artist == 'monet'`).
+                let widened = (given.scalar == .int64 && (known.scalar == .double || known.scalar == .timestamp))
+                    || (given.scalar == .string && known.scalar == .reference)
                 let compatible = given == known || ((given.scalar == known.scalar || widened) && (comparator.takesList || comparator.appliesToListElements))
                     || (widened && given.isList == known.isList)
                 if !compatible {
@@ -268,6 +270,7 @@ public struct QueryCompiler: Sendable {
             }
             return try elements.flatMap { try bindings($0, scalar: scalar, list: false) }
         }
+        if scalar == .reference, case .string(let name) = json { return [name] }
         let value = try FieldValue(json: json, type: FieldType(scalar))
         switch value {
         case .string(let string): return [string]

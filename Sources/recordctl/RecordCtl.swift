@@ -10,8 +10,8 @@ struct RecordCtl: AsyncParsableCommand {
         commandName: "recordctl",
         abstract: "Work with a RecordSync server: zones, records, queries, changes, import/export and sync.",
         discussion: """
-            Connection settings come from flags, then the environment (RECORDCTL_SERVER, RECORDCTL_TOKEN,
-            RECORDCTL_CONTAINER, RECORDCTL_DATABASE), then a profile file (--profile, default
+            Connection settings come from flags, then the environment (RECORDCTL_SERVER, RECORDCTL_TOKEN, \
+            RECORDCTL_CONTAINER, RECORDCTL_DATABASE), then a profile file (--profile, default \
             ~/.config/recordctl/profile.json), in that order of precedence.
 
             Exit status: 0 success, 64 usage error, 1 server or request error, 2 some records failed.
