@@ -114,3 +114,55 @@ import Testing
         }
     }
 }
+
+@Suite struct BatchPlannerTests {
+    static func save(_ name: String, bytes: Int = 10, target: String? = nil) -> RecordOperation {
+        var fields: [String: RawFieldValue] = ["data": RawFieldValue(value: .string(String(repeating: "x", count: bytes)))]
+        if let target { fields["owner"] = RawFieldValue(FieldValue.reference(Record.Reference(recordName: target, action: .deleteSelf))) }
+        return RecordOperation(.forceReplace, RecordPayload(recordName: name, recordType: "Blob", fields: fields))
+    }
+
+    @Test func largeRecordsAreSplitByBytesAsWellAsByCount() throws {
+        let saves = (0..<10).map { Self.save("b\($0)", bytes: 300_000) }
+        let requests = try BatchPlanner(limit: 400, maximumBytes: 1_000_000).plan(saves: saves, deletes: [])
+        #expect(requests.map(\.count) == [3, 3, 3, 1])
+    }
+
+    @Test func targetsAreSentInTheSameOrAnEarlierRequestThanTheirSources() throws {
+        let saves = (0..<9).map { Self.save("s\($0)", target: "t\($0 % 3)") } + (0..<3).map { Self.save("t\($0)") }
+        let requests = try BatchPlanner(limit: 4).plan(saves: saves, deletes: [RecordOperation(.forceDelete, RecordPayload(recordName: "old"))])
+        var sentIn: [String: Int] = [:]
+        for (index, request) in requests.enumerated() { for operation in request { sentIn[operation.record.recordName ?? ""] = index } }
+        #expect(requests.allSatisfy { $0.count <= 4 })
+        for i in 0..<9 { #expect(sentIn["t\(i % 3)"]! <= sentIn["s\(i)"]!) }
+        #expect(sentIn["old"] == requests.count - 1)
+    }
+}
+
+@Suite struct SyncLockTests {
+    @Test func passesNeverOverlap() async throws {
+        let lock = SyncLock()
+        let counter = Counter()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<20 {
+                group.addTask {
+                    try await lock.withLock {
+                        let inside = await counter.enter()
+                        #expect(inside == 1)
+                        try await Task.sleep(for: .milliseconds(2))
+                        await counter.leave()
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(await counter.maximum == 1)
+    }
+
+    actor Counter {
+        private(set) var current = 0
+        private(set) var maximum = 0
+        func enter() -> Int { current += 1; maximum = max(maximum, current); return current }
+        func leave() { current -= 1 }
+    }
+}

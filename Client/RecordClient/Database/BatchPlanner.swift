@@ -2,10 +2,12 @@ import Foundation
 import RecordModel
 
 /// Splits a batch of saves and deletes into requests the server accepts: every request holds
-/// at most `limit` operations, every record is sent in the same or a later request than the
-/// records it references, and a reference cycle stays in one request. Deletes follow the saves.
+/// at most `limit` operations and about `maximumBytes` of JSON, every record is sent in the
+/// same or a later request than the records it references, and a reference cycle stays in one
+/// request. Deletes follow the saves.
 struct BatchPlanner {
     let limit: Int
+    var maximumBytes: Int = 8 * 1024 * 1024
 
     /// The requests, as lists of operations, in sending order.
     ///
@@ -16,15 +18,20 @@ struct BatchPlanner {
         })
         var requests: [[RecordOperation]] = []
         var current: [RecordOperation] = []
+        var currentBytes = 0
+        let encoder = JSONEncoder()
         for group in groups {
             guard group.count <= limit else {
                 throw RecordSyncError(.limitExceeded, "a reference cycle of \(group.count) records cannot be split across requests of at most \(limit) operations")
             }
-            if current.count + group.count > limit {
+            let bytes = group.reduce(0) { $0 + ((try? encoder.encode(saves[$1]).count) ?? 0) }
+            if !current.isEmpty && (current.count + group.count > limit || currentBytes + bytes > maximumBytes) {
                 requests.append(current)
                 current = []
+                currentBytes = 0
             }
             current += group.map { saves[$0] }
+            currentBytes += bytes
         }
         for delete in deletes {
             if current.count == limit {

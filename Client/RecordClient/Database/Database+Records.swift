@@ -66,7 +66,7 @@ extension Database {
     func sendReportingCascades(saves: [RecordOperation], deletes: [RecordOperation], zone: ZoneID, atomically: Bool,
                                throwFirstFailure: Bool, progress: (@Sendable (_ done: Int, _ total: Int) -> Void)? = nil) async throws
         -> [(RecordOperation, Result<Record, RecordSyncError>, [String])] {
-        let requests = try BatchPlanner(limit: maximumOperationsPerRequest).plan(saves: saves, deletes: deletes)
+        let requests = try BatchPlanner(limit: maximumOperationsPerRequest, maximumBytes: maximumRequestBytes).plan(saves: saves, deletes: deletes)
         let total = saves.count + deletes.count
         var results: [(RecordOperation, Result<Record, RecordSyncError>, [String])] = []
         var stopped: RecordSyncError?
@@ -215,7 +215,7 @@ extension Database {
     ///
     /// - Throws: `LIMIT_EXCEEDED` when a reference cycle is larger than one request.
     public func requestCount(for operations: [RecordOperation]) throws -> Int {
-        try BatchPlanner(limit: maximumOperationsPerRequest)
+        try BatchPlanner(limit: maximumOperationsPerRequest, maximumBytes: maximumRequestBytes)
             .plan(saves: operations.filter { !$0.operationType.isDelete }, deletes: operations.filter { $0.operationType.isDelete }).count
     }
 }

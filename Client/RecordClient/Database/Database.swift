@@ -17,6 +17,9 @@ public struct Database: Sendable {
     /// The most operations sent in one request; larger batches are split (the server's limit,
     /// 400 by default).
     public var maximumOperationsPerRequest: Int = 400
+    /// About the most JSON sent in one request; larger batches are split (half the server's
+    /// default body limit of 16 MiB).
+    public var maximumRequestBytes: Int = 8 * 1024 * 1024
     let transport: HTTPTransport
 
     init(container: Container, scope: Scope) {

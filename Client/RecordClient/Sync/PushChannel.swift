@@ -25,7 +25,18 @@ final class PushChannel: NSObject, URLSessionDataDelegate, @unchecked Sendable {
 
     /// Opens the connection and streams its events; the stream ends (or throws) when the
     /// connection closes, and cancelling the consumer closes the connection.
+    ///
+    /// `http://` servers are read over a plain socket (``SocketEventStream``): on Linux,
+    /// FoundationNetworking spins a core while a streaming response is idle.
     func events() -> AsyncThrowingStream<ChangeNotification, any Error> {
+        if let url = request.url, let token = request.value(forHTTPHeaderField: "Authorization")?.replacingOccurrences(of: "Bearer ", with: ""),
+           let socketStream = SocketEventStream(url: url, token: token) {
+            return socketStream.events()
+        }
+        return sessionEvents()
+    }
+
+    private func sessionEvents() -> AsyncThrowingStream<ChangeNotification, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: ChangeNotification.self)
         let configuration = URLSessionConfiguration.ephemeral
         // The server sends a keep-alive every 15 s: 45 s of silence means the connection is dead.
@@ -86,24 +97,9 @@ final class PushChannel: NSObject, URLSessionDataDelegate, @unchecked Sendable {
         close()
     }
 
-    /// Parses the complete events in the buffer (blocks ending in a blank line). Caller holds the lock.
+    /// Parses the complete events in the buffer. Caller holds the lock.
     private func takeEvents() -> [ChangeNotification] {
-        var events: [ChangeNotification] = []
-        let separator = Data("\n\n".utf8)
-        while let range = buffer.range(of: separator) {
-            let block = String(decoding: buffer[buffer.startIndex..<range.lowerBound], as: UTF8.self)
-            buffer.removeSubrange(buffer.startIndex..<range.upperBound)
-            var name = "message"
-            var data = ""
-            for line in block.split(separator: "\n", omittingEmptySubsequences: false) {
-                if line.hasPrefix(": connected") { events.append(.connected) }
-                if line.hasPrefix("event:") { name = line.dropFirst(6).trimmingCharacters(in: .whitespaces) }
-                if line.hasPrefix("data:") { data += line.dropFirst(5).trimmingCharacters(in: .whitespaces) }
-            }
-            if name == "zones", let notification = try? JSONDecoder().decode(ZoneNotification.self, from: Data(data.utf8)) {
-                events.append(.zonesChanged(notification.zones))
-            }
-        }
-        return events
+        var parser = EventParser()
+        return parser.take(from: &buffer)
     }
 }

@@ -25,8 +25,13 @@ extension SyncEngine {
     /// fetched again from scratch.
     ///
     /// - Throws: what the server answers after retries of transient failures.
+    /// Fetches and sends never overlap: a call waits for the one in progress.
     @discardableResult
     public func fetchChanges() async throws -> FetchReport {
+        try await passLock.withLock { try await fetchChangesNow() }
+    }
+
+    private func fetchChangesNow() async throws -> FetchReport {
         var report = FetchReport()
         var token = try await cache.databaseToken()
         var changed: [ZoneID] = []

@@ -23,8 +23,13 @@ extension SyncEngine {
     /// clients) go through the resolution policy and are sent again in the next round.
     ///
     /// - Throws: only request-level failures that outlast the retries (the server unreachable).
+    /// Sends and fetches never overlap: a call waits for the one in progress.
     @discardableResult
     public func sendChanges() async throws -> SendReport {
+        try await passLock.withLock { try await sendChangesNow() }
+    }
+
+    private func sendChangesNow() async throws -> SendReport {
         var report = SendReport()
         for _ in 0..<configuration.maximumSendRounds {
             let pending = try await cache.pendingChanges()

@@ -57,6 +57,8 @@ public final class SyncEngine: Sendable {
     /// The configuration.
     public let configuration: Configuration
     let resolver: ConflictResolver
+    /// Serialises fetches and sends.
+    let passLock = SyncLock()
 
     /// Creates an engine.
     ///
