@@ -54,7 +54,7 @@ struct ConnectionOptions: ParsableArguments {
 
 /// The zone flag.
 struct ZoneOption: ParsableArguments {
-    @Option(help: "The zone (default _defaultZone).")
+    @Option(help: "The zone.")
     var zone: String = ZoneID.defaultZoneName
 
     var zoneID: ZoneID { ZoneID(zoneName: zone) }
