@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "RecordClient", targets: ["RecordClient"]),
         .executable(name: "recordserver", targets: ["recordserver"]),
         .executable(name: "recordctl", targets: ["recordctl"]),
+        .executable(name: "recordbench", targets: ["recordbench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -91,6 +92,16 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/recordctl",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "recordbench",
+            dependencies: [
+                "RecordClient",
+                "RecordServer",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            path: "Sources/recordbench",
             swiftSettings: swiftSettings
         ),
         .executableTarget(
