@@ -41,9 +41,12 @@ import Testing
     @Test func zonesAreCreatedListedAndDeleted() async throws {
         try await withServer { server in
             let flags = try await server.flags(forNewUser: "alice")
-            #expect(await recordctl(["zones", "create", "A", "B"] + flags).lines == ["created A", "created B"])
-            #expect(await recordctl(["zones", "list"] + flags).lines == ["A", "B", "_defaultZone"])
-            #expect(await recordctl(["zones", "delete", "B"] + flags).lines == ["deleted B"])
+            let create = await recordctl(["zones", "create", "A", "B"] + flags)
+            #expect(create.lines == ["created A", "created B"], "\(create.errors)")
+            let list = await recordctl(["zones", "list"] + flags)
+            #expect(list.lines == ["A", "B", "_defaultZone"], "\(list.errors)")
+            let delete = await recordctl(["zones", "delete", "B"] + flags)
+            #expect(delete.lines == ["deleted B"], "\(delete.errors)")
             let bad = await recordctl(["zones", "delete", "Nope"] + flags)
             #expect(bad.status == 2 && bad.errors.contains("Nope: ZONE_NOT_FOUND"))
         }
