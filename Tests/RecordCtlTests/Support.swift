@@ -11,12 +11,17 @@ struct Run: Sendable {
     var lines: [String] { output.split(separator: "\n").map(String.init) }
 }
 
+/// swift-argument-parser's parsing is not safe to run concurrently (a real `recordctl` parses
+/// once per process; tests run many commands in parallel in one process), so parsing and
+/// error formatting are serialised.
+private let parserLock = NSLock()
+
 /// Runs `recordctl ARGUMENTS` in-process, capturing its output.
 func recordctl(_ arguments: [String]) async -> Run {
     let capture = Console.Capture()
     let status: Int32 = await Console.$capture.withValue(capture) {
         do {
-            var command = try RecordCtl.parseAsRoot(arguments)
+            var command = try parserLock.withLock { try RecordCtl.parseAsRoot(arguments) }
             if var asynchronous = command as? any AsyncParsableCommand {
                 try await asynchronous.run()
             } else {
@@ -24,9 +29,11 @@ func recordctl(_ arguments: [String]) async -> Run {
             }
             return 0
         } catch {
-            let code = RecordCtl.exitCode(for: error).rawValue
-            if !(error is ExitCode) { capture.write(RecordCtl.fullMessage(for: error) + "\n", error: true) }
-            return code
+            return parserLock.withLock {
+                let code = RecordCtl.exitCode(for: error).rawValue
+                if !(error is ExitCode) { capture.write(RecordCtl.fullMessage(for: error) + "\n", error: true) }
+                return code
+            }
         }
     }
     return Run(status: status, output: capture.standardOutput, errors: capture.standardError)
