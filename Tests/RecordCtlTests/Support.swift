@@ -14,7 +14,12 @@ struct Run: Sendable {
 /// swift-argument-parser's parsing is not safe to run concurrently (a real `recordctl` parses
 /// once per process; tests run many commands in parallel in one process), so parsing and
 /// error formatting are serialised.
-private let parserLock = NSLock()
+let parserLock = NSLock()
+
+/// Parses `arguments` as `Command` under ``parserLock``.
+func parsed<Command: ParsableArguments>(_ type: Command.Type, _ arguments: [String]) throws -> Command {
+    try parserLock.withLock { try Command.parse(arguments) }
+}
 
 /// Runs `recordctl ARGUMENTS` in-process, capturing its output.
 func recordctl(_ arguments: [String]) async -> Run {

@@ -37,7 +37,7 @@ import Testing
                 #expect(expected.status == 0)
                 #expect(!expected.output.isEmpty)
                 for cache in caches {
-                    let converged = try await eventually(within: 20) {
+                    let converged = try await eventually(within: 60) {
                         await recordctl(["query"] + query + ["--all", "--json", "--cache", cache] + flags).output == expected.output
                     }
                     #expect(converged, "\(cache) differs for \(query)")

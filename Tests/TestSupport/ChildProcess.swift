@@ -1,11 +1,16 @@
 import Foundation
 
 /// A program of this package run as a child process, with its output collected.
+///
+/// The output goes to a temporary file rather than a pipe: swift-corelibs-foundation's
+/// `readabilityHandler` can fire after its descriptor is closed and then traps in
+/// `availableData` (a `SIGILL` that takes the whole test process down), and a blocking read to
+/// the end of a pipe could wait forever, since a sibling child spawned meanwhile may hold the
+/// pipe's write end open. A file has neither problem: the child appends, and `text` reads
+/// whatever has been written so far.
 public final class ChildProcess: @unchecked Sendable {
     public let process = Process()
-    private let output = Pipe()
-    private let lock = NSLock()
-    private var collected = Data()
+    private let outputURL: URL
 
     /// The executable `name` built next to the test bundle.
     public static func executable(_ name: String) -> URL {
@@ -14,20 +19,36 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// Starts `name ARGUMENTS`; standard output (and standard error, if `mergeErrors`) is collected.
     public init(_ name: String, _ arguments: [String], mergeErrors: Bool = true) throws {
+        outputURL = FileManager.default.temporaryDirectory
+            .appendingPathComponent("recordsync-child-\(UUID().uuidString).out")
+        guard FileManager.default.createFile(atPath: outputURL.path, contents: nil) else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: outputURL.path])
+        }
+        let output = try FileHandle(forWritingTo: outputURL)
+        // The child gets its own copies of the descriptor; ours is closed once it has started.
+        defer { try? output.close() }
         process.executableURL = Self.executable(name)
         process.arguments = arguments
+        process.standardInput = FileHandle.nullDevice
         process.standardOutput = output
         process.standardError = mergeErrors ? output : FileHandle.nullDevice
-        output.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let chunk = handle.availableData
-            guard let self, !chunk.isEmpty else { return }
-            self.lock.withLock { self.collected.append(chunk) }
+        do {
+            try process.run()
+        } catch {
+            try? FileManager.default.removeItem(at: outputURL)
+            throw error
         }
-        try process.run()
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        try? FileManager.default.removeItem(at: outputURL)
     }
 
     /// Everything the process has written so far.
-    public var text: String { lock.withLock { String(decoding: collected, as: UTF8.self) } }
+    public var text: String {
+        String(decoding: (try? Data(contentsOf: outputURL)) ?? Data(), as: UTF8.self)
+    }
 
     /// Waits until the output matches `pattern` (a regular expression), and returns the match.
     public func waitFor(_ pattern: String, seconds: Double = 60) async throws -> String? {
@@ -42,22 +63,10 @@ public final class ChildProcess: @unchecked Sendable {
         return current.range(of: pattern, options: .regularExpression).map { String(current[$0]) }
     }
 
-    /// Waits for the process to exit; returns its status and everything it wrote.
-    ///
-    /// Never blocks a thread: a blocking read to the end of the pipe could wait forever, since
-    /// a sibling child spawned meanwhile may hold the pipe's write end open.
+    /// Waits for the process to exit (polling, so no thread is blocked); returns its status and
+    /// everything it wrote.
     public func wait() async -> (status: Int32, reason: Process.TerminationReason, output: String) {
         while process.isRunning { try? await Task.sleep(for: .milliseconds(20)) }
-        // Let the readability handler collect what is left in the pipe.
-        var quiet = 0
-        var last = lock.withLock { collected.count }
-        while quiet < 3 {
-            try? await Task.sleep(for: .milliseconds(20))
-            let now = lock.withLock { collected.count }
-            quiet = now == last ? quiet + 1 : 0
-            last = now
-        }
-        output.fileHandleForReading.readabilityHandler = nil
         return (process.terminationStatus, process.terminationReason, text)
     }
 

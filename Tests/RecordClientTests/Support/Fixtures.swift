@@ -36,7 +36,7 @@ enum Gallery {
 }
 
 /// Waits until `condition` holds, checking every 20 ms, for at most `seconds`.
-func eventually(within seconds: Double = 10, _ condition: @Sendable () async throws -> Bool) async throws -> Bool {
+func eventually(within seconds: Double = 30, _ condition: @Sendable () async throws -> Bool) async throws -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {
         if try await condition() { return true }
