@@ -7,7 +7,8 @@ struct ConnectionOptions: ParsableArguments {
     @Option(help: "Server URL (env RECORDCTL_SERVER), e.g. http://127.0.0.1:8080.")
     var server: String?
 
-    @Option(help: "Bearer token from 'recordserver user add' (env RECORDCTL_TOKEN).")
+    // `.unconditional`: a token may begin with "-" (older tokens are plain base64url).
+    @Option(parsing: .unconditional, help: "Bearer token from 'recordserver user add' (env RECORDCTL_TOKEN).")
     var token: String?
 
     @Option(help: "Container identifier (env RECORDCTL_CONTAINER).")

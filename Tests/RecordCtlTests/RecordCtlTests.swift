@@ -10,7 +10,7 @@ import Testing
             let profile = directory + "/profile.json"
             try Data(#"{"server": "http://profile:1", "token": "profile-token-123", "container": "iCloud.profile", "database": "public"}"#.utf8)
                 .write(to: URL(fileURLWithPath: profile))
-            let flags = try ConnectionOptions.parse(["--profile", profile, "--server", "http://flag:2"])
+            let flags = try parsed(ConnectionOptions.self, ["--profile", profile, "--server", "http://flag:2"])
             let settings = try Settings.resolve(flags: flags, environment: ["RECORDCTL_SERVER": "http://env:3", "RECORDCTL_CONTAINER": "iCloud.env"])
             #expect(settings.server.value == "http://flag:2" && settings.server.source == "flag")
             #expect(settings.container.value == "iCloud.env" && settings.container.source.hasPrefix("environment"))
@@ -27,6 +27,10 @@ import Testing
         #expect(shown.status == 0)
         #expect(shown.output.contains("secr********"))
         #expect(!shown.output.contains("secret-token"))
+        // A token may begin with "-" (base64url tokens issued before the "rs_" prefix could).
+        let dashed = await recordctl(["config", "show", "--server", "http://127.0.0.1:1", "--token", "-Xsecret-token"])
+        #expect(dashed.status == 0, "\(dashed.errors)")
+        #expect(dashed.output.contains("-Xse**********"))
     }
 
     @Test func usageErrorsExitWith64AndServerErrorsWith1() async throws {

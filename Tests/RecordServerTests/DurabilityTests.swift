@@ -30,7 +30,7 @@ import Testing
             #expect(first.status == 0)
             let lines = first.output.split(separator: "\n", omittingEmptySubsequences: false)
             #expect(lines.count == 2 && lines[1].isEmpty)
-            #expect(lines[0].count == 43 && Base64URL.decode(String(lines[0])) != nil)
+            #expect(lines[0].hasPrefix("rs_") && Base64URL.decode(String(lines[0].dropFirst(3)))?.count == 32)
             let again = try await ChildProcess.run("recordserver", ["user", "add", "alice", "--data", directory])
             #expect(again.status != 0)
             #expect(again.output.isEmpty)

@@ -5,10 +5,13 @@ import RecordModel
 
 /// Bearer tokens: how they are made, hashed for storage, and found in a request.
 public enum Credentials {
-    /// A new random bearer token (32 random bytes, base64url).
+    /// A new random bearer token: `rs_` and 32 random bytes in base64url.
+    ///
+    /// The prefix keeps a token from beginning with `-` (which command-line parsers take for an
+    /// option) and makes a leaked token easy to recognise.
     public static func newToken() -> String {
         var generator = SystemRandomNumberGenerator()
-        return Base64URL.encode(Data((0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }))
+        return "rs_" + Base64URL.encode(Data((0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }))
     }
 
     /// The SHA-256 of a token: what the store keeps instead of the token.
