@@ -37,18 +37,7 @@ public func withLiveServer<T: Sendable>(
     configuration.logger.logLevel = .warning
     configure(&configuration)
     let store = try SQLiteRecordStore(path: configuration.databasePath, limits: configuration.limits)
-    let (ports, announce) = AsyncStream.makeStream(of: Int.self)
-    let app = buildApplication(configuration: configuration, store: store) { port in announce.yield(port) }
-    return try await withThrowingTaskGroup(of: T?.self) { group in
-        group.addTask {
-            try await app.run()
-            return nil
-        }
-        var iterator = ports.makeAsyncIterator()
-        guard let port = await iterator.next() else { throw CancellationError() }
-        let server = LiveServer(url: URL(string: "http://127.0.0.1:\(port)")!, port: port, store: store, directory: directory)
-        let result = try await body(server)
-        group.cancelAll()
-        return result
+    return try await withRunningServer(configuration: configuration, store: store) { url in
+        try await body(LiveServer(url: url, port: url.port ?? port, store: store, directory: directory))
     }
 }

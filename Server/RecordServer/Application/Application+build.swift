@@ -47,3 +47,36 @@ public func buildApplication(
         logger: frameworkLogger
     )
 }
+
+/// Runs a server over `store` in this process until `body` returns, then stops it.
+///
+/// `body` receives the server's URL (`http://HOST:PORT`, with the port the server actually
+/// bound when `configuration.port` is 0). Tests and `recordbench` use this to drive a real
+/// server over real sockets.
+public func withRunningServer<T: Sendable>(
+    configuration: ServerConfiguration,
+    store: any RecordStore,
+    _ body: @escaping @Sendable (_ url: URL) async throws -> T
+) async throws -> T {
+    let (ports, announce) = AsyncStream.makeStream(of: Int.self)
+    let app = buildApplication(configuration: configuration, store: store) { port in announce.yield(port) }
+    return try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask {
+            try await app.run()
+            return nil
+        }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next(), let url = URL(string: "http://\(configuration.host):\(port)") else {
+            group.cancelAll()
+            throw CancellationError()
+        }
+        do {
+            let result = try await body(url)
+            group.cancelAll()
+            return result
+        } catch {
+            group.cancelAll()
+            throw error
+        }
+    }
+}
