@@ -117,7 +117,7 @@ extension ModifyBatch {
     }
 
     private func existing(_ name: String) throws -> Existing? {
-        try Row.fetchOne(db, sql: "SELECT id, \(RecordRow.columns) FROM records WHERE zone_id = ? AND name = ?",
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT id, \(RecordRow.columns) FROM records WHERE zone_id = ? AND name = ?"),
                          arguments: [zone.id, name]).map { row in
             Existing(id: row[0], record: try RecordRow.record(from: row, zoneID: zone.zoneID, offset: 1))
         }
@@ -141,7 +141,7 @@ extension ModifyBatch {
                 if failedNames.contains(target) {
                     throw RecordSyncError(.validatingReferenceError, "field \(NameRules.quoted(field)) is a \(reference.action.rawValue) reference to \(NameRules.quoted(target)), whose operation in this batch failed", recordName: operation.name)
                 }
-                if try Int.fetchOne(db, sql: "SELECT 1 FROM records WHERE zone_id = ? AND name = ?", arguments: [zone.id, target]) == nil {
+                if try Int.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM records WHERE zone_id = ? AND name = ?"), arguments: [zone.id, target]) == nil {
                     throw RecordSyncError(.validatingReferenceError, "field \(NameRules.quoted(field)) is a \(reference.action.rawValue) reference to \(NameRules.quoted(target)), which does not exist" + (reference.action == .deleteSelf ? " (in the public database an owner must exist)" : ""), recordName: operation.name)
                 }
             }
@@ -186,29 +186,31 @@ extension ModifyBatch {
         sequence += 1
         let tag = RecordRow.changeTag(sequence)
         let user = scope.user.userRecordName
-        for (field, value) in operation.fields {
-            try db.execute(sql: "INSERT OR IGNORE INTO schema_fields(container_id, record_type, field, type) VALUES (?, ?, ?, ?)",
-                           arguments: [containerID, operation.recordType, field, value.type.rawValue])
+        // Only fields the stored schema lacks (the batch's own additions included: the insert is idempotent).
+        let storedTypes = try storedSchema(of: operation.recordType)
+        for (field, value) in operation.fields where storedTypes[field] == nil {
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO schema_fields(container_id, record_type, field, type) VALUES (?, ?, ?, ?)")
+                .execute(arguments: [containerID, operation.recordType, field, value.type.rawValue])
         }
         let created: Stamp
         if let current {
             created = current.record.created ?? Stamp(timestamp: now, userRecordName: user)
-            try db.execute(sql: "UPDATE records SET tag = ?, fields = ?, modified_at = ?, modified_by = ?, modified_device = NULL, seq = ? WHERE id = ?",
-                           arguments: [tag, encoded, now, user, sequence, current.id])
-            try db.execute(sql: "DELETE FROM refs WHERE zone_id = ? AND source = ?", arguments: [zone.id, name])
+            try db.cachedStatement(sql: "UPDATE records SET tag = ?, fields = ?, modified_at = ?, modified_by = ?, modified_device = NULL, seq = ? WHERE id = ?")
+                .execute(arguments: [tag, encoded, now, user, sequence, current.id])
+            try db.cachedStatement(sql: "DELETE FROM refs WHERE zone_id = ? AND source = ?").execute(arguments: [zone.id, name])
         } else {
             created = Stamp(timestamp: now, userRecordName: user)
-            try db.execute(sql: """
+            try db.cachedStatement(sql: """
                 INSERT INTO records(zone_id, name, type, tag, fields, created_at, created_by, modified_at, modified_by, seq)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [zone.id, name, operation.recordType, tag, encoded, now, user, now, user, sequence])
-            try db.execute(sql: "DELETE FROM tombstones WHERE zone_id = ? AND name = ?", arguments: [zone.id, name])
+                """).execute(arguments: [zone.id, name, operation.recordType, tag, encoded, now, user, now, user, sequence])
+            try db.cachedStatement(sql: "DELETE FROM tombstones WHERE zone_id = ? AND name = ?").execute(arguments: [zone.id, name])
         }
         let record = Record(recordName: name, recordType: operation.recordType, zoneID: zone.zoneID, recordChangeTag: tag,
                             fields: fields, created: created, modified: Stamp(timestamp: now, userRecordName: user))
         for (field, reference) in record.references {
-            try db.execute(sql: "INSERT OR IGNORE INTO refs(zone_id, source, field, target, action) VALUES (?, ?, ?, ?, ?)",
-                           arguments: [zone.id, name, field, reference.recordName, RecordRow.code(reference.action)])
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO refs(zone_id, source, field, target, action) VALUES (?, ?, ?, ?, ?)")
+                .execute(arguments: [zone.id, name, field, reference.recordName, RecordRow.code(reference.action)])
         }
         return record
     }

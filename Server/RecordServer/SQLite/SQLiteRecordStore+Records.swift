@@ -74,7 +74,7 @@ extension SQLiteRecordStore {
 
     /// One record, or `nil`.
     static func fetchRecord(_ name: String, zone: ZoneRow, in db: Database) throws -> Record? {
-        try Row.fetchOne(db, sql: "SELECT \(RecordRow.columns) FROM records WHERE zone_id = ? AND name = ?", arguments: [zone.id, name])
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(RecordRow.columns) FROM records WHERE zone_id = ? AND name = ?"), arguments: [zone.id, name])
             .map { try RecordRow.record(from: $0, zoneID: zone.zoneID) }
     }
 
