@@ -100,6 +100,7 @@ let package = Package(
                 "RecordClient",
                 "RecordServer",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/recordbench",
             swiftSettings: swiftSettings

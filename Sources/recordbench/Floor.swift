@@ -2,9 +2,10 @@ import Foundation
 import GRDB
 
 /// The floors: the same rows written or read by plain SQLite with prepared statements, one
-/// table with a primary key and the minimum indexes the question needs.
+/// table with a primary key and the minimum indexes the question needs, in the same WAL and
+/// `synchronous = FULL` settings as the server and the client cache.
 enum Floor {
-    /// Opens a fresh floor database (WAL, synchronous FULL, like the server).
+    /// Opens a fresh floor database.
     static func database(in directory: String, name: String) throws -> DatabaseQueue {
         var configuration = Configuration()
         configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
@@ -13,22 +14,55 @@ enum Floor {
         return queue
     }
 
-    /// Inserts `count` rows (name, parent, five fields) in transactions of `batch` rows.
+    /// Inserts `count` Artwork-shaped rows (name, parent, five fields) with one prepared
+    /// statement in transactions of `batch` rows, into a table with a primary key and an index
+    /// on the parent (the reference).
     /// - Returns: rows per second.
-    static func insert(count: Int, batch: Int, into queue: DatabaseQueue) throws -> Double {
+    static func insert(count: Int, batch: Int, in directory: String) throws -> Double {
+        let queue = try database(in: directory, name: "floor-insert-\(UUID().uuidString).sqlite")
         try queue.write { db in
-            try db.execute(sql: "CREATE TABLE IF NOT EXISTS rows(name TEXT PRIMARY KEY, parent TEXT, a TEXT, b INTEGER, c REAL, d TEXT, e INTEGER) WITHOUT ROWID")
-            try db.execute(sql: "CREATE INDEX IF NOT EXISTS rows_by_parent ON rows(parent)")
+            try db.execute(sql: "CREATE TABLE rows(name TEXT PRIMARY KEY, parent TEXT, a TEXT, b INTEGER, c REAL, d TEXT, e INTEGER) WITHOUT ROWID")
+            try db.execute(sql: "CREATE INDEX rows_by_parent ON rows(parent)")
         }
-        let start = Date()
+        let start = ContinuousClock.now
         for first in stride(from: 0, to: count, by: batch) {
             try queue.write { db in
                 let statement = try db.cachedStatement(sql: "INSERT INTO rows VALUES (?, ?, ?, ?, ?, ?, ?)")
                 for i in first..<min(first + batch, count) {
-                    try statement.execute(arguments: ["r\(i)", "p\(i % 1000)", "title \(i)", i, Double(i) / 3, "x", i % 7])
+                    try statement.execute(arguments: ["w\(i)", "a\(i % 1000)", "title \(i)", 1800 + i % 200, Double(i) / 3, "oil", i % 7])
                 }
             }
         }
-        return Double(count) / Date().timeIntervalSince(start)
+        return Double(count) / (ContinuousClock.now - start).seconds
+    }
+
+    /// Builds the cascade tree (a root, `children` children, `perChild` grandchildren each)
+    /// in a table with a primary key and an index on the parent, then deletes the root and its
+    /// descendants with one set-based statement (a recursive query over the parent index).
+    /// - Returns: the seconds the delete took, and how many rows it removed.
+    static func cascadeDelete(children: Int, perChild: Int, in directory: String) throws -> (seconds: Double, deleted: Int) {
+        let queue = try database(in: directory, name: "floor-cascade-\(UUID().uuidString).sqlite")
+        try queue.write { db in
+            try db.execute(sql: "CREATE TABLE nodes(name TEXT PRIMARY KEY, parent TEXT) WITHOUT ROWID")
+            try db.execute(sql: "CREATE INDEX nodes_by_parent ON nodes(parent)")
+            let statement = try db.cachedStatement(sql: "INSERT INTO nodes VALUES (?, ?)")
+            try statement.execute(arguments: ["root", nil])
+            for child in 0..<children {
+                try statement.execute(arguments: ["c\(child)", "root"])
+                for grandchild in 0..<perChild {
+                    try statement.execute(arguments: ["g\(child)_\(grandchild)", "c\(child)"])
+                }
+            }
+        }
+        let start = ContinuousClock.now
+        let deleted = try queue.write { db in
+            try db.execute(sql: """
+                WITH RECURSIVE doomed(name) AS (
+                    SELECT 'root' UNION SELECT nodes.name FROM nodes JOIN doomed ON nodes.parent = doomed.name)
+                DELETE FROM nodes WHERE name IN (SELECT name FROM doomed)
+                """)
+            return db.changesCount
+        }
+        return ((ContinuousClock.now - start).seconds, deleted)
     }
 }

@@ -11,39 +11,41 @@ struct Measurement: Codable, Sendable {
     var figure: Double
     /// The floor's median (same unit), or nil for scenarios judged on an absolute target.
     var floor: Double?
-    /// figure / floor (or the scenario's own ratio).
+    /// The figure the target judges: figure / floor, or the scenario's own ratio.
     var ratio: Double
     /// The target, in words.
     var target: String
     var met: Bool
+    /// Other figures worth printing (e.g. p99, the time to fetch tombstones).
+    var notes: String = ""
 }
 
-/// Runs `body` against a fresh in-process server on a loopback port, with a signed-in
-/// container.
-func withBenchServer<T: Sendable>(_ body: @escaping @Sendable (Container, String) async throws -> T) async throws -> T {
+/// A server started for one scenario, and a signed-in container on it.
+struct BenchServer: Sendable {
+    var container: Container
+    var url: URL
+    var token: String
+    /// A scratch directory for the scenario (floors, client caches); removed afterwards.
+    var directory: String
+}
+
+/// Runs `body` against a fresh server in this process on a loopback port, with a fresh SQLite
+/// data directory and one user.
+func withBenchServer<T: Sendable>(_ body: @escaping @Sendable (BenchServer) async throws -> T) async throws -> T {
     let directory = (NSTemporaryDirectory() as NSString).appendingPathComponent("recordbench-\(UUID().uuidString)")
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: directory) }
     var configuration = ServerConfiguration()
     configuration.port = 0
-    configuration.dataDirectory = directory
+    configuration.dataDirectory = directory + "/server"
     configuration.logger.logLevel = .critical
+    try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
     let store = try SQLiteRecordStore(path: configuration.databasePath, limits: configuration.limits)
     let token = Credentials.newToken()
     _ = try await store.createUser(named: "bench", tokenHash: Credentials.hash(token))
-    let (ports, announce) = AsyncStream.makeStream(of: Int.self)
-    let app = buildApplication(configuration: configuration, store: store) { port in announce.yield(port) }
-    return try await withThrowingTaskGroup(of: T?.self) { group in
-        group.addTask {
-            try await app.run()
-            return nil
-        }
-        var iterator = ports.makeAsyncIterator()
-        guard let port = await iterator.next(), let url = URL(string: "http://127.0.0.1:\(port)") else { throw CancellationError() }
+    return try await withRunningServer(configuration: configuration, store: store) { url in
         let container = Container(serverURL: url, identifier: "iCloud.bench", credentials: .bearerToken(token))
-        let result = try await body(container, directory)
-        group.cancelAll()
-        return result
+        return try await body(BenchServer(container: container, url: url, token: token, directory: directory))
     }
 }
 
@@ -51,20 +53,29 @@ func withBenchServer<T: Sendable>(_ body: @escaping @Sendable (Container, String
 func seconds(_ body: () async throws -> Void) async rethrows -> Double {
     let start = ContinuousClock.now
     try await body()
-    let elapsed = ContinuousClock.now - start
-    return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    return (ContinuousClock.now - start).seconds
+}
+
+extension Duration {
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }
 
 /// The median of some values.
 func median(_ values: [Double]) -> Double {
-    let sorted = values.sorted()
-    guard !sorted.isEmpty else { return 0 }
-    return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+    percentile(values, 50)
 }
 
-/// Percentile `p` (0…100) of some values.
+/// Percentile `p` (0…100) of some values, by linear interpolation between the nearest ranks.
 func percentile(_ values: [Double], _ p: Double) -> Double {
     let sorted = values.sorted()
-    guard !sorted.isEmpty else { return 0 }
-    return sorted[min(sorted.count - 1, Int((p / 100 * Double(sorted.count)).rounded(.up)) - 1 < 0 ? 0 : Int((p / 100 * Double(sorted.count)).rounded(.up)) - 1)]
+    guard let first = sorted.first else { return 0 }
+    guard sorted.count > 1 else { return first }
+    let position = p / 100 * Double(sorted.count - 1)
+    let lower = Int(position.rounded(.down)), upper = Int(position.rounded(.up))
+    return sorted[lower] + (sorted[upper] - sorted[lower]) * (position - Double(lower))
+}
+
+/// Progress on standard error, so the table on standard output stays clean.
+func say(_ text: String) {
+    FileHandle.standardError.write(Data((text + "\n").utf8))
 }

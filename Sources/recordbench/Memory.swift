@@ -1,0 +1,87 @@
+import Foundation
+import RecordClient
+import RecordServer
+
+/// The `memory` scenario: the server runs as its own process (this program, `recordbench
+/// serve DIR`, which runs the same `RecordServer` code as `recordserver`), so its peak resident
+/// memory (`VmHWM` in `/proc/PID/status`) is the server's alone.
+enum Memory {
+    /// `recordbench serve DIR`: runs a server over a fresh store in DIR with one user, prints
+    /// `URL TOKEN` on a line, and serves until killed.
+    static func serve(directory: String) async throws {
+        var configuration = ServerConfiguration()
+        configuration.port = 0
+        configuration.dataDirectory = directory
+        configuration.logger.logLevel = .critical
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let store = try SQLiteRecordStore(path: configuration.databasePath, limits: configuration.limits)
+        let token = Credentials.newToken()
+        _ = try await store.createUser(named: "bench", tokenHash: Credentials.hash(token))
+        try await withRunningServer(configuration: configuration, store: store) { url in
+            FileHandle.standardOutput.write(Data("\(url.absoluteString) \(token)\n".utf8))
+            while true { try await Task.sleep(for: .seconds(3600)) }
+        }
+    }
+
+    /// Saves `scale.memoryRecords` Artworks, fetches the whole zone's changes from scratch, then
+    /// 100 changes since the token; reports the server process's peak resident memory.
+    static func run(_ scale: Scale) async throws -> Measurement {
+        let directory = (NSTemporaryDirectory() as NSString).appendingPathComponent("recordbench-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let outputPath = directory + "/server.out"
+        guard FileManager.default.createFile(atPath: outputPath, contents: nil) else { throw BenchError("cannot create \(outputPath)") }
+        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        process.arguments = ["serve", directory + "/server"]
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        try? output.close()
+        defer {
+            process.terminate()
+            process.waitUntilExit()
+        }
+
+        var line: Substring?
+        for _ in 0..<1000 where line == nil {
+            let text = String(decoding: (try? Data(contentsOf: URL(fileURLWithPath: outputPath))) ?? Data(), as: UTF8.self)
+            line = text.split(separator: "\n").first { $0.hasPrefix("http") }
+            if line == nil {
+                guard process.isRunning else { throw BenchError("the server process exited: \(text)") }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        guard let parts = line?.split(separator: " "), parts.count == 2, let url = URL(string: String(parts[0])) else {
+            throw BenchError("the server process did not announce its address")
+        }
+        let container = Container(serverURL: url, identifier: "iCloud.bench", credentials: .bearerToken(String(parts[1])))
+        let database = container.privateCloudDatabase
+        let pid = process.processIdentifier
+
+        let count = scale.memoryRecords
+        try await Workload.save(database, count: count, zone: .defaultZone) { $0.map { Workload.artwork($0, artists: 1000) } }
+        let afterSave = try peakResidentBytes(of: pid)
+        let all = try await Workload.drainChanges(database, zone: .defaultZone, since: nil)
+        guard all.changed == count else { throw BenchError("fetched \(all.changed) records, not \(count)") }
+        _ = try await database.modify((0..<100).map { Workload.artwork($0, artists: 1000) }, inZoneWith: .defaultZone, atomically: false)
+        let delta = try await Workload.drainChanges(database, zone: .defaultZone, since: all.token)
+        guard delta.changed == 100 else { throw BenchError("fetched \(delta.changed) changes, not 100") }
+        let peak = try peakResidentBytes(of: pid)
+        let megabytes = Double(peak) / 1_048_576
+        return Measurement(scenario: "memory", unit: "MB peak RSS (server)", figure: megabytes, floor: nil, ratio: megabytes,
+                           target: "≤ 250 MB", met: megabytes <= 250,
+                           notes: String(format: "%.0f MB after saving %d records", Double(afterSave) / 1_048_576, count))
+    }
+
+    /// `VmHWM` of a process: its peak resident set, in bytes.
+    static func peakResidentBytes(of pid: Int32) throws -> Int {
+        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+              let kilobytes = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") else {
+            throw BenchError("no VmHWM in /proc/\(pid)/status")
+        }
+        return kilobytes * 1024
+    }
+}

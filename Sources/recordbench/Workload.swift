@@ -1,0 +1,73 @@
+import Foundation
+import RecordClient
+
+/// The records the scenarios write: Artists, and Artworks that hold a `DELETE_SELF`
+/// reference to an Artist and five other fields.
+enum Workload {
+    static func artwork(_ i: Int, artists: Int, prefix: String = "w") -> RecordOperation {
+        RecordOperation(.forceReplace, RecordPayload(recordName: "\(prefix)\(i)", recordType: "Artwork", fields: [
+            "artist": RawFieldValue(FieldValue.reference(Reference(recordName: "a\(i % artists)", action: .deleteSelf))),
+            "title": RawFieldValue(FieldValue.string("title \(i)")),
+            "year": RawFieldValue(FieldValue.int64(Int64(1800 + i % 200))),
+            "price": RawFieldValue(FieldValue.double(Double(i) / 3)),
+            "medium": RawFieldValue(FieldValue.string("oil")),
+            "rank": RawFieldValue(FieldValue.int64(Int64(i % 7))),
+        ]))
+    }
+
+    static func artist(_ i: Int) -> RecordOperation {
+        RecordOperation(.forceReplace, RecordPayload(recordName: "a\(i)", recordType: "Artist",
+                                                     fields: ["name": RawFieldValue(FieldValue.string("artist \(i)"))]))
+    }
+
+    /// A node of the cascade tree, owned (`DELETE_SELF`) by `parent`.
+    static func node(_ name: String, parent: String?) -> RecordOperation {
+        var fields = ["label": RawFieldValue(FieldValue.string(name))]
+        if let parent { fields["parent"] = RawFieldValue(FieldValue.reference(Reference(recordName: parent, action: .deleteSelf))) }
+        return RecordOperation(.forceReplace, RecordPayload(recordName: name, recordType: "Node", fields: fields))
+    }
+
+    /// Saves `count` operations, made chunk by chunk by `make` (so a million records are never
+    /// all in memory), in 400-operation requests with two in flight.
+    static func save(_ database: Database, count: Int, zone: ZoneID,
+                     _ make: @escaping @Sendable (Range<Int>) -> [RecordOperation]) async throws {
+        let chunks = stride(from: 0, to: count, by: 400).map { $0..<min($0 + 400, count) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            var next = 0
+            func launch() {
+                guard next < chunks.count else { return }
+                let range = chunks[next]
+                next += 1
+                group.addTask {
+                    let results = try await database.modify(make(range), inZoneWith: zone, atomically: false)
+                    if let failure = results.first(where: { if case .failure = $0.result { true } else { false } }) {
+                        throw BenchError("saving \(failure.operation.record.recordName ?? "?") failed: \(failure.result)")
+                    }
+                }
+            }
+            launch()
+            launch()
+            while try await group.next() != nil { launch() }
+        }
+    }
+
+    /// Pages through a zone's changes from `token` to the end; returns the new token and how
+    /// many records and tombstones the pages held.
+    static func drainChanges(_ database: Database, zone: ZoneID, since token: ServerChangeToken?) async throws
+        -> (token: ServerChangeToken?, changed: Int, deleted: Int) {
+        var token = token
+        var changed = 0, deleted = 0
+        while true {
+            let page = try await database.recordZoneChanges(inZoneWith: zone, since: token, resultsLimit: 400)
+            token = page.changeToken
+            changed += page.modifications.count
+            deleted += page.deletions.count
+            if !page.moreComing { return (token, changed, deleted) }
+        }
+    }
+}
+
+struct BenchError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
