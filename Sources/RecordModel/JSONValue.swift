@@ -34,7 +34,13 @@ public enum JSONValue: Sendable, Hashable {
 }
 
 extension JSONValue: Codable {
+    /// From ``JSONValueDecoder`` the value is taken as it is. Other decoders (`JSONDecoder`)
+    /// cannot say which kind a value is, so each kind is tried in turn.
     public init(from decoder: any Decoder) throws {
+        if let tree = decoder as? TreeDecoder {
+            self = tree.value
+            return
+        }
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
             self = .null

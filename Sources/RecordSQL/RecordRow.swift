@@ -26,16 +26,17 @@ public enum RecordRow {
         )
     }
 
-    /// The stored JSON form of a record's fields.
+    /// The stored JSON form of a record's fields: the wire form (`{"NAME": {"type": …, "value": …}}`),
+    /// keys sorted.
     public static func encodeFields(_ fields: [String: FieldValue]) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        return String(decoding: try encoder.encode(fields), as: UTF8.self)
+        try JSONValue.object(fields.mapValues { field in
+            .object(["type": .string(field.type.rawValue), "value": field.json])
+        }).serializedString()
     }
 
     /// Fields from their stored JSON form.
     public static func decodeFields(_ text: String) throws -> [String: FieldValue] {
-        try JSONDecoder().decode([String: FieldValue].self, from: Data(text.utf8))
+        try JSONValueDecoder().decode([String: FieldValue].self, from: JSONValue.parse(text))
     }
 
     /// The change tag of the change with sequence number `sequence`: short, and unique within

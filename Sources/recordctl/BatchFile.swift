@@ -30,7 +30,7 @@ enum BatchFile {
             }
         }
         if trimmed.hasPrefix("[") {
-            guard case .array(let elements)? = try? JSONDecoder().decode(JSONValue.self, from: Data(trimmed.utf8)) else {
+            guard case .array(let elements)? = try? JSONValue.parse(trimmed) else {
                 throw RecordSyncError(.badRequest, "the batch is not a valid JSON array")
             }
             return try elements.enumerated().map { try converted($0.element, "entry \($0.offset + 1)") }
@@ -39,7 +39,7 @@ enum BatchFile {
         for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let content = line.trimmingCharacters(in: .whitespaces)
             guard !content.isEmpty else { continue }
-            guard let json = try? JSONDecoder().decode(JSONValue.self, from: Data(content.utf8)) else {
+            guard let json = try? JSONValue.parse(content) else {
                 throw RecordSyncError(.badRequest, "line \(number + 1): not a JSON object")
             }
             operations.append(try converted(json, "line \(number + 1)"))

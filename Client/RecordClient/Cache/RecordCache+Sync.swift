@@ -150,7 +150,7 @@ extension RecordCache {
     }
 
     private static func hasEntries(_ name: String, zone: Int64, in db: SQLDatabase) throws -> Bool {
-        try Int.fetchOne(db, sql: "SELECT 1 FROM outbox WHERE zone_id = ? AND name = ? LIMIT 1", arguments: [zone, name]) != nil
+        try Int.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM outbox WHERE zone_id = ? AND name = ? LIMIT 1"), arguments: [zone, name]) != nil
     }
 
     // MARK: Fetched changes

@@ -148,39 +148,48 @@ public final class RecordCache: Sendable {
               let row = try Row.fetchOne(db, sql: "SELECT id, server_record, \(RecordRow.columns) FROM records WHERE zone_id = ? AND name = ?",
                                          arguments: [zone, id.recordName]) else { return nil }
         let serverJSON: String? = row[1]
-        return CachedRecord(key: row[0], zone: zone, record: try RecordRow.record(from: row, zoneID: id.zoneID, offset: 2),
-                            serverRecord: try serverJSON.map { try JSONDecoder().decode(RecordModel.Record.self, from: Data($0.utf8)) })
+        let record = try RecordRow.record(from: row, zoneID: id.zoneID, offset: 2)
+        // No server_record but a tag: the row is the server's version as it is (see ``store``).
+        let serverRecord = try serverJSON.map { try JSONValueDecoder().decode(RecordModel.Record.self, from: Data($0.utf8)) }
+            ?? (record.recordChangeTag == nil ? nil : record)
+        return CachedRecord(key: row[0], zone: zone, record: record, serverRecord: serverRecord)
     }
 
     /// Writes `record` as the cached row (insert or replace), with its references and schema.
     static func store(_ record: RecordModel.Record, zone: Int64, tag: String?, serverRecord: RecordModel.Record?, in db: SQLDatabase) throws {
         let fields = try RecordRow.encodeFields(record.fields)
-        let serverJSON = try serverRecord.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }
+        // When the row is the server's version unchanged (a fetched record), server_record stays
+        // NULL rather than holding a second copy of it.
+        let rowIsServerVersion = serverRecord.map { server in
+            tag != nil && server.recordChangeTag == tag && server.recordType == record.recordType && server.fields == record.fields
+                && server.created == record.created && server.modified == record.modified
+        } ?? false
+        let serverJSON = rowIsServerVersion ? nil : try serverRecord.map { String(decoding: try JSONValueEncoder().encode($0), as: UTF8.self) }
         let created = record.created ?? Stamp(timestamp: 0, userRecordName: "")
         let modified = record.modified ?? created
-        try db.execute(sql: """
+        try db.cachedStatement(sql: """
             INSERT INTO records(zone_id, name, type, tag, fields, created_at, created_by, created_device, modified_at, modified_by, modified_device, server_record)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT(zone_id, name) DO UPDATE SET type = excluded.type, tag = excluded.tag, fields = excluded.fields,
                 created_at = excluded.created_at, created_by = excluded.created_by, created_device = excluded.created_device,
                 modified_at = excluded.modified_at, modified_by = excluded.modified_by, modified_device = excluded.modified_device,
                 server_record = excluded.server_record
-            """, arguments: [zone, record.recordName, record.recordType, tag, fields, created.timestamp, created.userRecordName, created.deviceID,
-                             modified.timestamp, modified.userRecordName, modified.deviceID, serverJSON])
-        try db.execute(sql: "DELETE FROM refs WHERE zone_id = ? AND source = ?", arguments: [zone, record.recordName])
+            """).execute(arguments: [zone, record.recordName, record.recordType, tag, fields, created.timestamp, created.userRecordName, created.deviceID,
+                                     modified.timestamp, modified.userRecordName, modified.deviceID, serverJSON])
+        try db.cachedStatement(sql: "DELETE FROM refs WHERE zone_id = ? AND source = ?").execute(arguments: [zone, record.recordName])
         for (field, reference) in record.references {
-            try db.execute(sql: "INSERT OR IGNORE INTO refs(zone_id, source, field, target, action) VALUES (?, ?, ?, ?, ?)",
-                           arguments: [zone, record.recordName, field, reference.recordName, RecordRow.code(reference.action)])
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO refs(zone_id, source, field, target, action) VALUES (?, ?, ?, ?, ?)")
+                .execute(arguments: [zone, record.recordName, field, reference.recordName, RecordRow.code(reference.action)])
         }
         for (field, value) in record.fields {
-            try db.execute(sql: "INSERT OR IGNORE INTO schema_fields(record_type, field, type) VALUES (?, ?, ?)",
-                           arguments: [record.recordType, field, value.type.rawValue])
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO schema_fields(record_type, field, type) VALUES (?, ?, ?)")
+                .execute(arguments: [record.recordType, field, value.type.rawValue])
         }
     }
 
     /// Removes a cached record and its references.
     static func remove(_ name: String, zone: Int64, in db: SQLDatabase) throws {
-        try db.execute(sql: "DELETE FROM records WHERE zone_id = ? AND name = ?", arguments: [zone, name])
-        try db.execute(sql: "DELETE FROM refs WHERE zone_id = ? AND source = ?", arguments: [zone, name])
+        try db.cachedStatement(sql: "DELETE FROM records WHERE zone_id = ? AND name = ?").execute(arguments: [zone, name])
+        try db.cachedStatement(sql: "DELETE FROM refs WHERE zone_id = ? AND source = ?").execute(arguments: [zone, name])
     }
 }

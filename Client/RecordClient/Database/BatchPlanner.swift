@@ -19,7 +19,7 @@ struct BatchPlanner {
         var requests: [[RecordOperation]] = []
         var current: [RecordOperation] = []
         var currentBytes = 0
-        let encoder = JSONEncoder()
+        let encoder = JSONValueEncoder()
         for group in groups {
             guard group.count <= limit else {
                 throw RecordSyncError(.limitExceeded, "a reference cycle of \(group.count) records cannot be split across requests of at most \(limit) operations")

@@ -25,7 +25,7 @@ struct HTTPTransport: Sendable {
         request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
         request.timeoutInterval = 120
         do {
-            request.httpBody = try JSONEncoder().encode(body)
+            request.httpBody = try JSONValueEncoder().encode(body)
         } catch {
             throw RecordSyncError(.badRequest, "the request could not be encoded: \(error)")
         }
@@ -38,7 +38,7 @@ struct HTTPTransport: Sendable {
         }
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
         guard status == 200 else {
-            if var error = (try? JSONDecoder().decode(ErrorBody.self, from: data))?.error {
+            if var error = (try? JSONValueDecoder().decode(ErrorBody.self, from: data))?.error {
                 if error.retryAfter == nil, let header = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Retry-After") {
                     error.retryAfter = Double(header)
                 }
@@ -47,7 +47,7 @@ struct HTTPTransport: Sendable {
             throw RecordSyncError(.networkFailure, "\(endpoint): HTTP \(status) without a RecordSync error body", retryAfter: 1)
         }
         do {
-            return try JSONDecoder().decode(Reply.self, from: data)
+            return try JSONValueDecoder().decode(Reply.self, from: data)
         } catch {
             throw RecordSyncError(.networkFailure, "\(endpoint): the answer could not be read: \(error)")
         }

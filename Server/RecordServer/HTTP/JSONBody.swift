@@ -10,7 +10,7 @@ enum JSONBody {
     static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
         guard !data.isEmpty else { throw RecordSyncError(.badRequest, "the request body is empty; send a JSON object") }
         do {
-            return try JSONDecoder().decode(type, from: data)
+            return try JSONValueDecoder().decode(type, from: data)
         } catch let error as DecodingError {
             throw RecordSyncError(.badRequest, reason(for: error))
         } catch {
@@ -36,7 +36,10 @@ enum JSONBody {
         case .typeMismatch(let type, let context):
             return "\(path(context.codingPath)): expected \(describe(type))"
         case .dataCorrupted(let context):
-            if context.codingPath.isEmpty { return "the request body is not valid JSON" }
+            if context.codingPath.isEmpty {
+                if let parse = context.underlyingError as? JSONParseError { return "the request body is not valid JSON: \(parse)" }
+                return "the request body is not valid JSON"
+            }
             var detail = context.debugDescription
             if let range = detail.range(of: "from invalid String value ") {
                 detail = "unknown value '\(detail[range.upperBound...])'"
@@ -60,16 +63,14 @@ enum JSONBody {
 
     /// A JSON response.
     static func response<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) throws -> Response {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        let data = try encoder.encode(value)
+        let data = try JSONValueEncoder().encode(value)
         return Response(status: status, headers: [.contentType: "application/json; charset=utf-8"],
                         body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
     }
 
     /// The JSON error response for `error`, with the HTTP status of its code.
     static func response(for error: RecordSyncError) -> Response {
-        let data = (try? JSONEncoder().encode(ErrorBody(error))) ?? Data()
+        let data = (try? JSONValueEncoder().encode(ErrorBody(error))) ?? Data()
         var headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
         if let retryAfter = error.retryAfter { headers[.retryAfter] = String(Int(retryAfter.rounded(.up))) }
         return Response(status: .init(code: error.code.httpStatus), headers: headers,

@@ -107,14 +107,16 @@ struct ModifyBatch {
                 return false
             }
         }
+        // What the body may change, saved so that a failure can undo it. (Copying the whole
+        // batch instead would copy every result of the request once per group.)
         var failure: RecordSyncError?
         let savedSequence = sequence
-        let savedResults = results
         let savedCascaded = cascadedNames
-        var copy = self
+        let savedSchema = schema
+        let savedStored = stored
         try db.inSavepoint {
             do {
-                try body(&copy)
+                try body(&self)
                 return .commit
             } catch let error as RecordSyncError {
                 failure = error
@@ -123,11 +125,11 @@ struct ModifyBatch {
         }
         if let failure {
             sequence = savedSequence
-            results = savedResults
             cascadedNames = savedCascaded
+            schema = savedSchema
+            stored = savedStored
+            for index in indices { results[index] = nil }
             failGroup(indices, failure)
-        } else {
-            self = copy
         }
         return true
     }

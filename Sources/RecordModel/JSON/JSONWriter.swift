@@ -1,0 +1,90 @@
+import Foundation
+
+extension JSONValue {
+    /// The value as compact JSON text (UTF-8), object keys sorted, so equal values always
+    /// serialise to equal bytes.
+    ///
+    /// - Throws: `EncodingError.invalidValue` for a non-finite double, which JSON cannot hold.
+    public func serialized() throws -> Data {
+        var writer = JSONWriter()
+        try writer.write(self)
+        return Data(writer.bytes)
+    }
+
+    /// The value as compact JSON text, object keys sorted.
+    public func serializedString() throws -> String {
+        var writer = JSONWriter()
+        try writer.write(self)
+        return String(decoding: writer.bytes, as: UTF8.self)
+    }
+}
+
+/// Writes ``JSONValue``s as compact JSON.
+struct JSONWriter {
+    var bytes: [UInt8] = []
+
+    init() {
+        bytes.reserveCapacity(256)
+    }
+
+    mutating func write(_ value: JSONValue) throws {
+        switch value {
+        case .null: append("null")
+        case .bool(let flag): append(flag ? "true" : "false")
+        case .int(let integer): append(String(integer))
+        case .double(let double):
+            guard double.isFinite else {
+                throw EncodingError.invalidValue(double, .init(codingPath: [], debugDescription: "\(double) cannot be written as JSON"))
+            }
+            if double == double.rounded(.towardZero), abs(double) < 1e15 {
+                // Whole numbers as integers with ".0" dropped would read back as INT64; keep a fraction.
+                append(String(Int64(double)))
+                append(".0")
+            } else {
+                append(double.description)
+            }
+        case .string(let text): writeString(text)
+        case .array(let elements):
+            bytes.append(UInt8(ascii: "["))
+            for (offset, element) in elements.enumerated() {
+                if offset > 0 { bytes.append(UInt8(ascii: ",")) }
+                try write(element)
+            }
+            bytes.append(UInt8(ascii: "]"))
+        case .object(let members):
+            bytes.append(UInt8(ascii: "{"))
+            for (offset, key) in members.keys.sorted().enumerated() {
+                if offset > 0 { bytes.append(UInt8(ascii: ",")) }
+                writeString(key)
+                bytes.append(UInt8(ascii: ":"))
+                try write(members[key]!)
+            }
+            bytes.append(UInt8(ascii: "}"))
+        }
+    }
+
+    private mutating func append(_ text: String) {
+        bytes.append(contentsOf: text.utf8)
+    }
+
+    private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
+
+    mutating func writeString(_ text: String) {
+        bytes.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): bytes.append(0x5C); bytes.append(0x22)
+            case UInt8(ascii: "\\"): bytes.append(0x5C); bytes.append(0x5C)
+            case 0x0A: bytes.append(0x5C); bytes.append(UInt8(ascii: "n"))
+            case 0x0D: bytes.append(0x5C); bytes.append(UInt8(ascii: "r"))
+            case 0x09: bytes.append(0x5C); bytes.append(UInt8(ascii: "t"))
+            case 0x08: bytes.append(0x5C); bytes.append(UInt8(ascii: "b"))
+            case 0x0C: bytes.append(0x5C); bytes.append(UInt8(ascii: "f"))
+            case 0..<0x20:
+                bytes.append(contentsOf: [0x5C, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), Self.hex[Int(byte >> 4)], Self.hex[Int(byte & 0xF)]])
+            default: bytes.append(byte)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+}

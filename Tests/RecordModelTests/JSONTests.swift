@@ -1,0 +1,114 @@
+import Foundation
+@testable import RecordModel
+import Testing
+
+/// The JSON parser, writer, and tree encoder and decoder that carry RecordSync's wire and
+/// storage JSON.
+@Suite struct JSONTests {
+    @Test(arguments: [
+        (#"{"a": [1, -2, 3.5, 1e3, true, false, null, "x"]}"#,
+         JSONValue.object(["a": .array([.int(1), .int(-2), .double(3.5), .double(1000), .bool(true), .bool(false), .null, .string("x")])])),
+        (#""\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00""#, .string("\"\\/\u{8}\u{c}\n\r\té😀")),
+        ("9223372036854775807", .int(Int64.max)),
+        ("9223372036854775808", .double(9223372036854775808)),
+        (" [ ] ", .array([])),
+        ("{}", .object([:])),
+        (#""é""#, .string("é")),
+    ])
+    func parsesValidJSON(text: String, expected: JSONValue) throws {
+        #expect(try JSONValue.parse(text) == expected)
+    }
+
+    @Test(arguments: [
+        "", "{", "[1,]", "{\"a\" 1}", "01", "1.", "-", "1e", "tru", "\"abc", "\"\u{1}\"", "\"\\x\"",
+        "\"\\ud83d\"", "\"\\ude00\"", "[1] 2", "1e400", "{\"a\":1,}", "NaN",
+    ])
+    func refusesInvalidJSON(text: String) {
+        #expect(throws: JSONParseError.self) { try JSONValue.parse(text) }
+    }
+
+    @Test func refusesInvalidUTF8AndDeepNesting() {
+        #expect(throws: JSONParseError.self) { try JSONValue.parse(Data([0x22, 0xF0, 0x9F, 0x98, 0x22])) }
+        #expect(throws: JSONParseError.self) { try JSONValue.parse(Data([0x22, 0xC0, 0xAF, 0x22])) }
+        let deep = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
+        #expect(throws: JSONParseError.self) { try JSONValue.parse(deep) }
+        let allowed = String(repeating: "[", count: JSONValue.maximumNestingDepth) + String(repeating: "]", count: JSONValue.maximumNestingDepth)
+        #expect(throws: Never.self) { try JSONValue.parse(allowed) }
+    }
+
+    @Test func writesWhatItReadsBack() throws {
+        let value = JSONValue.object([
+            "b": .array([.int(-5), .double(0.1), .double(3), .double(1e300), .bool(true), .null]),
+            "a": .string("quote \" backslash \\ newline \n control \u{1} é 😀"),
+        ])
+        let text = try value.serializedString()
+        #expect(text.hasPrefix(#"{"a":"#))
+        #expect(try JSONValue.parse(text) == value)
+        #expect(throws: EncodingError.self) { try JSONValue.double(.nan).serialized() }
+    }
+
+    /// The hand-written forms (``JSONTreeEncodable``) and the tree encoder give the JSON that
+    /// `JSONEncoder` gives through `Codable`.
+    @Test func treeFormsMatchCodable() throws {
+        let record = Record(recordName: "w1", recordType: "Artwork", zoneID: ZoneID(zoneName: "Z", ownerRecordName: "_owner"), recordChangeTag: "3b",
+                            fields: ["title": .string("Lilies"), "year": .int64(1906), "price": .double(2.5), "artist": .reference(Reference(recordName: "monet", action: .deleteSelf)),
+                                     "tags": .list(.string, [.string("oil")]), "framed": .boolean(true)],
+                            created: Stamp(timestamp: 1, userRecordName: "_u"), modified: Stamp(timestamp: 2, userRecordName: "_u", deviceID: "d"))
+        let values: [any Codable & Sendable] = [
+            record,
+            Record(recordName: "gone", recordType: "Artwork", deleted: true),
+            RecordsResponse(records: [.success(record, cascadedRecordNames: ["a", "b"]), .success(record),
+                                      .failure(RecordSyncError(.conflict, "stale", recordName: "w1", serverRecord: record))]),
+            ModifyRecordsRequest(operations: [RecordOperation(.forceReplace, RecordPayload(record), desiredKeys: ["title"]),
+                                              RecordOperation(.delete, RecordPayload(recordName: "x", recordChangeTag: "1"))],
+                                 zoneID: ZoneID(zoneName: "Z"), atomic: false),
+        ]
+        for value in values {
+            let codable = try JSONValue.parse(try JSONEncoder().encode(value))
+            let tree = try JSONValueEncoder().encodeTree(value)
+            // An error body carries a fresh uuid each time it is encoded.
+            func text(_ json: JSONValue) throws -> String {
+                try json.serializedString().replacingOccurrences(of: #""uuid":"[0-9A-F-]+""#, with: "", options: .regularExpression)
+            }
+            let (treeText, codableText) = (try text(tree), try text(codable))
+            #expect(treeText == codableText, "\(type(of: value))")
+        }
+        let decoded = try JSONValueDecoder().decode(Record.self, from: try JSONEncoder().encode(record))
+        #expect(decoded == record)
+        let request = try JSONValueDecoder().decode(ModifyRecordsRequest.self, from: try JSONValueEncoder().encode(values[3] as! ModifyRecordsRequest))
+        #expect(request == values[3] as! ModifyRecordsRequest)
+    }
+
+    /// Decoding errors have the kinds and coding paths `JSONDecoder` gives, which the server
+    /// turns into reasons such as "operations[1].operationType: unknown value 'x'".
+    @Test(arguments: [
+        #"{"operations": [{"operationType": "create", "record": {}}, {"operationType": "x", "record": {}}]}"#,
+        #"{"operations": [{"record": {}}]}"#,
+        #"{"operations": [{"operationType": "create"}]}"#,
+        #"{"operations": [{"operationType": 5, "record": {}}]}"#,
+        #"{"operations": [{"operationType": "create", "record": {"fields": {"a": {"value": 1, "type": "NOPE"}}}}]}"#,
+        #"{"operations": [{"operationType": "create", "record": {"recordName": 7}}]}"#,
+        #"{"operations": null}"#,
+        #"{"operations": {}}"#,
+        #"{}"#,
+        #"{"operations": [], "atomic": "yes"}"#,
+        #"{"operations": [], "zoneID": {"ownerRecordName": "x"}}"#,
+    ])
+    func decodingErrorsMatchJSONDecoder(body: String) {
+        func describe(_ error: any Error) -> String {
+            guard let error = error as? DecodingError else { return "not a DecodingError: \(error)" }
+            func path(_ keys: [any CodingKey]) -> String { keys.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".") }
+            switch error {
+            case .keyNotFound(let key, let context): return "keyNotFound \(key.stringValue) at \(path(context.codingPath))"
+            case .valueNotFound(_, let context): return "valueNotFound at \(path(context.codingPath))"
+            case .typeMismatch(_, let context): return "typeMismatch at \(path(context.codingPath))"
+            case .dataCorrupted(let context): return "dataCorrupted at \(path(context.codingPath))"
+            @unknown default: return "unknown"
+            }
+        }
+        var foundation = "no error", tree = "no error"
+        do { _ = try JSONDecoder().decode(ModifyRecordsRequest.self, from: Data(body.utf8)) } catch { foundation = describe(error) }
+        do { _ = try JSONValueDecoder().decode(ModifyRecordsRequest.self, from: Data(body.utf8)) } catch { tree = describe(error) }
+        #expect(tree == foundation)
+    }
+}
