@@ -29,9 +29,7 @@ public enum RecordRow {
     /// The stored JSON form of a record's fields: the wire form (`{"NAME": {"type": …, "value": …}}`),
     /// keys sorted.
     public static func encodeFields(_ fields: [String: FieldValue]) throws -> String {
-        try JSONValue.object(fields.mapValues { field in
-            .object(["type": .string(field.type.rawValue), "value": field.json])
-        }).serializedString()
+        try JSONValueEncoder().encodeFieldsText(fields)
     }
 
     /// Fields from their stored JSON form.

@@ -62,6 +62,8 @@ import Testing
             ModifyRecordsRequest(operations: [RecordOperation(.forceReplace, RecordPayload(record), desiredKeys: ["title"]),
                                               RecordOperation(.delete, RecordPayload(recordName: "x", recordChangeTag: "1"))],
                                  zoneID: ZoneID(zoneName: "Z"), atomic: false),
+            ZoneChanges(zoneID: ZoneID(zoneName: "Z"), records: [record, Record(recordName: "gone", recordType: "Artwork", deleted: true)], syncToken: "t", moreComing: true),
+            QueryRecordsResponse(records: [record], continuationMarker: "m"),
         ]
         for value in values {
             let codable = try JSONValue.parse(try JSONEncoder().encode(value))
@@ -72,6 +74,9 @@ import Testing
             }
             let (treeText, codableText) = (try text(tree), try text(codable))
             #expect(treeText == codableText, "\(type(of: value))")
+            // The direct writer's bytes are exactly the tree's serialisation.
+            let directText = try text(try JSONValue.parse(try JSONValueEncoder().encode(value)))
+            #expect(directText == codableText, "\(type(of: value)) written directly")
         }
         let decoded = try JSONValueDecoder().decode(Record.self, from: try JSONEncoder().encode(record))
         #expect(decoded == record)

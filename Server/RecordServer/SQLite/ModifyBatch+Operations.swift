@@ -123,27 +123,38 @@ extension ModifyBatch {
         }
     }
 
-    /// Saves the operations of one group (a single record, or a reference cycle), then checks
-    /// their `VALIDATE` references.
+    /// Saves the operations of one group (a single record, or a reference cycle) and checks
+    /// their `VALIDATE` references: a single record's before it is written (so that a failure
+    /// writes nothing), a cycle's after (its members reference each other).
     mutating func save(_ indices: [Int]) throws {
+        if indices.count == 1 {
+            try checkReferences(of: try prepared(indices[0]))
+        }
         for index in indices {
             let operation = try prepared(index)
             let record = try saveOne(operation)
             results[index] = .success(record.restricted(to: operation.desiredKeys))
         }
-        for index in indices {
-            let operation = try prepared(index)
-            // In the public database a DELETE_SELF target must exist too: otherwise another
-            // user could create the missing target later and delete it, taking this record along.
-            let mustExist: Set<Reference.Action> = scope.kind == .public ? [.validate, .deleteSelf] : [.validate]
-            for (field, reference) in operation.references where mustExist.contains(reference.action) {
-                let target = reference.recordName
-                if failedNames.contains(target) {
-                    throw RecordSyncError(.validatingReferenceError, "field \(NameRules.quoted(field)) is a \(reference.action.rawValue) reference to \(NameRules.quoted(target)), whose operation in this batch failed", recordName: operation.name)
-                }
-                if try Int.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM records WHERE zone_id = ? AND name = ?"), arguments: [zone.id, target]) == nil {
-                    throw RecordSyncError(.validatingReferenceError, "field \(NameRules.quoted(field)) is a \(reference.action.rawValue) reference to \(NameRules.quoted(target)), which does not exist" + (reference.action == .deleteSelf ? " (in the public database an owner must exist)" : ""), recordName: operation.name)
-                }
+        if indices.count > 1 {
+            for index in indices { try checkReferences(of: try prepared(index)) }
+        }
+    }
+
+    /// Checks that the targets of an operation's `VALIDATE` references (and, in the public
+    /// database, `DELETE_SELF` ones) exist or are the record itself, and were not failed by this
+    /// batch.
+    private func checkReferences(of operation: Operation) throws {
+        // In the public database a DELETE_SELF target must exist too: otherwise another
+        // user could create the missing target later and delete it, taking this record along.
+        let mustExist: Set<Reference.Action> = scope.kind == .public ? [.validate, .deleteSelf] : [.validate]
+        for (field, reference) in operation.references where mustExist.contains(reference.action) {
+            let target = reference.recordName
+            if target == operation.name { continue }
+            if failedNames.contains(target) {
+                throw RecordSyncError(.validatingReferenceError, "field \(NameRules.quoted(field)) is a \(reference.action.rawValue) reference to \(NameRules.quoted(target)), whose operation in this batch failed", recordName: operation.name)
+            }
+            if try Int.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM records WHERE zone_id = ? AND name = ?"), arguments: [zone.id, target]) == nil {
+                throw RecordSyncError(.validatingReferenceError, "field \(NameRules.quoted(field)) is a \(reference.action.rawValue) reference to \(NameRules.quoted(target)), which does not exist" + (reference.action == .deleteSelf ? " (in the public database an owner must exist)" : ""), recordName: operation.name)
             }
         }
     }

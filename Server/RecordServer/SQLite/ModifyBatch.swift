@@ -79,7 +79,9 @@ struct ModifyBatch {
         })
         for group in order {
             let indices = group.map { saves[$0] }
-            guard try attempt(indices, { batch in try batch.save(indices) }) else { return (atomicFailure(), false) }
+            // A single record is checked completely before it is written, so a failure leaves
+            // nothing to undo and needs no savepoint; a cycle is checked after writing.
+            guard try attempt(indices, savepoint: indices.count > 1, { batch in try batch.save(indices) }) else { return (atomicFailure(), false) }
         }
         let deletes = operations.indices.filter { operations[$0]?.type.isDelete ?? false }
         guard try runDeletes(deletes) else { return (atomicFailure(), false) }
@@ -94,10 +96,11 @@ struct ModifyBatch {
     // MARK: Running groups
 
     /// Runs `body` for the operations `indices`; on failure records the error against them.
-    /// In a non-atomic batch the work runs in a savepoint that a failure rolls back.
+    /// In a non-atomic batch the work runs in a savepoint that a failure rolls back, unless
+    /// `savepoint` is false: the caller promises that `body` throws only before it writes.
     ///
     /// - Returns: `false` when an atomic batch must stop.
-    mutating func attempt(_ indices: [Int], _ body: (inout ModifyBatch) throws -> Void) throws -> Bool {
+    mutating func attempt(_ indices: [Int], savepoint: Bool = true, _ body: (inout ModifyBatch) throws -> Void) throws -> Bool {
         if atomic {
             do {
                 try body(&self)
@@ -114,13 +117,21 @@ struct ModifyBatch {
         let savedCascaded = cascadedNames
         let savedSchema = schema
         let savedStored = stored
-        try db.inSavepoint {
+        if savepoint {
+            try db.inSavepoint {
+                do {
+                    try body(&self)
+                    return .commit
+                } catch let error as RecordSyncError {
+                    failure = error
+                    return .rollback
+                }
+            }
+        } else {
             do {
                 try body(&self)
-                return .commit
             } catch let error as RecordSyncError {
                 failure = error
-                return .rollback
             }
         }
         if let failure {

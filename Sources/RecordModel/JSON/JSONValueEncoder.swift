@@ -18,9 +18,21 @@ public struct JSONValueEncoder: Sendable {
         return root.resolved()
     }
 
+    /// A record's fields as compact JSON text (their wire form, names sorted).
+    public func encodeFieldsText(_ fields: [String: FieldValue]) throws -> String {
+        var writer = JSONWriter()
+        try writer.sortedObject(fields) { try $1.write(to: &$0) }
+        return String(decoding: writer.bytes, as: UTF8.self)
+    }
+
     /// `value` as compact JSON text (UTF-8), object keys sorted.
     public func encode<T: Encodable>(_ value: T) throws -> Data {
-        try encodeTree(value).serialized()
+        if let direct = value as? any JSONDirectWritable {
+            var writer = JSONWriter()
+            try direct.write(to: &writer)
+            return Data(writer.bytes)
+        }
+        return try encodeTree(value).serialized()
     }
 }
 

@@ -53,11 +53,13 @@ struct JSONWriter {
             bytes.append(UInt8(ascii: "]"))
         case .object(let members):
             bytes.append(UInt8(ascii: "{"))
-            for (offset, key) in members.keys.sorted().enumerated() {
-                if offset > 0 { bytes.append(UInt8(ascii: ",")) }
+            var first = true
+            for (key, member) in members.sorted(by: { $0.key < $1.key }) {
+                if !first { bytes.append(UInt8(ascii: ",")) }
+                first = false
                 writeString(key)
                 bytes.append(UInt8(ascii: ":"))
-                try write(members[key]!)
+                try write(member)
             }
             bytes.append(UInt8(ascii: "}"))
         }
@@ -71,6 +73,16 @@ struct JSONWriter {
 
     mutating func writeString(_ text: String) {
         bytes.append(UInt8(ascii: "\""))
+        // Most strings need no escaping: copy them whole.
+        let plain = text.utf8.withContiguousStorageIfAvailable { utf8 in
+            guard !utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else { return false }
+            bytes.append(contentsOf: utf8)
+            return true
+        }
+        if plain == true {
+            bytes.append(UInt8(ascii: "\""))
+            return
+        }
         for byte in text.utf8 {
             switch byte {
             case UInt8(ascii: "\""): bytes.append(0x5C); bytes.append(0x22)

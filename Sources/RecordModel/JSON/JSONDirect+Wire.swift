@@ -1,0 +1,202 @@
+import Foundation
+
+// Direct JSON writing of the types every record passes through: bytes straight from the value,
+// keys in sorted order, with no intermediate ``JSONValue`` tree (whose dictionaries cost more
+// than the writing). ``JSONValueEncoder/encode(_:)`` uses it for these types; `JSONTests` checks
+// that the output equals the `Codable` form.
+
+/// A type that writes its own JSON (keys sorted, compact).
+protocol JSONDirectWritable {
+    func write(to writer: inout JSONWriter) throws
+}
+
+extension JSONWriter {
+    /// Writes `,` unless this is the first member, then `"key":`.
+    mutating func key(_ key: StaticString, first: inout Bool) {
+        if !first { bytes.append(UInt8(ascii: ",")) }
+        first = false
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(contentsOf: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(UInt8(ascii: ":"))
+    }
+
+    mutating func open() { bytes.append(UInt8(ascii: "{")) }
+    mutating func close() { bytes.append(UInt8(ascii: "}")) }
+
+    mutating func array<C: Collection>(_ elements: C, _ each: (inout JSONWriter, C.Element) throws -> Void) rethrows {
+        bytes.append(UInt8(ascii: "["))
+        var first = true
+        for element in elements {
+            if !first { bytes.append(UInt8(ascii: ",")) }
+            first = false
+            try each(&self, element)
+        }
+        bytes.append(UInt8(ascii: "]"))
+    }
+
+    /// An object of `values` by name, names sorted.
+    mutating func sortedObject<V>(_ values: [String: V], _ each: (inout JSONWriter, V) throws -> Void) rethrows {
+        bytes.append(UInt8(ascii: "{"))
+        var first = true
+        for (name, value) in values.sorted(by: { $0.key < $1.key }) {
+            if !first { bytes.append(UInt8(ascii: ",")) }
+            first = false
+            writeString(name)
+            bytes.append(UInt8(ascii: ":"))
+            try each(&self, value)
+        }
+        bytes.append(UInt8(ascii: "}"))
+    }
+}
+
+extension ZoneID: JSONDirectWritable {
+    func write(to writer: inout JSONWriter) {
+        var first = true
+        writer.open()
+        if let ownerRecordName { writer.key("ownerRecordName", first: &first); writer.writeString(ownerRecordName) }
+        writer.key("zoneName", first: &first); writer.writeString(zoneName)
+        writer.close()
+    }
+}
+
+extension Stamp: JSONDirectWritable {
+    func write(to writer: inout JSONWriter) {
+        var first = true
+        writer.open()
+        if let deviceID { writer.key("deviceID", first: &first); writer.writeString(deviceID) }
+        writer.key("timestamp", first: &first); writer.bytes.append(contentsOf: String(timestamp).utf8)
+        writer.key("userRecordName", first: &first); writer.writeString(userRecordName)
+        writer.close()
+    }
+}
+
+extension FieldValue: JSONDirectWritable {
+    func write(to writer: inout JSONWriter) throws {
+        var first = true
+        writer.open()
+        writer.key("type", first: &first); writer.writeString(type.rawValue)
+        writer.key("value", first: &first); try writer.write(json)
+        writer.close()
+    }
+}
+
+extension RawFieldValue: JSONDirectWritable {
+    func write(to writer: inout JSONWriter) throws {
+        var first = true
+        writer.open()
+        if let type { writer.key("type", first: &first); writer.writeString(type.rawValue) }
+        writer.key("value", first: &first); try writer.write(value)
+        writer.close()
+    }
+}
+
+extension Record: JSONDirectWritable {
+    func write(to writer: inout JSONWriter) throws {
+        try write(to: &writer, cascadedRecordNames: nil)
+    }
+
+    func write(to writer: inout JSONWriter, cascadedRecordNames: [String]?) throws {
+        var first = true
+        writer.open()
+        if let cascadedRecordNames {
+            writer.key("cascadedRecordNames", first: &first)
+            writer.array(cascadedRecordNames) { $0.writeString($1) }
+        }
+        if !deleted, let created { writer.key("created", first: &first); created.write(to: &writer) }
+        if deleted { writer.key("deleted", first: &first); writer.bytes.append(contentsOf: "true".utf8) }
+        if !deleted {
+            writer.key("fields", first: &first)
+            try writer.sortedObject(fields) { try $1.write(to: &$0) }
+            if let modified { writer.key("modified", first: &first); modified.write(to: &writer) }
+            if let recordChangeTag { writer.key("recordChangeTag", first: &first); writer.writeString(recordChangeTag) }
+        }
+        writer.key("recordName", first: &first); writer.writeString(recordName)
+        writer.key("recordType", first: &first); writer.writeString(recordType)
+        if let zoneID { writer.key("zoneID", first: &first); zoneID.write(to: &writer) }
+        writer.close()
+    }
+}
+
+extension RecordResult: JSONDirectWritable {
+    func write(to writer: inout JSONWriter) throws {
+        switch self {
+        case .success(let record, let cascaded): try record.write(to: &writer, cascadedRecordNames: cascaded)
+        case .failure: try writer.write(try jsonTree())
+        }
+    }
+}
+
+extension RecordsResponse: JSONDirectWritable {
+    func write(to writer: inout JSONWriter) throws {
+        var first = true
+        writer.open()
+        if let includedRecords {
+            writer.key("includedRecords", first: &first)
+            try writer.array(includedRecords) { try $1.write(to: &$0) }
+        }
+        writer.key("records", first: &first)
+        try writer.array(records) { try $1.write(to: &$0) }
+        writer.close()
+    }
+}
+
+extension ZoneChanges: JSONDirectWritable {
+    func write(to writer: inout JSONWriter) throws {
+        var first = true
+        writer.open()
+        writer.key("moreComing", first: &first); writer.bytes.append(contentsOf: (moreComing ? "true" : "false").utf8)
+        writer.key("records", first: &first)
+        try writer.array(records) { try $1.write(to: &$0) }
+        writer.key("syncToken", first: &first); writer.writeString(syncToken)
+        writer.key("zoneID", first: &first); zoneID.write(to: &writer)
+        writer.close()
+    }
+}
+
+extension QueryRecordsResponse: JSONDirectWritable {
+    func write(to writer: inout JSONWriter) throws {
+        var first = true
+        writer.open()
+        if let continuationMarker { writer.key("continuationMarker", first: &first); writer.writeString(continuationMarker) }
+        writer.key("records", first: &first)
+        try writer.array(records) { try $1.write(to: &$0) }
+        writer.close()
+    }
+}
+
+extension RecordPayload: JSONDirectWritable {
+    func write(to writer: inout JSONWriter) throws {
+        var first = true
+        writer.open()
+        if let fields { writer.key("fields", first: &first); try writer.sortedObject(fields) { try $1.write(to: &$0) } }
+        if let recordChangeTag { writer.key("recordChangeTag", first: &first); writer.writeString(recordChangeTag) }
+        if let recordName { writer.key("recordName", first: &first); writer.writeString(recordName) }
+        if let recordType { writer.key("recordType", first: &first); writer.writeString(recordType) }
+        writer.close()
+    }
+}
+
+extension RecordOperation: JSONDirectWritable {
+    func write(to writer: inout JSONWriter) throws {
+        var first = true
+        writer.open()
+        if let desiredKeys { writer.key("desiredKeys", first: &first); writer.array(desiredKeys) { $0.writeString($1) } }
+        writer.key("operationType", first: &first); writer.writeString(operationType.rawValue)
+        writer.key("record", first: &first); try record.write(to: &writer)
+        writer.close()
+    }
+}
+
+extension ModifyRecordsRequest: JSONDirectWritable {
+    func write(to writer: inout JSONWriter) throws {
+        var first = true
+        writer.open()
+        if let atomic { writer.key("atomic", first: &first); writer.bytes.append(contentsOf: (atomic ? "true" : "false").utf8) }
+        if let desiredKeys { writer.key("desiredKeys", first: &first); writer.array(desiredKeys) { $0.writeString($1) } }
+        writer.key("operations", first: &first)
+        try writer.array(operations) { try $1.write(to: &$0) }
+        if let zoneID { writer.key("zoneID", first: &first); zoneID.write(to: &writer) }
+        writer.close()
+    }
+}
