@@ -14,24 +14,11 @@ extension SQLiteRecordStore {
             let zone = try self.zone(request.zoneID, databaseID: databaseID, scope: scope, in: db)
             let token = try given.map { try Self.check($0, for: zone, in: db) }
                 ?? ZoneChangeToken(zoneUID: zone.uid, sequence: 0, tombstoneFloor: zone.sequence)
-            var typeFilter = ""
             var typeArguments = StatementArguments()
-            if let types = request.desiredRecordTypes {
-                typeFilter = " AND type IN (\(types.map { _ in "?" }.joined(separator: ", ")))"
-                typeArguments = StatementArguments(types)
-            }
-            // Both halves are read in sequence order from their (zone_id, seq) indexes and merged.
-            let sql = """
-                SELECT * FROM (
-                    SELECT seq, 0 AS deleted, \(RecordRow.columns) FROM records
-                    WHERE zone_id = ? AND seq > ?\(typeFilter)
-                    UNION ALL
-                    SELECT seq, 1, name, type, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM tombstones
-                    WHERE zone_id = ? AND seq > ? AND seq > ?\(typeFilter)
-                ) ORDER BY seq LIMIT ?
-                """
+            if let types = request.desiredRecordTypes { typeArguments = StatementArguments(types) }
+            let sql = Self.changesSQL(recordTypeCount: request.desiredRecordTypes?.count)
             let arguments: StatementArguments = [zone.id, token.sequence] + typeArguments
-                + [zone.id, token.sequence, token.tombstoneFloor] + typeArguments + [limit + 1]
+                + [zone.id, max(token.sequence, token.tombstoneFloor)] + typeArguments + [limit + 1]
             var records: [Record] = []
             var lastSequence = token.sequence
             var more = false
@@ -52,6 +39,28 @@ extension SQLiteRecordStore {
             let next = ZoneChangeToken(zoneUID: zone.uid, sequence: more ? lastSequence : zone.sequence, tombstoneFloor: token.tombstoneFloor)
             return ZoneChanges(zoneID: zone.zoneID, records: records, syncToken: next.string, moreComing: more)
         }
+    }
+
+    /// The query of one page of a zone's changes: records and tombstones after a place in the
+    /// feed, in feed order, optionally of `recordTypeCount` record types. Arguments: zone,
+    /// sequence, types…, zone, tombstone bound, types…, limit.
+    ///
+    /// Both halves are read in sequence order from their `(zone_id, seq)` indexes and merged;
+    /// the ORDER BY belongs to the compound select itself, so SQLite merges the halves and stops
+    /// at the LIMIT. (Wrapped in `SELECT * FROM (…) ORDER BY`, it materialised and sorted
+    /// everything after the token, for every page: fetching a large cascade's tombstones took
+    /// quadratic time.) Tombstones get one lower bound, the larger of the token's place and its
+    /// floor: given two, SQLite may range-scan from the smaller.
+    static func changesSQL(recordTypeCount: Int?) -> String {
+        let typeFilter = recordTypeCount.map { " AND type IN (\(Array(repeating: "?", count: $0).joined(separator: ", ")))" } ?? ""
+        return """
+            SELECT seq, 0 AS deleted, \(RecordRow.columns) FROM records
+            WHERE zone_id = ? AND seq > ?\(typeFilter)
+            UNION ALL
+            SELECT seq, 1, name, type, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM tombstones
+            WHERE zone_id = ? AND seq > ?\(typeFilter)
+            ORDER BY 1 LIMIT ?
+            """
     }
 
     /// Checks that a token belongs to this incarnation of this zone.
