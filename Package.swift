@@ -141,6 +141,12 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "RecordBenchTests",
+            dependencies: ["recordbench", "TestSupport"],
+            path: "Tests/RecordBenchTests",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "RecordServerTests",
             dependencies: [
                 "RecordServer",

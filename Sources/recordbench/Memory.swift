@@ -25,7 +25,9 @@ enum Memory {
 
     /// Saves `scale.memoryRecords` Artworks, fetches the whole zone's changes from scratch, then
     /// 100 changes since the token; reports the server process's peak resident memory.
-    static func run(_ scale: Scale) async throws -> Measurement {
+    ///
+    /// - Parameter executable: the program that runs `serve` (this one, by default).
+    static func run(_ scale: Scale, executable: URL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()) async throws -> Measurement {
         let directory = (NSTemporaryDirectory() as NSString).appendingPathComponent("recordbench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -33,7 +35,7 @@ enum Memory {
         guard FileManager.default.createFile(atPath: outputPath, contents: nil) else { throw BenchError("cannot create \(outputPath)") }
         let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        process.executableURL = executable
         process.arguments = ["serve", directory + "/server"]
         process.standardOutput = output
         process.standardError = output

@@ -25,14 +25,14 @@ enum Scenario: String, CaseIterable, ExpressibleByArgument {
 }
 
 enum ScaleName: String, CaseIterable, ExpressibleByArgument {
-    case small, full
+    case tiny, small, full
 }
 
 extension RecordBench {
     struct Run: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Run the scenarios and print the table (the default).")
 
-        @Option(help: "small: every scenario in about a minute (a smoke test); full: the issue's sizes.")
+        @Option(help: "tiny: a few hundred records (checks the harness); small: every scenario in about a minute (a smoke test); full: the issue's sizes.")
         var scale: ScaleName = .small
 
         @Option(help: "Run only these scenarios (repeatable).")
@@ -49,7 +49,11 @@ extension RecordBench {
         }
 
         func run() async throws {
-            let sizes: Scale = scale == .full ? .full : .small
+            let sizes: Scale = switch scale {
+            case .tiny: .tiny
+            case .small: .small
+            case .full: .full
+            }
             var results: [Measurement] = []
             for scenario in Scenario.allCases where only.isEmpty || only.contains(scenario) {
                 say("running \(scenario.rawValue)…")

@@ -27,6 +27,8 @@ import Testing
                 let plan = try await Self.plan(query, in: store)
                 #expect(plan.contains { $0.contains("refs_by_target") }, "\(plan)")
                 #expect(!plan.contains { $0.hasPrefix("SCAN") }, "\(plan)")
+                // Each child is looked up by name: not every Artwork of the zone walked and probed.
+                #expect(plan.contains { $0.hasPrefix("SEARCH r ") && $0.contains("name=?") }, "\(plan)")
             }
         }
     }

@@ -1,0 +1,35 @@
+import Foundation
+@testable import recordbench
+import TestSupport
+import Testing
+
+/// Every recordbench scenario runs end to end at a tiny scale: the harness starts its servers,
+/// the workloads are written and read back (each scenario checks its own counts: 100 changes,
+/// 100 children, every tombstone, every record in the cache), and the floors run. The figures
+/// themselves are not judged here: timings belong to `recordbench`, not to tests.
+@Suite(.serialized) struct RecordBenchTests {
+    @Test func everyScenarioRunsAtATinyScale() async throws {
+        let measurements = [
+            try await Scenarios.save(.tiny, repetitions: 1),
+            try await Scenarios.changes(.tiny, repetitions: 1),
+            try await Scenarios.cascade(.tiny, repetitions: 1),
+            try await Scenarios.queryByReference(.tiny, repetitions: 1),
+            try await Scenarios.cacheApply(.tiny, repetitions: 1),
+            try await Scenarios.propagation(.tiny),
+            try await Memory.run(.tiny, executable: ChildProcess.executable("recordbench")),
+        ]
+        #expect(measurements.map(\.scenario) == ["save", "changes", "cascade", "query-by-reference", "cache-apply", "propagation", "memory"])
+        for measurement in measurements {
+            #expect(measurement.figure > 0 && measurement.ratio > 0, "\(measurement)")
+            if let floor = measurement.floor { #expect(floor > 0, "\(measurement)") }
+        }
+    }
+
+    @Test func theTableHasARowPerScenario() throws {
+        let run = try RecordBench.Run.parse(["--scale", "small"])
+        let table = run.table([Measurement(scenario: "save", unit: "records/s", figure: 1000, floor: 4000, ratio: 0.25, target: "≥ 0.25 of floor", met: true)])
+        let lines = table.split(separator: "\n")
+        #expect(lines.count == 2)
+        #expect(lines[0].hasPrefix("scenario") && lines[1].hasPrefix("save") && lines[1].contains("yes"))
+    }
+}
