@@ -291,7 +291,13 @@ extension ModifyBatch {
             throw RecordSyncError(.accessDenied, "record \(NameRules.quoted(name)) of the public database belongs to another user", recordName: name)
         }
         let count = try Cascade.collect(root: name, zoneKey: zone.id, in: db)
-        try db.execute(sql: "INSERT OR REPLACE INTO temp.batch_deleted(name, operation) SELECT name, ? FROM temp.doomed", arguments: [index])
+        // Only the doomed records that something holds a VALIDATE reference to can block the
+        // batch (references are only removed while deleting, never added), so only they are noted.
+        try db.execute(sql: """
+            INSERT OR REPLACE INTO temp.batch_deleted(name, operation)
+            SELECT d.name, ? FROM temp.doomed d
+            WHERE EXISTS (SELECT 1 FROM refs WHERE refs.zone_id = ? AND refs.target = d.name AND refs.action = 2)
+            """, arguments: [index, zone.id])
         let cascaded = try Cascade.deleteDoomed(root: name, zoneKey: zone.id, firstSequence: sequence + 1, in: db)
         sequence += Int64(count)
         cascadedNames.formUnion(cascaded)
