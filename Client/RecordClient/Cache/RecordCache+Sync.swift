@@ -170,21 +170,31 @@ extension RecordCache {
                 try db.execute(sql: "DELETE FROM refs WHERE zone_id = ? AND source NOT IN (SELECT name FROM outbox WHERE zone_id = ?)", arguments: [zone, zone])
                 try db.execute(sql: "DELETE FROM records WHERE zone_id = ? AND name NOT IN (SELECT name FROM outbox WHERE zone_id = ?)", arguments: [zone, zone])
             }
+            // The records with queued edits, read once per page (the outbox is small).
+            let queued = Set(try String.fetchAll(db, sql: "SELECT DISTINCT name FROM outbox WHERE zone_id = ?", arguments: [zone]))
+            var schema: Set<[String]> = []
             for record in page.changes {
                 if record.deleted {
                     // A record created locally (no server version) after an older deletion is
                     // not what this tombstone deleted: keep it and its queued save.
                     let id = RecordID(recordName: record.recordName, zoneID: zoneID)
-                    if try Self.hasEntries(record.recordName, zone: zone, in: db), let cached = try Self.fetchRecord(id, in: db), cached.record.recordChangeTag == nil {
+                    if queued.contains(record.recordName), let cached = try Self.fetchRecord(id, in: db), cached.record.recordChangeTag == nil {
                         continue
                     }
                     try Self.remove(record.recordName, zone: zone, in: db)
-                    try db.execute(sql: "DELETE FROM outbox WHERE zone_id = ? AND name = ?", arguments: [zone, record.recordName])
-                } else if try !Self.hasEntries(record.recordName, zone: zone, in: db) {
+                    if queued.contains(record.recordName) {
+                        try db.execute(sql: "DELETE FROM outbox WHERE zone_id = ? AND name = ?", arguments: [zone, record.recordName])
+                    }
+                } else if !queued.contains(record.recordName) {
                     var server = record
                     server.zoneID = zoneID
-                    try Self.store(server, zone: zone, tag: server.recordChangeTag, serverRecord: server, in: db)
+                    try Self.store(server, zone: zone, tag: server.recordChangeTag, serverRecord: server, recordingSchema: false, in: db)
+                    for (field, value) in record.fields { schema.insert([record.recordType, field, value.type.rawValue]) }
                 }
+            }
+            for entry in schema {
+                try db.cachedStatement(sql: "INSERT OR IGNORE INTO schema_fields(record_type, field, type) VALUES (?, ?, ?)")
+                    .execute(arguments: StatementArguments(entry))
             }
             try db.execute(sql: "UPDATE zones SET token = ? WHERE id = ?", arguments: [page.changeToken.rawValue, zone])
         }

@@ -156,7 +156,10 @@ public final class RecordCache: Sendable {
     }
 
     /// Writes `record` as the cached row (insert or replace), with its references and schema.
-    static func store(_ record: RecordModel.Record, zone: Int64, tag: String?, serverRecord: RecordModel.Record?, in db: SQLDatabase) throws {
+    /// - Parameter recordingSchema: whether to note the fields' types in `schema_fields` (a
+    ///   caller storing many records can note them once instead).
+    static func store(_ record: RecordModel.Record, zone: Int64, tag: String?, serverRecord: RecordModel.Record?,
+                      recordingSchema: Bool = true, in db: SQLDatabase) throws {
         let fields = try RecordRow.encodeFields(record.fields)
         // When the row is the server's version unchanged (a fetched record), server_record stays
         // NULL rather than holding a second copy of it.
@@ -181,7 +184,7 @@ public final class RecordCache: Sendable {
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO refs(zone_id, source, field, target, action) VALUES (?, ?, ?, ?, ?)")
                 .execute(arguments: [zone, record.recordName, field, reference.recordName, RecordRow.code(reference.action)])
         }
-        for (field, value) in record.fields {
+        for (field, value) in record.fields where recordingSchema {
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO schema_fields(record_type, field, type) VALUES (?, ?, ?)")
                 .execute(arguments: [record.recordType, field, value.type.rawValue])
         }

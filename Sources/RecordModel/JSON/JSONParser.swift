@@ -101,7 +101,7 @@ struct JSONParser {
         try enter()
         defer { depth -= 1 }
         index += 1
-        var members: [String: JSONValue] = [:]
+        var members: [String: JSONValue] = Dictionary(minimumCapacity: 8)
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1
