@@ -45,23 +45,9 @@ struct JSONWriter {
             }
         case .string(let text): writeString(text)
         case .array(let elements):
-            bytes.append(UInt8(ascii: "["))
-            for (offset, element) in elements.enumerated() {
-                if offset > 0 { bytes.append(UInt8(ascii: ",")) }
-                try write(element)
-            }
-            bytes.append(UInt8(ascii: "]"))
+            try array(elements) { try $0.write($1) }
         case .object(let members):
-            bytes.append(UInt8(ascii: "{"))
-            var first = true
-            for (key, member) in members.sorted(by: { $0.key < $1.key }) {
-                if !first { bytes.append(UInt8(ascii: ",")) }
-                first = false
-                writeString(key)
-                bytes.append(UInt8(ascii: ":"))
-                try write(member)
-            }
-            bytes.append(UInt8(ascii: "}"))
+            try sortedObject(members) { try $0.write($1) }
         }
     }
 
