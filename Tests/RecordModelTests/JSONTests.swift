@@ -14,6 +14,7 @@ import Testing
         (" [ ] ", .array([])),
         ("{}", .object([:])),
         (#""é""#, .string("é")),
+        ("\u{FEFF}[1]", .array([.int(1)])),
     ])
     func parsesValidJSON(text: String, expected: JSONValue) throws {
         #expect(try JSONValue.parse(text) == expected)

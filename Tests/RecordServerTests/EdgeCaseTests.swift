@@ -20,6 +20,23 @@ import Testing
         }
     }
 
+    /// A record's own checks come before its references', so a stale save is still a CONFLICT
+    /// carrying the server's record (what a client needs to merge), even when it also names a
+    /// missing VALIDATE target.
+    @Test func aStaleSaveWithAMissingValidateTargetIsAConflict() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            _ = try await alice.save([.artist("A")])
+            let stale = RecordPayload(recordName: "A", recordType: "Artist", recordChangeTag: "stale",
+                                      fields: ["friend": RawFieldValue(Self.validating("missing"))])
+            for atomic in [true, false] {
+                let results = try await alice.modify([RecordOperation(.update, stale)], atomic: atomic)
+                #expect(results.first?.error?.code == .conflict, "atomic: \(atomic)")
+                #expect(results.first?.error?.serverRecord?.recordName == "A", "atomic: \(atomic)")
+            }
+        }
+    }
+
     @Test func aSourceWithSeveralValidateReferencesStillBlocksItsTarget() async throws {
         try await withServer { server in
             let alice = try await server.user("alice")

@@ -127,12 +127,12 @@ extension ModifyBatch {
     /// their `VALIDATE` references: a single record's before it is written (so that a failure
     /// writes nothing), a cycle's after (its members reference each other).
     mutating func save(_ indices: [Int]) throws {
-        if indices.count == 1 {
-            try checkReferences(of: try prepared(indices[0]))
-        }
+        let single = indices.count == 1
         for index in indices {
             let operation = try prepared(index)
-            let record = try saveOne(operation)
+            // A single record's references are checked after its own checks (so a stale tag is
+            // still CONFLICT with the server record) and before its first write.
+            let record = try saveOne(operation, beforeWriting: single ? { try $0.checkReferences(of: operation) } : nil)
             results[index] = .success(record.restricted(to: operation.desiredKeys))
         }
         if indices.count > 1 {
@@ -159,7 +159,8 @@ extension ModifyBatch {
         }
     }
 
-    private mutating func saveOne(_ operation: Operation) throws -> Record {
+    /// Writes one record; `beforeWriting` runs after every check and before the first write.
+    private mutating func saveOne(_ operation: Operation, beforeWriting: ((ModifyBatch) throws -> Void)?) throws -> Record {
         var operation = operation
         let known = try writtenSchema(of: operation.recordType)
         operation.fields = try resolveFields(operation, against: known)
@@ -194,6 +195,7 @@ extension ModifyBatch {
             throw RecordSyncError(.limitExceeded, "record \(NameRules.quoted(name)) holds \(encoded.utf8.count) bytes of field data; the limit is \(limits.maximumRecordBytes)", recordName: name)
         }
 
+        try beforeWriting?(self)
         sequence += 1
         let tag = RecordRow.changeTag(sequence)
         let user = scope.user.userRecordName

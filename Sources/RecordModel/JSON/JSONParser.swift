@@ -36,6 +36,8 @@ extension JSONValue {
 
     static func parse(_ bytes: UnsafeBufferPointer<UInt8>) throws -> JSONValue {
         var parser = JSONParser(bytes: bytes)
+        // A UTF-8 byte order mark is allowed (JSONDecoder accepts it too).
+        if bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF { parser.index = 3 }
         parser.skipWhitespace()
         let value = try parser.value()
         parser.skipWhitespace()
@@ -101,7 +103,9 @@ struct JSONParser {
         try enter()
         defer { depth -= 1 }
         index += 1
-        var members: [String: JSONValue] = Dictionary(minimumCapacity: 8)
+        // No reserved capacity: a body of many empty or tiny objects must not cost more than its
+        // members need.
+        var members: [String: JSONValue] = [:]
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1
