@@ -8,23 +8,24 @@ import RecordModel
 enum Cascade {
     /// Fills the temporary table `doomed` with `root` and every record that holds a
     /// `DELETE_SELF` reference to a doomed record, transitively, numbered (`pos`, from 1) in the
-    /// order the recursion reached them: `root` first, then breadth first. `UNION` (not
+    /// order the recursion reached them: `root` first, then breadth first; `rid` is the record's
+    /// rowid, looked up once so the later statements need no name lookups. `UNION` (not
     /// `UNION ALL`) makes the recursion stop on cycles.
     ///
     /// - Returns: how many records are doomed, `root` included.
     static func collect(root: String, zoneKey: Int64, in db: Database) throws -> Int {
-        try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS doomed(pos INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)")
+        try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS doomed(pos INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, rid INTEGER)")
         try db.execute(sql: "DELETE FROM temp.doomed")
         try db.execute(sql: """
-            INSERT INTO temp.doomed(name)
+            INSERT INTO temp.doomed(name, rid)
             WITH RECURSIVE cascade(name) AS (
                 SELECT ?
                 UNION
                 SELECT refs.source FROM refs JOIN cascade
                 ON refs.zone_id = ? AND refs.target = cascade.name AND refs.action = 1
             )
-            SELECT name FROM cascade
-            """, arguments: [root, zoneKey])
+            SELECT cascade.name, records.id FROM cascade LEFT JOIN records ON records.zone_id = ? AND records.name = cascade.name
+            """, arguments: [root, zoneKey, zoneKey])
         return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM temp.doomed") ?? 0
     }
 
@@ -39,10 +40,10 @@ enum Cascade {
         try db.execute(sql: """
             INSERT OR REPLACE INTO tombstones(zone_id, name, type, seq)
             SELECT r.zone_id, r.name, r.type, ? + d.pos - 1
-            FROM temp.doomed d JOIN records r ON r.zone_id = ? AND r.name = d.name
-            """, arguments: [firstSequence, zoneKey])
+            FROM temp.doomed d JOIN records r ON r.id = d.rid
+            """, arguments: [firstSequence])
         try db.execute(sql: "DELETE FROM refs WHERE zone_id = ? AND source IN (SELECT name FROM temp.doomed)", arguments: [zoneKey])
-        try db.execute(sql: "DELETE FROM records WHERE zone_id = ? AND name IN (SELECT name FROM temp.doomed)", arguments: [zoneKey])
+        try db.execute(sql: "DELETE FROM records WHERE id IN (SELECT rid FROM temp.doomed)")
         return try String.fetchAll(db, sql: "SELECT name FROM temp.doomed WHERE name <> ? ORDER BY name", arguments: [root])
     }
 }
