@@ -63,6 +63,8 @@ import Testing
                 RecordOperation(.create, RecordPayload(.artwork("ok", by: "taken", action: .none))),
             ], atomic: false)
             #expect(results.map { $0.error?.code } == [.validatingReferenceError, .exists, nil])
+            // The failed source wrote nothing (single records are checked before any write).
+            #expect(try await alice.queryNames(Query(recordType: "Artwork")) == ["ok"])
         }
     }
 
