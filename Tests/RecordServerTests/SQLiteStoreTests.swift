@@ -51,6 +51,23 @@ import Testing
         }
     }
 
+    @Test func aCascadeLooksForValidateReferencesInTheirOwnIndex() async throws {
+        try await withTemporaryDirectory { directory in
+            let store = try SQLiteRecordStore(path: directory + "/records.sqlite")
+            let (probe, note) = try await store.pool.write { db in
+                try db.execute(sql: "CREATE TEMP TABLE doomed(pos INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, rid INTEGER)")
+                try db.execute(sql: "CREATE TEMP TABLE batch_deleted(name TEXT PRIMARY KEY, operation INTEGER NOT NULL) WITHOUT ROWID")
+                func plan(_ sql: String, _ arguments: StatementArguments) throws -> [String] {
+                    try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: arguments).map { $0["detail"] as String }
+                }
+                return (try plan(Cascade.anyValidatingSQL, [1]), try plan(Cascade.noteValidatedSQL, [0, 1]))
+            }
+            // One probe of the small partial index, never a walk of the zone's references.
+            #expect(probe.contains { $0.contains("SEARCH refs USING COVERING INDEX refs_validating") }, "\(probe)")
+            #expect(note.contains { $0.hasPrefix("SEARCH refs") } && !note.contains { $0.hasPrefix("SCAN refs") }, "\(note)")
+        }
+    }
+
     /// 10,000 children, each with 9 grandchildren, all owned (DELETE_SELF) by one root. The
     /// tree is written straight into the tables to keep the test quick; the delete goes
     /// through the store like any request.

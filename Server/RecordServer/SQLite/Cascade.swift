@@ -29,6 +29,18 @@ enum Cascade {
         return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM temp.doomed") ?? 0
     }
 
+    /// Whether any record of the zone (argument) holds a `VALIDATE` reference: one probe of the
+    /// partial index `refs_validating`.
+    static let anyValidatingSQL = "SELECT EXISTS (SELECT 1 FROM refs WHERE zone_id = ? AND action = 2)"
+
+    /// Notes in `temp.batch_deleted`, for the operation (first argument), the doomed records
+    /// that something in the zone (second argument) holds a `VALIDATE` reference to.
+    static let noteValidatedSQL = """
+        INSERT OR REPLACE INTO temp.batch_deleted(name, operation)
+        SELECT d.name, ? FROM temp.doomed d
+        WHERE EXISTS (SELECT 1 FROM refs WHERE refs.zone_id = ? AND refs.target = d.name AND refs.action = 2)
+        """
+
     /// Deletes every doomed record: tombstones numbered `firstSequence`, `firstSequence + 1`, …
     /// in `doomed` order (root first), their references, then the rows.
     ///

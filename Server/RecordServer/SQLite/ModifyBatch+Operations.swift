@@ -247,8 +247,9 @@ extension ModifyBatch {
             try db.inSavepoint {
                 try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS batch_deleted(name TEXT PRIMARY KEY, operation INTEGER NOT NULL) WITHOUT ROWID")
                 try db.execute(sql: "DELETE FROM temp.batch_deleted")
-                for index in indices where !excluded.contains(index) {
-                    guard try attempt([index], { batch in try batch.delete(index) }) else {
+                let active = indices.filter { !excluded.contains($0) }
+                for index in active {
+                    guard try attempt([index], { batch in try batch.delete(index, isLast: index == active.last) }) else {
                         stop = true
                         return .rollback
                     }
@@ -276,7 +277,8 @@ extension ModifyBatch {
 
     /// Deletes one record and everything its `DELETE_SELF` cascade reaches, noting them in
     /// `temp.batch_deleted` for the `VALIDATE` check of ``runDeletes(_:)``.
-    mutating func delete(_ index: Int) throws {
+    /// `isLast`: no delete of the batch runs after this one.
+    mutating func delete(_ index: Int, isLast: Bool = false) throws {
         let operation = try prepared(index)
         let name = operation.name
         if cascadedNames.contains(name) {
@@ -294,15 +296,15 @@ extension ModifyBatch {
         }
         let count = try Cascade.collect(root: name, zoneKey: zone.id, in: db)
         // Only the doomed records that something holds a VALIDATE reference to can block the
-        // batch (references are only removed while deleting, never added), so only they are noted.
-        try db.execute(sql: """
-            INSERT OR REPLACE INTO temp.batch_deleted(name, operation)
-            SELECT d.name, ? FROM temp.doomed d
-            WHERE EXISTS (SELECT 1 FROM refs WHERE refs.zone_id = ? AND refs.target = d.name AND refs.action = 2)
-            """, arguments: [index, zone.id])
+        // batch (references are only removed while deleting, never added), so only they are
+        // noted; in a zone without VALIDATE references (one probe of `refs_validating`) none are.
+        if try Bool.fetchOne(db.cachedStatement(sql: Cascade.anyValidatingSQL), arguments: [zone.id]) == true {
+            try db.execute(sql: Cascade.noteValidatedSQL, arguments: [index, zone.id])
+        }
         let cascaded = try Cascade.deleteDoomed(root: name, zoneKey: zone.id, firstSequence: sequence + 1, in: db)
         sequence += Int64(count)
-        cascadedNames.formUnion(cascaded)
+        // Later deletes of the batch skip what this one cascaded to; the last needs no note.
+        if !isLast { cascadedNames.formUnion(cascaded) }
         results[index] = .success(Record(recordName: name, recordType: current.record.recordType, zoneID: zone.zoneID, deleted: true),
                                   cascadedRecordNames: cascaded)
     }
