@@ -85,6 +85,25 @@ import Testing
         #expect(request == values[3] as! ModifyRecordsRequest)
     }
 
+    /// A change page whose records keep their fields as stored text is written byte for byte
+    /// as the page with decoded fields, and decodes back to it.
+    @Test func storedFieldTextIsCopiedToTheWireUnchanged() throws {
+        let record = Record(recordName: "w1", recordType: "Artwork", zoneID: ZoneID(zoneName: "Z"), recordChangeTag: "3b",
+                            fields: ["title": .string("Lilies \u{1F338} \"quoted\""), "year": .int64(1906), "price": .double(2.5),
+                                     "artist": .reference(Reference(recordName: "monet", action: .deleteSelf))],
+                            created: Stamp(timestamp: 1, userRecordName: "_u"), modified: Stamp(timestamp: 2, userRecordName: "_u", deviceID: "d"))
+        let tombstone = Record(recordName: "gone", recordType: "Artwork", zoneID: ZoneID(zoneName: "Z"), deleted: true)
+        let page = ZoneChanges(zoneID: ZoneID(zoneName: "Z"), records: [record, tombstone], syncToken: "t", moreComing: true)
+        var bare = record
+        bare.fields = [:]
+        let stored = StoredZoneChanges(zoneID: page.zoneID, entries: [
+            .init(record: bare, fieldsJSON: try JSONValueEncoder().encodeFieldsText(record.fields)), .init(record: tombstone),
+        ], syncToken: "t", moreComing: true)
+        #expect(try JSONValueEncoder().encode(stored) == JSONValueEncoder().encode(page))
+        #expect(try stored.decoded() == page)
+        #expect(try JSONValueDecoder().decode(ZoneChanges.self, from: JSONValueEncoder().encode(stored)) == page)
+    }
+
     /// Decoding errors have the kinds and coding paths `JSONDecoder` gives, which the server
     /// turns into reasons such as "operations[1].operationType: unknown value 'x'".
     @Test(arguments: [

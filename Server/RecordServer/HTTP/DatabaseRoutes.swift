@@ -29,7 +29,7 @@ struct DatabaseRoutes: Sendable {
             try JSONBody.response(try await routes.store.queryRecords(JSONBody.decode(QueryRecordsRequest.self, from: body), in: scope))
         }),
         ("records/changes", [.post], { routes, body, scope in
-            try JSONBody.response(try await routes.store.recordChanges(JSONBody.decode(RecordChangesRequest.self, from: body), in: scope))
+            try JSONBody.response(try await routes.store.changesPage(JSONBody.decode(RecordChangesRequest.self, from: body), in: scope))
         }),
         ("changes/zone", [.post], { routes, body, scope in
             let request = try JSONBody.decode(ZoneChangesRequest.self, from: body)

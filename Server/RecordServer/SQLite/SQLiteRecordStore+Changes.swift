@@ -3,8 +3,13 @@ import GRDB
 import RecordModel
 import RecordSQL
 
-extension SQLiteRecordStore {
+extension SQLiteRecordStore: StoredChangePages {
     public func recordChanges(_ request: RecordChangesRequest, in scope: DatabaseScope) async throws -> ZoneChanges {
+        try await recordChangesPage(request, in: scope).decoded()
+    }
+
+    /// A page whose records' fields stay the stored text (decoded only to apply `desiredKeys`).
+    package func recordChangesPage(_ request: RecordChangesRequest, in scope: DatabaseScope) async throws -> StoredZoneChanges {
         let limit = try limits.resultsLimit(request.resultsLimit)
         let given = try request.syncToken.map { try ZoneChangeToken(string: $0) }
         for type in request.desiredRecordTypes ?? [] {
@@ -19,7 +24,7 @@ extension SQLiteRecordStore {
             let sql = Self.changesSQL(recordTypeCount: request.desiredRecordTypes?.count)
             let arguments: StatementArguments = [zone.id, token.sequence] + typeArguments
                 + [zone.id, max(token.sequence, token.tombstoneFloor)] + typeArguments + [limit + 1]
-            var records: [Record] = []
+            var records: [StoredZoneChanges.Entry] = []
             var lastSequence = token.sequence
             var more = false
             let rows = try Row.fetchCursor(db, sql: sql, arguments: arguments)
@@ -30,14 +35,16 @@ extension SQLiteRecordStore {
                 }
                 lastSequence = row[0]
                 if (row[1] as Int64) == 1 {
-                    records.append(Record(recordName: row[2], recordType: row[3], zoneID: zone.zoneID, deleted: true))
+                    records.append(.init(record: Record(recordName: row[2], recordType: row[3], zoneID: zone.zoneID, deleted: true)))
+                } else if let desiredKeys = request.desiredKeys {
+                    records.append(.init(record: try RecordRow.record(from: row, zoneID: zone.zoneID, offset: 2).restricted(to: desiredKeys)))
                 } else {
-                    records.append(try RecordRow.record(from: row, zoneID: zone.zoneID, offset: 2).restricted(to: request.desiredKeys))
+                    records.append(RecordRow.storedRecord(from: row, zoneID: zone.zoneID, offset: 2))
                 }
             }
             // A page that reaches the end covers everything up to the zone's current sequence.
             let next = ZoneChangeToken(zoneUID: zone.uid, sequence: more ? lastSequence : zone.sequence, tombstoneFloor: token.tombstoneFloor)
-            return ZoneChanges(zoneID: zone.zoneID, records: records, syncToken: next.string, moreComing: more)
+            return StoredZoneChanges(zoneID: zone.zoneID, entries: records, syncToken: next.string, moreComing: more)
         }
     }
 

@@ -93,3 +93,19 @@ public protocol RecordStore: Sendable {
     /// `zones/modify`: creates (idempotently) and deletes zones.
     func modifyZones(_ request: ModifyZonesRequest, in scope: DatabaseScope) async throws -> [ZoneResult]
 }
+
+/// A store that can read a change page without decoding records' fields: it leaves them as
+/// the JSON text it keeps (the wire form), which the answer then copies as is.
+package protocol StoredChangePages: RecordStore {
+    /// The page ``RecordStore/recordChanges(_:in:)`` returns, fields left as stored text.
+    func recordChangesPage(_ request: RecordChangesRequest, in scope: DatabaseScope) async throws -> StoredZoneChanges
+}
+
+extension RecordStore {
+    /// One page of a zone's change feed, for writing to the wire: with stored field text when
+    /// the store offers it (``StoredChangePages``), else ``recordChanges(_:in:)``'s page.
+    package func changesPage(_ request: RecordChangesRequest, in scope: DatabaseScope) async throws -> StoredZoneChanges {
+        if let stored = self as? any StoredChangePages { return try await stored.recordChangesPage(request, in: scope) }
+        return StoredZoneChanges(try await recordChanges(request, in: scope))
+    }
+}

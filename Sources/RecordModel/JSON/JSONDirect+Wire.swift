@@ -96,7 +96,9 @@ extension Record: JSONDirectWritable {
         try write(to: &writer, cascadedRecordNames: nil)
     }
 
-    func write(to writer: inout JSONWriter, cascadedRecordNames: [String]?) throws {
+    /// `fieldsJSON`, when given, is written as the record's fields instead of ``fields``: the
+    /// stored wire form, copied as is (see ``StoredZoneChanges``).
+    func write(to writer: inout JSONWriter, cascadedRecordNames: [String]?, fieldsJSON: String? = nil) throws {
         var first = true
         writer.open()
         if let cascadedRecordNames {
@@ -107,7 +109,11 @@ extension Record: JSONDirectWritable {
         if deleted { writer.key("deleted", first: &first); writer.bytes.append(contentsOf: "true".utf8) }
         if !deleted {
             writer.key("fields", first: &first)
-            try writer.sortedObject(fields) { try $1.write(to: &$0) }
+            if let fieldsJSON {
+                writer.bytes.append(contentsOf: fieldsJSON.utf8)
+            } else {
+                try writer.sortedObject(fields) { try $1.write(to: &$0) }
+            }
             if let modified { writer.key("modified", first: &first); modified.write(to: &writer) }
             if let recordChangeTag { writer.key("recordChangeTag", first: &first); writer.writeString(recordChangeTag) }
         }
@@ -148,6 +154,19 @@ extension ZoneChanges: JSONDirectWritable {
         writer.key("moreComing", first: &first); writer.bytes.append(contentsOf: (moreComing ? "true" : "false").utf8)
         writer.key("records", first: &first)
         try writer.array(records) { try $1.write(to: &$0) }
+        writer.key("syncToken", first: &first); writer.writeString(syncToken)
+        writer.key("zoneID", first: &first); zoneID.write(to: &writer)
+        writer.close()
+    }
+}
+
+extension StoredZoneChanges: JSONDirectWritable {
+    func write(to writer: inout JSONWriter) throws {
+        var first = true
+        writer.open()
+        writer.key("moreComing", first: &first); writer.bytes.append(contentsOf: (moreComing ? "true" : "false").utf8)
+        writer.key("records", first: &first)
+        try writer.array(entries) { try $1.record.write(to: &$0, cascadedRecordNames: nil, fieldsJSON: $1.fieldsJSON) }
         writer.key("syncToken", first: &first); writer.writeString(syncToken)
         writer.key("zoneID", first: &first); zoneID.write(to: &writer)
         writer.close()
