@@ -39,6 +39,45 @@ import Testing
         }
     }
 
+    /// Pages are fetched ahead while the previous one is written; the cache still ends up with
+    /// exactly the server's state, and the counts cover every page.
+    @Test func aFetchOfManyPagesAppliesEveryPageInOrder() async throws {
+        try await withServer { server in
+            let token = try await server.token(forNewUser: "alice")
+            let a = try Self.client(Container(serverURL: server.url, identifier: "iCloud.test", credentials: .bearerToken(token)))
+            let b = try Self.client(Container(serverURL: server.url, identifier: "iCloud.test", credentials: .bearerToken(token))) {
+                $0.pageSize = 3
+            }
+            try await a.database.save(RecordZone(zoneID: Gallery.zone))
+            for index in 0..<20 { try await a.save(Gallery.artist("artist\(index)")) }
+            #expect(try await a.sendChanges().saved.count == 20)
+            let first = try await b.fetchChanges()
+            #expect(first.changedRecordCount == 20)
+            #expect(try await b.cache.allRecords(inZoneWith: Gallery.zone).count == 20)
+
+            // Changes spread over several pages: renames, deletes, and a record renamed twice.
+            for index in [2, 5, 11, 17] {
+                var record = try #require(try await a.cache.record(for: Record.ID(recordName: "artist\(index)", zoneID: Gallery.zone)))
+                record["name"] = .string("renamed \(index)")
+                try await a.save(record)
+                try await a.sendChanges()
+            }
+            for index in [3, 8, 13] { try await a.delete(Record.ID(recordName: "artist\(index)", zoneID: Gallery.zone)) }
+            try await a.sendChanges()
+            var twice = try #require(try await a.cache.record(for: Record.ID(recordName: "artist2", zoneID: Gallery.zone)))
+            twice["name"] = .string("renamed again")
+            try await a.save(twice)
+            try await a.sendChanges()
+
+            let second = try await b.fetchChanges()
+            #expect(second.changedRecordCount == 4 && second.deletedRecordCount == 3)
+            let names = try await b.cache.allRecords(inZoneWith: Gallery.zone).map { $0.recordName }
+            #expect(names.count == 17 && !names.contains("artist3") && !names.contains("artist8") && !names.contains("artist13"))
+            #expect(try await b.cache.record(for: Record.ID(recordName: "artist2", zoneID: Gallery.zone))?["name"] == .string("renamed again"))
+            #expect(try await b.cache.record(for: Record.ID(recordName: "artist17", zoneID: Gallery.zone))?["name"] == .string("renamed 17"))
+        }
+    }
+
     @Test func theDefaultPolicyReappliesLocallyChangedFieldsOntoTheServerRecord() async throws {
         try await withServer { server in
             let token = try await server.token(forNewUser: "alice")

@@ -55,29 +55,34 @@ extension SyncEngine {
         return report
     }
 
-    /// Fetches one zone's changes since its saved token.
+    /// Fetches one zone's changes since its saved token. While a page is written to the cache,
+    /// the next one (asked for with the page's token) is already on its way: pages are still
+    /// applied one after another, in feed order.
     func fetchZone(_ zoneID: ZoneID, into report: inout FetchReport) async throws {
         var token = try await cache.changeToken(for: zoneID)
         var resetting = false
         report.fetchedZones.append(zoneID)
+        var next = fetchPage(zoneID, since: token)
+        defer { next.cancel() }
         while true {
             let since = token
             let page: ZoneChangesPage
             do {
-                page = try await retrying("records/changes") {
-                    try await database.recordZoneChanges(inZoneWith: zoneID, since: since, resultsLimit: configuration.pageSize)
-                }
+                let pending = next
+                page = try await withTaskCancellationHandler { try await pending.value } onCancel: { pending.cancel() }
             } catch let error as RecordSyncError where error.code == .changeTokenExpired && !resetting {
                 configuration.logger.info("zone token expired; fetching the zone again", metadata: ["record.zone": "\(zoneID.zoneName)"])
                 report.resetZones.append(zoneID)
                 token = nil
                 resetting = true
+                next = fetchPage(zoneID, since: nil)
                 continue
             } catch let error as RecordSyncError where error.code == .zoneNotFound {
                 try await cache.purge(zoneID)
                 report.purgedZones.append(zoneID)
                 return
             }
+            if page.moreComing { next = fetchPage(zoneID, since: page.changeToken) }
             // A fetch without a token returns the zone's current records and no tombstones of
             // records deleted before it, so it replaces what the cache held (its own sends,
             // say), except records with queued edits.
@@ -86,6 +91,15 @@ extension SyncEngine {
             report.deletedRecordCount += page.deletions.count
             token = page.changeToken
             if !page.moreComing { return }
+        }
+    }
+
+    /// Starts fetching one page of a zone's changes, with retries of transient failures.
+    private func fetchPage(_ zoneID: ZoneID, since token: ServerChangeToken?) -> Task<ZoneChangesPage, any Error> {
+        Task {
+            try await retrying("records/changes") {
+                try await database.recordZoneChanges(inZoneWith: zoneID, since: token, resultsLimit: configuration.pageSize)
+            }
         }
     }
 }
