@@ -85,6 +85,90 @@ import Testing
         #expect(request == values[3] as! ModifyRecordsRequest)
     }
 
+    /// Decodes `text` both ways: straight from the bytes (nil when that path declines) and
+    /// through the tree (nil when it fails).
+    static func bothWays<T: Decodable & Equatable & JSONDirectDecodable>(_ text: String, as type: T.Type) -> (direct: T?, tree: T?) {
+        var bytes = text
+        let direct = bytes.withUTF8 { try? JSONParser.decodeDirectly(T.self, from: $0) }
+        return (direct, try? JSONValueDecoder().decode(T.self, from: try JSONValue.parse(text)))
+    }
+
+    /// The direct path reads what the wire carries and agrees with the tree on it, nulls,
+    /// unknown and repeated members and escapes included.
+    @Test func theDirectPathReadsWireTypesAsTheTreeDoes() throws {
+        let record = #"{"recordName":"w1","recordType":"Artwork","recordChangeTag":"3b","zoneID":{"zoneName":"Z","ownerRecordName":"_o"},"#
+            + #""fields":{"title":{"type":"STRING","value":"Lilies \"1\" \u00e9\ud83c\udf38"},"year":{"type":"INT64","value":1906},"price":{"type":"DOUBLE","value":2.5},"#
+            + #""artist":{"type":"REFERENCE","value":{"recordName":"monet","action":"DELETE_SELF"}},"tags":{"type":"STRING_LIST","value":["a","b"]}},"#
+            + #""created":{"timestamp":1,"userRecordName":"_u"},"modified":{"timestamp":2,"userRecordName":"_u","deviceID":"d"},"extra":[1,{"x":null}]}"#
+        let changes = [
+            #"{"moreComing":true,"records":[\#(record),{"recordName":"gone","recordType":"Artwork","deleted":true}],"syncToken":"t","zoneID":{"zoneName":"Z"}}"#,
+            #"\#u{FEFF} { "zoneID" : { "zoneName" : "Z" , "ownerRecordName" : null } , "records" : [ ] , "syncToken" : "t" , "moreComing" : false } "#,
+            #"{"moreComing":false,"records":[{"recordName":"r","recordType":null,"zoneID":null,"fields":null,"created":null,"deleted":null}],"syncToken":"t","zoneID":{"zoneName":"Z"}}"#,
+            #"{"moreComing":false,"records":[{"recordName":"first","recordName":"second"}],"syncToken":"t","zoneID":{"zoneName":"Z"},"syncToken":"u"}"#,
+        ]
+        for text in changes {
+            let (direct, tree) = Self.bothWays(text, as: ZoneChanges.self)
+            #expect(direct != nil, "declined: \(text)")
+            #expect(tree != nil && tree == direct, "\(text)")
+        }
+        let responses = [
+            #"{"records":[\#(record),{"recordName":"x","recordType":"T","deleted":true,"cascadedRecordNames":["a","b"]}],"includedRecords":[\#(record)]}"#,
+            #"{"records":[{"recordName":"x","cascadedRecordNames":null}],"includedRecords":null}"#,
+        ]
+        for text in responses {
+            let (direct, tree) = Self.bothWays(text, as: RecordsResponse.self)
+            #expect(direct != nil, "declined: \(text)")
+            #expect(tree != nil && tree == direct, "\(text)")
+        }
+        let requests = [
+            #"{"operations":[{"operationType":"forceReplace","record":{"recordName":"w1","recordType":"Artwork","fields":{"title":{"value":"x"},"n":{"value":null},"y":{"type":"INT64","value":3}}},"desiredKeys":["title"]},"#
+                + #"{"operationType":"delete","record":{"recordName":"w2","recordChangeTag":"1","fields":null}}],"zoneID":{"zoneName":"Z"},"atomic":false,"desiredKeys":null}"#,
+            #"{"operations":[],"atomic":null,"zoneID":null}"#,
+        ]
+        for text in requests {
+            let (direct, tree) = Self.bothWays(text, as: ModifyRecordsRequest.self)
+            #expect(direct != nil, "declined: \(text)")
+            #expect(tree != nil && tree == direct, "\(text)")
+        }
+        var stored = #"{"b":{"type":"INT64","value":2},"a":{"type":"STRING","value":"x"}}"#
+        #expect(stored.withUTF8 { try? JSONParser.decodeDirectly(StoredFields.self, from: $0) }?.fields == ["a": .string("x"), "b": .int64(2)])
+    }
+
+    /// What the direct path declines goes through the tree, so the decoder's errors (which the
+    /// server turns into reasons) and its reading of error results are the tree's.
+    @Test func whatTheDirectPathDeclinesTheTreeDecides() throws {
+        let declined: [(String, any (Decodable & JSONDirectDecodable).Type)] = [
+            (#"{"records":[],"syncToken":"t","zoneID":{"zoneName":"Z"}}"#, ZoneChanges.self),
+            (#"{"moreComing":1,"records":[],"syncToken":"t","zoneID":{"zoneName":"Z"}}"#, ZoneChanges.self),
+            (#"{"records":[{"recordName":"x","serverErrorCode":"CONFLICT","reason":"stale","uuid":"u"}]}"#, RecordsResponse.self),
+            (#"{"records":[{"recordName":"x","fields":{"y":{"type":"INT64","value":"nine"}}}]}"#, RecordsResponse.self),
+            (#"{"operations":[{"operationType":"explode","record":{}}]}"#, ModifyRecordsRequest.self),
+            (#"{"operations":[{"operationType":"create"}]}"#, ModifyRecordsRequest.self),
+            (#"{"operations":[{"operationType":"create","record":{"fields":{"t":{"type":"NOPE","value":1}}}}]}"#, ModifyRecordsRequest.self),
+            (#"{"operations":[],"atomic":"yes"}"#, ModifyRecordsRequest.self),
+            (#"{"operations":[]} trailing"#, ModifyRecordsRequest.self),
+            (#"{"operations":[{"operationType":"create","record":{"recordName":"\ud800"}}]}"#, ModifyRecordsRequest.self),
+        ]
+        for (text, type) in declined {
+            var bytes = text
+            let direct: Bool = bytes.withUTF8 { buffer in
+                func attempt<T: JSONDirectDecodable>(_ type: T.Type) -> Bool { (try? JSONParser.decodeDirectly(type, from: buffer)) != nil }
+                return attempt(type)
+            }
+            #expect(!direct, "accepted: \(text)")
+            func both<T: Decodable>(_ type: T.Type) -> (String, String) {
+                let viaData = Result { try JSONValueDecoder().decode(type, from: Data(text.utf8)) }
+                let viaTree = Result { try JSONValueDecoder().decodeThroughTree(type, from: Data(text.utf8)) }
+                return ("\(viaData)", "\(viaTree)")
+            }
+            let (viaData, viaTree) = both(type)
+            #expect(viaData == viaTree, "\(text)")
+        }
+        // An error result is read as the error, as before.
+        let response = try JSONValueDecoder().decode(RecordsResponse.self, from: Data(#"{"records":[{"recordName":"x","serverErrorCode":"CONFLICT","reason":"stale","uuid":"u"}]}"#.utf8))
+        #expect(response.records.first?.error?.code == .conflict)
+    }
+
     /// A change page whose records keep their fields as stored text is written byte for byte
     /// as the page with decoded fields, and decodes back to it.
     @Test func storedFieldTextIsCopiedToTheWireUnchanged() throws {

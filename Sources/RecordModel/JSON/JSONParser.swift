@@ -83,7 +83,7 @@ struct JSONParser {
         }
     }
 
-    private mutating func literal(_ word: StaticString) throws {
+    mutating func literal(_ word: StaticString) throws {
         let count = word.utf8CodeUnitCount
         guard index + count <= bytes.count else { throw error("unexpected end of the text") }
         for offset in 0..<count where bytes[index + offset] != word.utf8Start[offset] {
@@ -92,7 +92,7 @@ struct JSONParser {
         index += count
     }
 
-    private mutating func enter() throws {
+    mutating func enter() throws {
         depth += 1
         guard depth <= JSONValue.maximumNestingDepth else {
             throw error("arrays and objects nest more than \(JSONValue.maximumNestingDepth) deep")
@@ -153,7 +153,7 @@ struct JSONParser {
         }
     }
 
-    private mutating func string() throws -> String {
+    mutating func string() throws -> String {
         index += 1  // the opening quote
         let start = index
         // Fast path: no escapes.
@@ -268,7 +268,7 @@ struct JSONParser {
         return value
     }
 
-    private mutating func number() throws -> JSONValue {
+    mutating func number() throws -> JSONValue {
         let start = index
         var isInteger = true
         if bytes[index] == UInt8(ascii: "-") { index += 1 }

@@ -19,7 +19,22 @@ public struct JSONValueDecoder: Sendable {
     ///
     /// - Throws: `DecodingError.dataCorrupted` with an empty coding path when `data` is not
     ///   JSON (its underlying error is the ``JSONParseError``), else what decoding throws.
+    ///
+    /// The hot wire types (records, change pages, modify requests and answers) are first read
+    /// straight from the bytes (`JSONDirectDecode+Wire.swift`); what that path does not accept
+    /// is decoded through the tree, so values and errors are the tree's either way.
     public func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
+        if let direct = type as? any JSONDirectDecodable.Type,
+           let value = data.withUnsafeBytes({ raw in
+               try? JSONParser.decodeDirectly(direct, from: UnsafeBufferPointer(start: raw.baseAddress?.assumingMemoryBound(to: UInt8.self), count: raw.count))
+           }) {
+            return value as! T
+        }
+        return try decodeThroughTree(type, from: data)
+    }
+
+    /// Parses `data` into a ``JSONValue`` tree and decodes `type` from that.
+    func decodeThroughTree<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
         let value: JSONValue
         do {
             value = try JSONValue.parse(data)

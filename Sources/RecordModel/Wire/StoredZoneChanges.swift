@@ -53,7 +53,9 @@ package struct StoredZoneChanges: Sendable {
 extension Record {
     /// Fields from the JSON text of their wire form (`{"NAME": {"type": …, "value": …}}`).
     package static func fields(fromJSON text: String) throws -> [String: FieldValue] {
-        try JSONValueDecoder().decode([String: FieldValue].self, from: JSONValue.parse(text))
+        var text = text
+        if let stored = text.withUTF8({ try? JSONParser.decodeDirectly(StoredFields.self, from: $0) }) { return stored.fields }
+        return try JSONValueDecoder().decode([String: FieldValue].self, from: JSONValue.parse(text))
     }
 }
 
