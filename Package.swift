@@ -26,8 +26,15 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
     ],
     targets: [
+        // The system zlib, for gzip-compressed request bodies (Debian: zlib1g-dev).
+        .systemLibrary(
+            name: "CZlib",
+            path: "Sources/CZlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
         .target(
             name: "RecordModel",
+            dependencies: ["CZlib"],
             path: "Sources/RecordModel",
             swiftSettings: swiftSettings
         ),

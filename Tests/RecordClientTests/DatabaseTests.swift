@@ -37,6 +37,29 @@ import Testing
         }
     }
 
+    /// A large request body travels gzip-compressed: this server takes bodies of 24 KiB, and
+    /// the 60 KiB batch gets past that limit only compressed (it is then refused for its
+    /// decompressed size, which shows it arrived compressed). A small batch is sent as is.
+    @Test func aLargeRequestBodyIsSentCompressed() async throws {
+        try await withServer(configure: { $0.maximumBodyBytes = 24 * 1024 }) { server in
+            let database = try await server.container(forNewUser: "alice").privateCloudDatabase
+            try await database.save(RecordZone(zoneID: Gallery.zone))
+            let artists = (0..<100).map { index in
+                var artist = Gallery.artist("a\(index)")
+                artist["biography"] = .string(String(repeating: "painter of light ", count: 35))
+                return artist
+            }
+            await #expect {
+                try await database.modifyRecords(saving: artists, deleting: [])
+            } throws: { error in
+                guard let error = error as? RecordSyncError else { return false }
+                return error.code == .limitExceeded && error.reason.contains("once decompressed")
+            }
+            let (saves, _) = try await database.modifyRecords(saving: Array(artists.prefix(5)), deleting: [])
+            #expect(saves.values.allSatisfy { (try? $0.get()) != nil })
+        }
+    }
+
     @Test func aCycleLargerThanARequestIsRefusedBeforeSending() async throws {
         try await withServer { server in
             var database = try await server.container(forNewUser: "alice").privateCloudDatabase

@@ -25,7 +25,14 @@ struct HTTPTransport: Sendable {
         request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
         request.timeoutInterval = 120
         do {
-            request.httpBody = try JSONValueEncoder().encode(body)
+            var data = try JSONValueEncoder().encode(body)
+            // Large bodies travel compressed (see ``Gzip``): on Linux an upload that needs more
+            // than one write keeps URLSession busy-polling the socket until the answer arrives.
+            if data.count >= Gzip.threshold {
+                data = Gzip.compress(data)
+                request.setValue("gzip", forHTTPHeaderField: "Content-Encoding")
+            }
+            request.httpBody = data
         } catch {
             throw RecordSyncError(.badRequest, "the request could not be encoded: \(error)")
         }

@@ -87,18 +87,41 @@ struct DatabaseRoutes: Sendable {
     private func handle(_ request: Request, context: BasicRequestContext, _ endpoint: Endpoint) async throws -> Response {
         do {
             let scope = try await self.scope(of: request, context: context)
-            let body: Data
+            var body: Data
             do {
                 body = Data(buffer: try await request.body.collect(upTo: maximumBodyBytes))
             } catch {
                 throw RecordSyncError(.limitExceeded, "the request body is larger than the limit of \(maximumBodyBytes) bytes")
             }
+            body = try Self.decoded(body, encoding: request.headers[.contentEncoding], limit: maximumBodyBytes)
             return try await endpoint(self, body, scope)
         } catch let error as RecordSyncError {
             if error.code == .internalError {
                 context.logger.error("request failed", metadata: ["error.reason": "\(error.reason)"])
             }
             return JSONBody.response(for: error)
+        }
+    }
+
+    /// The body as sent: `Content-Encoding: gzip` (an extension) is decompressed, to at most
+    /// `limit` bytes; no encoding (or `identity`) is the body itself.
+    ///
+    /// - Throws: `BAD_REQUEST` for another encoding or a body that is not gzip;
+    ///   `LIMIT_EXCEEDED` when the decompressed body is larger than `limit`.
+    static func decoded(_ body: Data, encoding: String?, limit: Int) throws -> Data {
+        switch encoding?.trimmingCharacters(in: .whitespaces).lowercased() {
+        case nil, "", "identity":
+            return body
+        case "gzip"?:
+            do {
+                return try Gzip.decompress(body, limit: limit)
+            } catch Gzip.Failure.tooLarge {
+                throw RecordSyncError(.limitExceeded, "the request body is larger than the limit of \(limit) bytes once decompressed")
+            } catch {
+                throw RecordSyncError(.badRequest, "the request body is not valid gzip (Content-Encoding: gzip): \(error)")
+            }
+        case let other?:
+            throw RecordSyncError(.badRequest, "Content-Encoding \(NameRules.quoted(other)) is not supported; send the body as is or with gzip")
         }
     }
 
