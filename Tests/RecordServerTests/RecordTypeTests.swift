@@ -65,6 +65,26 @@ import Testing
         }
     }
 
+    /// Within one batch, a field's type introduced by an earlier operation already applies to
+    /// the later ones: an untyped value is read by it, a value of another type is refused.
+    @Test func aTypeIntroducedEarlierInABatchAppliesToTheRestOfIt() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            let reply = try await alice.post("records/modify", #"""
+                {"atomic": false, "operations": [
+                 {"operationType": "create", "record": {"recordName": "a", "recordType": "Artist", "fields": {"debut": {"value": 1880000000000, "type": "TIMESTAMP"}}}},
+                 {"operationType": "create", "record": {"recordName": "b", "recordType": "Artist", "fields": {"debut": {"value": 1880000000001}}}},
+                 {"operationType": "create", "record": {"recordName": "c", "recordType": "Artist", "fields": {"debut": {"value": "1880", "type": "STRING"}}}}]}
+                """#)
+            let results = try reply.decode(RecordsResponse.self).records
+            #expect(results.count == 3)
+            #expect(results[0].record?.fields["debut"] == .timestamp(1_880_000_000_000))
+            #expect(results[1].record?.fields["debut"] == .timestamp(1_880_000_000_001))
+            let error = try #require(results[2].error)
+            #expect(error.code == .badRequest && error.reason.contains("TIMESTAMP") && error.reason.contains("STRING"), "\(error.reason)")
+        }
+    }
+
     @Test func moreThanOneMegabyteOfFieldDataIsRefused() async throws {
         try await withServer { server in
             let alice = try await server.user("alice")

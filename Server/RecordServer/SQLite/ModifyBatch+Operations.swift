@@ -163,7 +163,12 @@ extension ModifyBatch {
     private mutating func saveOne(_ operation: Operation, beforeWriting: ((ModifyBatch) throws -> Void)?) throws -> Record {
         var operation = operation
         let known = try writtenSchema(of: operation.recordType)
-        operation.fields = try resolveFields(operation, against: known)
+        // Resolved against the stored schema when prepared; again only if an operation written
+        // before it in this batch introduced the type of one of its fields.
+        let storedTypes = try storedSchema(of: operation.recordType)
+        if let added = schema[operation.recordType], operation.rawFields.keys.contains(where: { storedTypes[$0] == nil && added[$0] != nil }) {
+            operation.fields = try resolveFields(operation, against: known)
+        }
         for (field, value) in operation.fields where known[field] == nil {
             schema[operation.recordType, default: [:]][field] = value.type
         }
@@ -200,7 +205,6 @@ extension ModifyBatch {
         let tag = RecordRow.changeTag(sequence)
         let user = scope.user.userRecordName
         // Only fields the stored schema lacks (the batch's own additions included: the insert is idempotent).
-        let storedTypes = try storedSchema(of: operation.recordType)
         for (field, value) in operation.fields where storedTypes[field] == nil {
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO schema_fields(container_id, record_type, field, type) VALUES (?, ?, ?, ?)")
                 .execute(arguments: [containerID, operation.recordType, field, value.type.rawValue])
