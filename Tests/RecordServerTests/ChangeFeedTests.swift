@@ -43,6 +43,22 @@ import Testing
         }
     }
 
+    /// A record saved again after its deletion replaces its tombstone in the feed.
+    @Test func aRecordSavedAgainAfterItsDeletionIsNoLongerATombstone() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            try await alice.save([.artist("monet"), .artist("manet")])
+            let before = try await alice.allChanges()
+            _ = try await alice.modify([RecordOperation(.forceDelete, RecordPayload(recordName: "monet"))])
+            try await alice.save([.artist("monet", "Claude Monet")])
+            // Since a token from before the deletion, the name appears once, as the record.
+            let since = try await alice.allChanges(since: before.token, pageSize: 1)
+            #expect(since.records.map(\.recordName) == ["monet"])
+            #expect(since.records.first?.deleted == false)
+            #expect(since.records.first?.fields["name"] == .string("Claude Monet"))
+        }
+    }
+
     @Test func changesZoneAnswersPerZoneWithErrorsInPlace() async throws {
         try await withServer { server in
             let alice = try await server.user("alice")

@@ -51,6 +51,17 @@ import Testing
         }
     }
 
+    @Test func aBatchReadsItsStoredRowsByNameNotByWalkingTheZone() async throws {
+        try await withTemporaryDirectory { directory in
+            let store = try SQLiteRecordStore(path: directory + "/records.sqlite")
+            let plan = try await store.pool.read { db in
+                try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + ModifyBatch.storedRowsSQL, arguments: [#"["a","b"]"#, 1]).map { $0["detail"] as String }
+            }
+            #expect(plan.first?.hasPrefix("SCAN j") == true, "\(plan)")
+            #expect(plan.contains { $0.hasPrefix("SEARCH r") && $0.contains("zone_id=? AND name=?") }, "\(plan)")
+        }
+    }
+
     @Test func aCascadeLooksForValidateReferencesInTheirOwnIndex() async throws {
         try await withTemporaryDirectory { directory in
             let store = try SQLiteRecordStore(path: directory + "/records.sqlite")

@@ -36,6 +36,20 @@ struct ModifyBatch {
     var operations: [Operation?]
     var results: [RecordResult?]
     var sequence: Int64
+    /// The stored state of a record that a save or delete needs.
+    struct Existing {
+        var id: Int64
+        var record: Record
+    }
+
+    /// What the saves know before the first is written (``readBeforeSaving(_:)``): a save
+    /// changes only its own row, names are unique in a batch, and every save runs before the
+    /// deletes, so this stays true for the whole save phase (a rolled-back group only restores it).
+    struct SavePhase {
+        var rows: [String: Existing]
+        var zoneHasTombstones: Bool
+    }
+    var savePhase: SavePhase?
     var failedNames: Set<String> = []
     var cascadedNames: Set<String> = []
     /// Field types stored before the batch, per record type.
@@ -77,12 +91,14 @@ struct ModifyBatch {
         let order = DependencyOrder.savingOrder(saves.compactMap { index in
             operations[index].map { ($0.name, $0.references.map(\.reference.recordName)) }
         })
+        if !saves.isEmpty { savePhase = try readBeforeSaving(saves.compactMap { operations[$0]?.name }) }
         for group in order {
             let indices = group.map { saves[$0] }
             // A single record is checked completely before it is written, so a failure leaves
             // nothing to undo and needs no savepoint; a cycle is checked after writing.
             guard try attempt(indices, savepoint: indices.count > 1, { batch in try batch.save(indices) }) else { return (atomicFailure(), false) }
         }
+        savePhase = nil
         let deletes = operations.indices.filter { operations[$0]?.type.isDelete ?? false }
         guard try runDeletes(deletes) else { return (atomicFailure(), false) }
 
