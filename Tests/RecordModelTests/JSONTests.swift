@@ -169,6 +169,21 @@ import Testing
         #expect(response.records.first?.error?.code == .conflict)
     }
 
+    /// Read by a client, a change page keeps each record's fields decoded and as the exact
+    /// text they arrived in; a page the direct path declines still decodes, without the text.
+    @Test func aClientKeepsTheTextFieldsArrivedIn() throws {
+        let fields = #"{ "title" : {"type":"STRING","value":"Lilies \u00e9"}, "year":{"type":"INT64","value":1906} }"#
+        let text = #"{"moreComing":false,"records":[{"recordName":"w1","recordType":"Artwork","fields":\#(fields)},"#
+            + #"{"recordName":"gone","deleted":true}],"syncToken":"t","zoneID":{"zoneName":"Z"}}"#
+        let page = try StoredZoneChanges.decode(Data(text.utf8))
+        #expect(page.entries.map(\.fieldsJSON) == [fields, nil])
+        #expect(page.entries[0].record.fields == ["title": .string("Lilies é"), "year": .int64(1906)])
+        #expect(try Record.fields(fromJSON: try #require(page.entries[0].fieldsJSON)) == page.entries[0].record.fields)
+        #expect(try page.decoded() == JSONValueDecoder().decode(ZoneChanges.self, from: Data(text.utf8)))
+        // A record result without a name is not for the direct path; the tree decides.
+        #expect(throws: DecodingError.self) { try StoredZoneChanges.decode(Data(#"{"moreComing":false,"records":[{}],"syncToken":"t","zoneID":{"zoneName":"Z"}}"#.utf8)) }
+    }
+
     /// A change page whose records keep their fields as stored text is written byte for byte
     /// as the page with decoded fields, and decodes back to it.
     @Test func storedFieldTextIsCopiedToTheWireUnchanged() throws {

@@ -173,7 +173,7 @@ extension RecordCache {
             // The records with queued edits, read once per page (the outbox is small).
             let queued = Set(try String.fetchAll(db, sql: "SELECT DISTINCT name FROM outbox WHERE zone_id = ?", arguments: [zone]))
             var schema: Set<[String]> = []
-            for record in page.changes {
+            for (offset, record) in page.changes.enumerated() {
                 if record.deleted {
                     // A record created locally (no server version) after an older deletion is
                     // not what this tombstone deleted: keep it and its queued save.
@@ -188,7 +188,9 @@ extension RecordCache {
                 } else if !queued.contains(record.recordName) {
                     var server = record
                     server.zoneID = zoneID
-                    try Self.store(server, zone: zone, tag: server.recordChangeTag, serverRecord: server, recordingSchema: false, in: db)
+                    let text = offset < page.fieldsText.count ? page.fieldsText[offset] : nil
+                    try Self.store(server, zone: zone, tag: server.recordChangeTag, serverRecord: server, recordingSchema: false,
+                                   fieldsText: text, in: db)
                     for (field, value) in record.fields { schema.insert([record.recordType, field, value.type.rawValue]) }
                 }
             }

@@ -156,11 +156,14 @@ public final class RecordCache: Sendable {
     }
 
     /// Writes `record` as the cached row (insert or replace), with its references and schema.
-    /// - Parameter recordingSchema: whether to note the fields' types in `schema_fields` (a
-    ///   caller storing many records can note them once instead).
+    /// - Parameters:
+    ///   - recordingSchema: whether to note the fields' types in `schema_fields` (a caller
+    ///     storing many records can note them once instead).
+    ///   - fieldsText: the JSON text `record`'s fields arrived in, stored as it is instead of
+    ///     encoding the fields again.
     static func store(_ record: RecordModel.Record, zone: Int64, tag: String?, serverRecord: RecordModel.Record?,
-                      recordingSchema: Bool = true, in db: SQLDatabase) throws {
-        let fields = try RecordRow.encodeFields(record.fields)
+                      recordingSchema: Bool = true, fieldsText: String? = nil, in db: SQLDatabase) throws {
+        let fields = try fieldsText ?? RecordRow.encodeFields(record.fields)
         // When the row is the server's version unchanged (a fetched record), server_record stays
         // NULL rather than holding a second copy of it.
         let rowIsServerVersion = serverRecord.map { server in

@@ -21,6 +21,9 @@ public struct DatabaseChangesPage: Sendable, Hashable {
     public var changeToken: ServerChangeToken
     /// More pages remain.
     public var moreComing: Bool
+    /// For each of ``changes``, the JSON text its fields arrived in (when the answer was read
+    /// directly), which the cache stores as it is.
+    var fieldsText: [String?] = []
 }
 
 /// One page of a zone's record changes.
@@ -35,6 +38,9 @@ public struct ZoneChangesPage: Sendable, Hashable {
     public var changeToken: ServerChangeToken
     /// More pages remain.
     public var moreComing: Bool
+    /// For each of ``changes``, the JSON text its fields arrived in (when the answer was read
+    /// directly), which the cache stores as it is.
+    var fieldsText: [String?] = []
 
     public static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.changes == rhs.changes && lhs.changeToken == rhs.changeToken && lhs.moreComing == rhs.moreComing
@@ -70,11 +76,13 @@ extension Database {
     public func recordZoneChanges(inZoneWith zoneID: ZoneID, since token: ServerChangeToken?, desiredKeys: [String]? = nil,
                                   resultsLimit: Int? = nil) async throws -> ZoneChangesPage {
         let request = RecordChangesRequest(zoneID: zoneID, syncToken: token?.rawValue, resultsLimit: resultsLimit, desiredKeys: desiredKeys)
-        let answer = try await transport.post("records/changes", request, as: ZoneChanges.self)
+        let answer = try await transport.post("records/changes", request, reading: StoredZoneChanges.decode)
+        let records = answer.entries.map(\.record)
         return ZoneChangesPage(
-            modifications: answer.records.filter { !$0.deleted },
-            deletions: answer.records.filter(\.deleted).map { ($0.recordID, $0.recordType) },
-            changes: answer.records, changeToken: ServerChangeToken(rawValue: answer.syncToken), moreComing: answer.moreComing
+            modifications: records.filter { !$0.deleted },
+            deletions: records.filter(\.deleted).map { ($0.recordID, $0.recordType) },
+            changes: records, changeToken: ServerChangeToken(rawValue: answer.syncToken), moreComing: answer.moreComing,
+            fieldsText: answer.entries.map(\.fieldsJSON)
         )
     }
 }

@@ -19,6 +19,11 @@ struct HTTPTransport: Sendable {
     ///   the `Retry-After` header), or ``ServerErrorCode/networkFailure`` when the server could
     ///   not be reached or answered something that is not the protocol.
     func post<Body: Encodable, Reply: Decodable>(_ endpoint: String, _ body: Body, as reply: Reply.Type) async throws -> Reply {
+        try await post(endpoint, body) { try JSONValueDecoder().decode(Reply.self, from: $0) }
+    }
+
+    /// Sends `body` to `endpoint` and reads the answer's bytes with `read`.
+    func post<Body: Encodable, Reply>(_ endpoint: String, _ body: Body, reading read: (Data) throws -> Reply) async throws -> Reply {
         var request = URLRequest(url: baseURL.appendingPathComponent(endpoint))
         request.httpMethod = "POST"
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
@@ -54,7 +59,7 @@ struct HTTPTransport: Sendable {
             throw RecordSyncError(.networkFailure, "\(endpoint): HTTP \(status) without a RecordSync error body", retryAfter: 1)
         }
         do {
-            return try JSONValueDecoder().decode(Reply.self, from: data)
+            return try read(data)
         } catch {
             throw RecordSyncError(.networkFailure, "\(endpoint): the answer could not be read: \(error)")
         }

@@ -211,18 +211,30 @@ extension Record: JSONDirectDecodable {
     }
 
     /// A record, and (read as a ``RecordResult``) its `cascadedRecordNames`. A result carrying
-    /// `serverErrorCode` is an error: left to the tree.
-    static func direct(_ parser: inout JSONParser, asResult: Bool) throws -> (record: Record, cascaded: [String]?) {
+    /// `serverErrorCode` is an error: left to the tree. With `keepingFieldsText`, also the text
+    /// of its `fields` object as it arrived.
+    static func direct(_ parser: inout JSONParser, asResult: Bool, keepingFieldsText: Bool = false)
+        throws -> (record: Record, cascaded: [String]?, fieldsJSON: String?) {
         var name: String?, type: String?, zoneID: ZoneID?, tag: String?
         var fields: [String: FieldValue] = [:], created: Stamp?, modified: Stamp?, deleted: Bool?
-        var cascaded: [String]?
+        var cascaded: [String]?, fieldsJSON: String?
         try parser.forEachMember { parser, key in
             switch key {
             case "recordName": name = try parser.directString()
             case "recordType": type = try parser.directOptionalString()
             case "zoneID": zoneID = try parser.takeNull() ? nil : try ZoneID(direct: &parser)
             case "recordChangeTag": tag = try parser.directOptionalString()
-            case "fields": fields = try parser.takeNull() ? [:] : try parser.directDictionary(of: FieldValue.self)
+            case "fields":
+                if try parser.takeNull() {
+                    fields = [:]
+                    fieldsJSON = nil
+                } else {
+                    let start = parser.index  // at the '{' (takeNull skipped the whitespace)
+                    fields = try parser.directDictionary(of: FieldValue.self)
+                    if keepingFieldsText {
+                        fieldsJSON = String(decoding: UnsafeBufferPointer(rebasing: parser.bytes[start..<parser.index]), as: UTF8.self)
+                    }
+                }
             case "created": created = try parser.takeNull() ? nil : try Stamp(direct: &parser)
             case "modified": modified = try parser.takeNull() ? nil : try Stamp(direct: &parser)
             case "deleted": deleted = try parser.takeNull() ? nil : try parser.directBool()
@@ -233,13 +245,13 @@ extension Record: JSONDirectDecodable {
         }
         guard let name else { throw JSONDirectMiss() }
         return (Record(recordName: name, recordType: type ?? "", zoneID: zoneID, recordChangeTag: tag, fields: fields,
-                       created: created, modified: modified, deleted: deleted ?? false), cascaded)
+                       created: created, modified: modified, deleted: deleted ?? false), cascaded, fieldsJSON)
     }
 }
 
 extension RecordResult: JSONDirectDecodable {
     init(direct parser: inout JSONParser) throws {
-        let (record, cascaded) = try Record.direct(&parser, asResult: true)
+        let (record, cascaded, _) = try Record.direct(&parser, asResult: true)
         self = .success(record, cascadedRecordNames: cascaded)
     }
 }
@@ -273,6 +285,32 @@ extension ZoneChanges: JSONDirectDecodable {
         }
         guard let zoneID, let records, let token, let more else { throw JSONDirectMiss() }
         self.init(zoneID: zoneID, records: records, syncToken: token, moreComing: more)
+    }
+}
+
+/// A `records/changes` answer whose records keep the text of their fields as it arrived.
+struct StoredZoneChangesText: JSONDirectDecodable {
+    var page: StoredZoneChanges
+
+    init(direct parser: inout JSONParser) throws {
+        var zoneID: ZoneID?, entries: [StoredZoneChanges.Entry]?, token: String?, more: Bool?
+        try parser.forEachMember { parser, key in
+            switch key {
+            case "zoneID": zoneID = try ZoneID(direct: &parser)
+            case "records":
+                var read: [StoredZoneChanges.Entry] = []
+                try parser.forEachElement { parser in
+                    let (record, _, text) = try Record.direct(&parser, asResult: false, keepingFieldsText: true)
+                    read.append(StoredZoneChanges.Entry(record: record, fieldsJSON: text))
+                }
+                entries = read
+            case "syncToken": token = try parser.directString()
+            case "moreComing": more = try parser.directBool()
+            default: try parser.skipValue()
+            }
+        }
+        guard let zoneID, let entries, let token, let more else { throw JSONDirectMiss() }
+        page = StoredZoneChanges(zoneID: zoneID, entries: entries, syncToken: token, moreComing: more)
     }
 }
 

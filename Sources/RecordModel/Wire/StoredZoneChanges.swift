@@ -9,9 +9,11 @@ import Foundation
 package struct StoredZoneChanges: Sendable {
     /// A record of the page.
     package struct Entry: Sendable {
-        /// The record; its ``Record/fields`` are empty when ``fieldsJSON`` holds them.
+        /// The record. On the server its ``Record/fields`` are left empty when ``fieldsJSON``
+        /// holds them; read by a client (``decode(_:)``) it carries both.
         package var record: Record
-        /// The stored JSON text of the record's fields, or `nil` when ``record`` carries them.
+        /// The JSON text of the record's fields (stored, or as it arrived), or `nil` when only
+        /// ``record`` carries them.
         package var fieldsJSON: String?
 
         package init(record: Record, fieldsJSON: String? = nil) {
@@ -44,9 +46,23 @@ package struct StoredZoneChanges: Sendable {
     package func decoded() throws -> ZoneChanges {
         ZoneChanges(zoneID: zoneID, records: try entries.map { entry in
             var record = entry.record
-            if let text = entry.fieldsJSON { record.fields = try Record.fields(fromJSON: text) }
+            if let text = entry.fieldsJSON, record.fields.isEmpty { record.fields = try Record.fields(fromJSON: text) }
             return record
         }, syncToken: syncToken, moreComing: moreComing)
+    }
+
+    /// Reads a `records/changes` answer, keeping each record's fields both decoded and as the
+    /// text that carried them (a client cache stores that text as it is). An answer the direct
+    /// path does not take is decoded as a ``ZoneChanges``, without the text.
+    ///
+    /// - Throws: what decoding a ``ZoneChanges`` throws.
+    package static func decode(_ data: Data) throws -> StoredZoneChanges {
+        let direct = data.withUnsafeBytes { raw in
+            try? JSONParser.decodeDirectly(StoredZoneChangesText.self,
+                                           from: UnsafeBufferPointer(start: raw.baseAddress?.assumingMemoryBound(to: UInt8.self), count: raw.count))
+        }
+        if let direct { return direct.page }
+        return StoredZoneChanges(try JSONValueDecoder().decode(ZoneChanges.self, from: data))
     }
 }
 
