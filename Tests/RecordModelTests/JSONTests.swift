@@ -184,6 +184,19 @@ import Testing
         #expect(throws: DecodingError.self) { try StoredZoneChanges.decode(Data(#"{"moreComing":false,"records":[{}],"syncToken":"t","zoneID":{"zoneName":"Z"}}"#.utf8)) }
     }
 
+    /// A modify body built from operations encoded one at a time is the request's own JSON.
+    @Test func aBodyOfPreEncodedOperationsIsTheRequestsJSON() throws {
+        let operations = [
+            RecordOperation(.forceReplace, RecordPayload(recordName: "w1", recordType: "Artwork", fields: ["title": RawFieldValue(FieldValue.string("x")), "n": RawFieldValue(value: .null)]), desiredKeys: ["title"]),
+            RecordOperation(.delete, RecordPayload(recordName: "w2", recordChangeTag: "1")),
+        ]
+        for (zoneID, atomic) in [(ZoneID(zoneName: "Z", ownerRecordName: "_o"), false), (nil, nil)] as [(ZoneID?, Bool?)] {
+            let encoded = EncodedModifyRecordsRequest(operations: try operations.map(EncodedOperation.init), zoneID: zoneID, atomic: atomic)
+            #expect(try JSONValueEncoder().encode(encoded) == JSONValueEncoder().encode(ModifyRecordsRequest(operations: operations, zoneID: zoneID, atomic: atomic)))
+            #expect(try JSONValueEncoder().encodeTree(encoded) == JSONValueEncoder().encodeTree(encoded.request))
+        }
+    }
+
     /// A change page whose records keep their fields as stored text is written byte for byte
     /// as the page with decoded fields, and decodes back to it.
     @Test func storedFieldTextIsCopiedToTheWireUnchanged() throws {

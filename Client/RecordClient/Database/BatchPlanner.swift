@@ -13,24 +13,33 @@ struct BatchPlanner {
     ///
     /// - Throws: `LIMIT_EXCEEDED` when a reference cycle is larger than one request can hold.
     func plan(saves: [RecordOperation], deletes: [RecordOperation]) throws -> [[RecordOperation]] {
+        try planEncoded(saves: saves, deletes: deletes).map { $0.map(\.operation) }
+    }
+
+    /// The requests, as lists of operations each encoded once (to be sized, and then sent as
+    /// those bytes), in sending order.
+    ///
+    /// - Throws: `LIMIT_EXCEEDED` when a reference cycle is larger than one request can hold;
+    ///   `BAD_REQUEST` when an operation cannot be encoded.
+    func planEncoded(saves: [RecordOperation], deletes: [RecordOperation]) throws -> [[EncodedOperation]] {
         let groups = DependencyOrder.savingOrder(saves.map { operation in
             (operation.record.recordName ?? "", Self.targets(of: operation.record))
         })
-        var requests: [[RecordOperation]] = []
-        var current: [RecordOperation] = []
+        var requests: [[EncodedOperation]] = []
+        var current: [EncodedOperation] = []
         var currentBytes = 0
-        let encoder = JSONValueEncoder()
         for group in groups {
             guard group.count <= limit else {
                 throw RecordSyncError(.limitExceeded, "a reference cycle of \(group.count) records cannot be split across requests of at most \(limit) operations")
             }
-            let bytes = group.reduce(0) { $0 + ((try? encoder.encode(saves[$1]).count) ?? 0) }
+            let encoded = try group.map { try Self.encoded(saves[$0]) }
+            let bytes = encoded.reduce(0) { $0 + $1.json.count }
             if !current.isEmpty && (current.count + group.count > limit || currentBytes + bytes > maximumBytes) {
                 requests.append(current)
                 current = []
                 currentBytes = 0
             }
-            current += group.map { saves[$0] }
+            current += encoded
             currentBytes += bytes
         }
         for delete in deletes {
@@ -38,10 +47,18 @@ struct BatchPlanner {
                 requests.append(current)
                 current = []
             }
-            current.append(delete)
+            current.append(try Self.encoded(delete))
         }
         if !current.isEmpty { requests.append(current) }
         return requests
+    }
+
+    private static func encoded(_ operation: RecordOperation) throws -> EncodedOperation {
+        do {
+            return try EncodedOperation(operation)
+        } catch {
+            throw RecordSyncError(.badRequest, "the request could not be encoded: \(error)", recordName: operation.record.recordName)
+        }
     }
 
     /// The names a payload's reference fields point at.

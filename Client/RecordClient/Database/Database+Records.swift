@@ -66,11 +66,12 @@ extension Database {
     func sendReportingCascades(saves: [RecordOperation], deletes: [RecordOperation], zone: ZoneID, atomically: Bool,
                                throwFirstFailure: Bool, progress: (@Sendable (_ done: Int, _ total: Int) -> Void)? = nil) async throws
         -> [(RecordOperation, Result<Record, RecordSyncError>, [String])] {
-        let requests = try BatchPlanner(limit: maximumOperationsPerRequest, maximumBytes: maximumRequestBytes).plan(saves: saves, deletes: deletes)
+        let requests = try BatchPlanner(limit: maximumOperationsPerRequest, maximumBytes: maximumRequestBytes).planEncoded(saves: saves, deletes: deletes)
         let total = saves.count + deletes.count
         var results: [(RecordOperation, Result<Record, RecordSyncError>, [String])] = []
         var stopped: RecordSyncError?
-        for (index, operations) in requests.enumerated() {
+        for (index, encoded) in requests.enumerated() {
+            let operations = encoded.map(\.operation)
             if let stopped {
                 for operation in operations {
                     results.append((operation, .failure(RecordSyncError(.atomicError, "not sent: an earlier request of this batch failed (\(stopped.code))", recordName: operation.record.recordName, zoneID: zone)), []))
@@ -79,7 +80,7 @@ extension Database {
             }
             let answer: RecordsResponse
             do {
-                answer = try await transport.post("records/modify", ModifyRecordsRequest(operations: operations, zoneID: zone, atomic: atomically), as: RecordsResponse.self)
+                answer = try await transport.post("records/modify", EncodedModifyRecordsRequest(operations: encoded, zoneID: zone, atomic: atomically), as: RecordsResponse.self)
             } catch let error as RecordSyncError {
                 if throwFirstFailure && index == 0 { throw error }
                 for operation in operations {

@@ -207,6 +207,53 @@ extension RecordOperation: JSONDirectWritable {
     }
 }
 
+/// An operation with its JSON, encoded once: the client sizes each operation against its
+/// request limits and then sends those same bytes.
+package struct EncodedOperation: Sendable {
+    package let operation: RecordOperation
+    package let json: [UInt8]
+
+    package init(_ operation: RecordOperation) throws {
+        var writer = JSONWriter()
+        try operation.write(to: &writer)
+        self.operation = operation
+        self.json = writer.bytes
+    }
+}
+
+/// A `records/modify` body whose operations are already encoded; written as the
+/// ``ModifyRecordsRequest`` it stands for, byte for byte.
+package struct EncodedModifyRecordsRequest: Sendable, Encodable, JSONDirectWritable {
+    package var operations: [EncodedOperation]
+    package var zoneID: ZoneID?
+    package var atomic: Bool?
+
+    package init(operations: [EncodedOperation], zoneID: ZoneID?, atomic: Bool?) {
+        self.operations = operations
+        self.zoneID = zoneID
+        self.atomic = atomic
+    }
+
+    /// The request it stands for.
+    package var request: ModifyRecordsRequest {
+        ModifyRecordsRequest(operations: operations.map(\.operation), zoneID: zoneID, atomic: atomic)
+    }
+
+    package func encode(to encoder: any Encoder) throws {
+        try request.encode(to: encoder)
+    }
+
+    func write(to writer: inout JSONWriter) throws {
+        var first = true
+        writer.open()
+        if let atomic { writer.key("atomic", first: &first); writer.bytes.append(contentsOf: (atomic ? "true" : "false").utf8) }
+        writer.key("operations", first: &first)
+        writer.array(operations) { $0.bytes.append(contentsOf: $1.json) }
+        if let zoneID { writer.key("zoneID", first: &first); zoneID.write(to: &writer) }
+        writer.close()
+    }
+}
+
 extension ModifyRecordsRequest: JSONDirectWritable {
     func write(to writer: inout JSONWriter) throws {
         var first = true
