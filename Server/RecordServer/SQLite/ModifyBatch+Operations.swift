@@ -83,7 +83,7 @@ extension ModifyBatch {
     }
 
     /// The stored schema of a record type (read once per batch).
-    private mutating func storedSchema(of recordType: String) throws -> [String: FieldType] {
+    mutating func storedSchema(of recordType: String) throws -> [String: FieldType] {
         if let cached = stored[recordType] { return cached }
         var types: [String: FieldType] = [:]
         for row in try Row.fetchAll(db, sql: "SELECT field, type FROM schema_fields WHERE container_id = ? AND record_type = ?",

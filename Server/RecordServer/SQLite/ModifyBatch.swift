@@ -10,7 +10,7 @@ import RecordModel
 /// and a failure undoes only that group.
 struct ModifyBatch {
     /// An operation after validation.
-    struct Operation {
+    struct Operation: Sendable {
         var type: OperationType
         var name: String
         var recordType: String
@@ -69,10 +69,20 @@ struct ModifyBatch {
         self.results = Array(repeating: nil, count: request.operations.count)
     }
 
-    /// Applies the batch.
+    /// What checking a request's operations found, before anything is written: the validated
+    /// operations, the failures, and the stored schema they were resolved against.
+    struct Validation: Sendable {
+        var operations: [Operation?]
+        var results: [RecordResult?]
+        var failedNames: Set<String>
+        var stored: [String: [String: FieldType]]
+    }
+
+    /// Checks every operation and resolves its fields against the stored schema, writing
+    /// nothing (so it can run on a reader, outside the write lock).
     ///
-    /// - Returns: the per-record results, and whether the transaction should commit.
-    mutating func run(_ request: ModifyRecordsRequest) throws -> (RecordsResponse, commit: Bool) {
+    /// - Returns: the validation, or the answer when an atomic batch already failed.
+    mutating func validate(_ request: ModifyRecordsRequest) throws -> Result<Validation, AtomicFailure> {
         var seen: Set<String> = []
         for (index, operation) in request.operations.enumerated() {
             do {
@@ -83,8 +93,34 @@ struct ModifyBatch {
                 operations[index] = prepared
             } catch let error as RecordSyncError {
                 fail(index, error, name: operation.record.recordName)
-                if atomic { return (atomicFailure(), false) }
+                if atomic { return .failure(AtomicFailure(response: atomicFailure())) }
             }
+        }
+        return .success(Validation(operations: operations, results: results, failedNames: failedNames, stored: stored))
+    }
+
+    /// An atomic batch that failed validation: its answer.
+    struct AtomicFailure: Error, Sendable {
+        var response: RecordsResponse
+    }
+
+    /// Applies the batch.
+    ///
+    /// - Parameter validation: what ``validate(_:)`` found on a reader before the write began;
+    ///   used when the stored schema it resolved fields against is still the same, else the
+    ///   operations are validated again here.
+    /// - Returns: the per-record results, and whether the transaction should commit.
+    mutating func run(_ request: ModifyRecordsRequest, validated validation: Validation? = nil) throws -> (RecordsResponse, commit: Bool) {
+        if let validation, try validation.stored.allSatisfy({ type, schema in try storedSchema(of: type) == schema }) {
+            operations = validation.operations
+            results = validation.results
+            failedNames = validation.failedNames
+        } else {
+            stored = [:]
+            operations = Array(repeating: nil, count: request.operations.count)
+            results = Array(repeating: nil, count: request.operations.count)
+            failedNames = []
+            if case .failure(let failure) = try validate(request) { return (failure.response, false) }
         }
 
         let saves = operations.indices.filter { operations[$0].map { !$0.type.isDelete } ?? false }

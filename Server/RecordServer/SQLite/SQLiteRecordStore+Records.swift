@@ -7,13 +7,26 @@ extension SQLiteRecordStore {
     public func modifyRecords(_ request: ModifyRecordsRequest, in scope: DatabaseScope) async throws -> RecordsResponse {
         try limits.checkCount(request.operations.count, of: "operations")
         let limits = self.limits
+        // The operations are checked and their fields resolved on a reader first, outside the
+        // write lock that every write of the server waits for; the write uses that work if the
+        // stored schema it was checked against is unchanged, and checks again otherwise.
+        let validation: ModifyBatch.Validation
+        do {
+            validation = try await read(scope) { db, databaseID, containerID in
+                let zone = try self.zone(request.zoneID, databaseID: databaseID, scope: scope, in: db)
+                var batch = ModifyBatch(request: request, scope: scope, zone: zone, containerID: containerID, limits: limits, db: db)
+                return try batch.validate(request).get()
+            }
+        } catch let failure as ModifyBatch.AtomicFailure {
+            return failure.response
+        }
         return try await write { db in
             let (databaseID, containerID) = try self.database(scope, in: db)
             let zone = try self.zone(request.zoneID, databaseID: databaseID, scope: scope, in: db)
             var response = RecordsResponse(records: [])
             try db.inTransaction(.immediate) {
                 var batch = ModifyBatch(request: request, scope: scope, zone: zone, containerID: containerID, limits: limits, db: db)
-                let (result, commit) = try batch.run(request)
+                let (result, commit) = try batch.run(request, validated: validation)
                 response = result
                 return commit ? .commit : .rollback
             }
