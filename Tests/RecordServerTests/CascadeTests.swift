@@ -4,6 +4,22 @@ import Testing
 
 /// Item 4: DELETE_SELF cascades.
 @Suite struct CascadeTests {
+    /// An update that names only some fields keeps the references of the others: the record
+    /// still goes with its owner.
+    @Test func anUpdateOfOtherFieldsKeepsTheRecordsReferences() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            let saved = try await alice.save([.artist("monet"), .artwork("lilies", by: "monet")])
+            let tag = try #require(saved.first { $0.recordName == "lilies" }?.recordChangeTag)
+            let update = try await alice.modify([RecordOperation(.update, RecordPayload(recordName: "lilies", recordType: "Artwork", recordChangeTag: tag,
+                                                                                         fields: ["title": RawFieldValue(FieldValue.string("Water Lilies"))]))])
+            #expect(update.first?.record?.fields["artist"] == .reference(Reference(recordName: "monet", action: .deleteSelf)))
+            let results = try await alice.modify([RecordOperation(.forceDelete, RecordPayload(recordName: "monet"))])
+            guard case .success(_, let cascaded)? = results.first else { Issue.record("delete failed: \(results)"); return }
+            #expect(cascaded == ["lilies"])
+        }
+    }
+
     @Test func aThreeLevelCascadeLeavesTombstonesInTheChangeFeed() async throws {
         try await withServer { server in
             let alice = try await server.user("alice")

@@ -129,13 +129,13 @@ extension ModifyBatch {
     /// whether the zone holds any tombstone.
     func readBeforeSaving(_ names: [String]) throws -> SavePhase {
         var rows: [String: Existing] = [:]
-        let cursor = try Row.fetchCursor(db, sql: Self.storedRowsSQL,
+        let cursor = try Row.fetchCursor(db.cachedStatement(sql: Self.storedRowsSQL),
                                          arguments: [try JSONValue.array(names.map(JSONValue.string)).serializedString(), zone.id])
         while let row = try cursor.next() {
             let existing = Existing(id: row[0], record: try RecordRow.record(from: row, zoneID: zone.zoneID, offset: 1))
             rows[existing.record.recordName] = existing
         }
-        let tombstones = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM tombstones WHERE zone_id = ?)", arguments: [zone.id]) ?? true
+        let tombstones = try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM tombstones WHERE zone_id = ?)"), arguments: [zone.id]) ?? true
         return SavePhase(rows: rows, zoneHasTombstones: tombstones)
     }
 
@@ -209,8 +209,10 @@ extension ModifyBatch {
         }
 
         var fields = operation.fields
+        var merged = false
         if let current, operation.type == .update || operation.type == .forceUpdate {
             fields = current.record.fields.filter { !operation.removals.contains($0.key) }.merging(operation.fields) { $1 }
+            merged = true
         }
         let encoded = try RecordRow.encodeFields(fields)
         if encoded.utf8.count > limits.maximumRecordBytes {
@@ -244,7 +246,8 @@ extension ModifyBatch {
         }
         let record = Record(recordName: name, recordType: operation.recordType, zoneID: zone.zoneID, recordChangeTag: tag,
                             fields: fields, created: created, modified: Stamp(timestamp: now, userRecordName: user))
-        for (field, reference) in record.references {
+        // An update keeps the stored fields it does not name: their references are worked out here.
+        for (field, reference) in merged ? record.references : operation.references {
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO refs(zone_id, source, field, target, action) VALUES (?, ?, ?, ?, ?)")
                 .execute(arguments: [zone.id, name, field, reference.recordName, RecordRow.code(reference.action)])
         }

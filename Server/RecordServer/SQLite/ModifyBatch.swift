@@ -18,12 +18,15 @@ struct ModifyBatch {
         /// The fields as the request gave them.
         var rawFields: [String: RawFieldValue] = [:]
         /// The fields to set, resolved against the schema (for saves).
-        var fields: [String: FieldValue] = [:]
+        var fields: [String: FieldValue] = [:] {
+            didSet { references = Record(recordName: name, recordType: recordType, fields: fields).references }
+        }
+        /// The references ``fields`` hold, by field name (worked out once per resolution: the
+        /// saving order, the reference checks and the write all need them).
+        private(set) var references: [(field: String, reference: Reference)] = []
         var desiredKeys: [String]?
         /// Fields to remove (an update's `null` values).
         var removals: Set<String> { Set(rawFields.filter { $0.value.value == .null }.keys) }
-        /// The references this operation saves.
-        var references: [(field: String, reference: Reference)] { Record(recordName: name, recordType: recordType, fields: fields).references }
     }
 
     let db: Database
