@@ -214,7 +214,7 @@ extension ModifyBatch {
             fields = current.record.fields.filter { !operation.removals.contains($0.key) }.merging(operation.fields) { $1 }
             merged = true
         }
-        let encoded = try RecordRow.encodeFields(fields)
+        let encoded = try merged ? RecordRow.encodeFields(fields) : operation.encodedFields ?? RecordRow.encodeFields(fields)
         if encoded.utf8.count > limits.maximumRecordBytes {
             throw RecordSyncError(.limitExceeded, "record \(NameRules.quoted(name)) holds \(encoded.utf8.count) bytes of field data; the limit is \(limits.maximumRecordBytes)", recordName: name)
         }

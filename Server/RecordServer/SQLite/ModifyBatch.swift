@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import RecordModel
+import RecordSQL
 
 /// One `records/modify` request being applied inside one write transaction.
 ///
@@ -19,11 +20,17 @@ struct ModifyBatch {
         var rawFields: [String: RawFieldValue] = [:]
         /// The fields to set, resolved against the schema (for saves).
         var fields: [String: FieldValue] = [:] {
-            didSet { references = Record(recordName: name, recordType: recordType, fields: fields).references }
+            didSet {
+                references = Record(recordName: name, recordType: recordType, fields: fields).references
+                encodedFields = try? RecordRow.encodeFields(fields)
+            }
         }
         /// The references ``fields`` hold, by field name (worked out once per resolution: the
         /// saving order, the reference checks and the write all need them).
         private(set) var references: [(field: String, reference: Reference)] = []
+        /// ``fields`` in their stored form, encoded when they are resolved (usually on the
+        /// reader that validates the batch, outside the write lock).
+        private(set) var encodedFields: String?
         var desiredKeys: [String]?
         /// Fields to remove (an update's `null` values).
         var removals: Set<String> { Set(rawFields.filter { $0.value.value == .null }.keys) }
