@@ -62,6 +62,26 @@ import Testing
         }
     }
 
+    /// The C-API binder stores what GRDB's arguments would: text (empty, non-ASCII, with a NUL)
+    /// and integers; a failing statement is a `DatabaseError`.
+    @Test func theBinderStoresWhatItIsGiven() async throws {
+        try await withTemporaryDirectory { directory in
+            let store = try SQLiteRecordStore(path: directory + "/records.sqlite")
+            let rows = try await store.pool.write { db in
+                try db.execute(sql: "CREATE TABLE t(a TEXT, b TEXT, c TEXT, n INTEGER, UNIQUE(a))")
+                let insert = try db.cachedStatement(sql: "INSERT INTO t VALUES (?, ?, ?, ?)")
+                try insert.run(in: db) { $0.bind(""); $0.bind("Water lilies é 🌸"); $0.bind("a\u{0}b"); $0.bind(Int64.max) }
+                try insert.run(in: db) { $0.bind("second"); $0.bind("x"); $0.bind("y"); $0.bind(-1) }
+                #expect(throws: DatabaseError.self) { try insert.run(in: db) { $0.bind(""); $0.bind("dup"); $0.bind("dup"); $0.bind(0) } }
+                return try Row.fetchAll(db, sql: "SELECT a, b, hex(c), n, typeof(a) FROM t ORDER BY rowid")
+            }
+            #expect(rows.count == 2)
+            #expect(rows[0][0] as String == "" && rows[0][4] as String == "text")
+            #expect(rows[0][1] as String == "Water lilies é 🌸" && rows[0][2] as String == "610062" && rows[0][3] as Int64 == .max)
+            #expect(rows[1][0] as String == "second" && rows[1][3] as Int64 == -1)
+        }
+    }
+
     @Test func aCascadeLooksForValidateReferencesInTheirOwnIndex() async throws {
         try await withTemporaryDirectory { directory in
             let store = try SQLiteRecordStore(path: directory + "/records.sqlite")

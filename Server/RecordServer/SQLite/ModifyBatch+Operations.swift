@@ -239,7 +239,10 @@ extension ModifyBatch {
             try db.cachedStatement(sql: """
                 INSERT INTO records(zone_id, name, type, tag, fields, created_at, created_by, modified_at, modified_by, seq)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """).execute(arguments: [zone.id, name, operation.recordType, tag, encoded, now, user, now, user, sequence])
+                """).run(in: db) { row in
+                    row.bind(zone.id); row.bind(name); row.bind(operation.recordType); row.bind(tag); row.bind(encoded)
+                    row.bind(now); row.bind(user); row.bind(now); row.bind(user); row.bind(sequence)
+                }
             if savePhase?.zoneHasTombstones ?? true {
                 try db.cachedStatement(sql: "DELETE FROM tombstones WHERE zone_id = ? AND name = ?").execute(arguments: [zone.id, name])
             }
@@ -248,8 +251,9 @@ extension ModifyBatch {
                             fields: fields, created: created, modified: Stamp(timestamp: now, userRecordName: user))
         // An update keeps the stored fields it does not name: their references are worked out here.
         for (field, reference) in merged ? record.references : operation.references {
-            try db.cachedStatement(sql: "INSERT OR IGNORE INTO refs(zone_id, source, field, target, action) VALUES (?, ?, ?, ?, ?)")
-                .execute(arguments: [zone.id, name, field, reference.recordName, RecordRow.code(reference.action)])
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO refs(zone_id, source, field, target, action) VALUES (?, ?, ?, ?, ?)").run(in: db) { row in
+                row.bind(zone.id); row.bind(name); row.bind(field); row.bind(reference.recordName); row.bind(RecordRow.code(reference.action))
+            }
         }
         return record
     }
