@@ -78,6 +78,35 @@ import Testing
         }
     }
 
+    /// A fetched new version of a cached record replaces its references in the cache: local
+    /// queries by reference follow the change.
+    @Test func aFetchedReferenceChangeMovesTheRecordBetweenLocalQueries() async throws {
+        try await withServer { server in
+            let token = try await server.token(forNewUser: "alice")
+            let a = try Self.client(Container(serverURL: server.url, identifier: "iCloud.test", credentials: .bearerToken(token)))
+            let b = try Self.client(Container(serverURL: server.url, identifier: "iCloud.test", credentials: .bearerToken(token)))
+            try await a.database.save(RecordZone(zoneID: Gallery.zone))
+            try await a.save(Gallery.artist("monet"))
+            try await a.save(Gallery.artist("manet"))
+            try await a.save(Gallery.artwork("lilies", by: "monet"))
+            try await a.sendChanges()
+            try await b.fetchChanges()
+            func works(by artist: String) async throws -> [String] {
+                let query = RecordQuery(recordType: "Artwork", predicate: try RecordPredicate(format: "artist == %@", Record.ID(recordName: artist, zoneID: Gallery.zone)))
+                return try await b.cache.records(matching: query, inZoneWith: Gallery.zone).map(\.recordName)
+            }
+            #expect(try await works(by: "monet") == ["lilies"])
+
+            var lilies = try #require(try await a.cache.record(for: Record.ID(recordName: "lilies", zoneID: Gallery.zone)))
+            lilies["artist"] = .reference(Record.Reference(recordID: Record.ID(recordName: "manet", zoneID: Gallery.zone), action: .deleteSelf))
+            try await a.save(lilies)
+            try await a.sendChanges()
+            try await b.fetchChanges()
+            #expect(try await works(by: "monet").isEmpty)
+            #expect(try await works(by: "manet") == ["lilies"])
+        }
+    }
+
     @Test func theDefaultPolicyReappliesLocallyChangedFieldsOntoTheServerRecord() async throws {
         try await withServer { server in
             let token = try await server.token(forNewUser: "alice")

@@ -172,7 +172,13 @@ extension RecordCache {
             }
             // The records with queued edits, read once per page (the outbox is small).
             let queued = Set(try String.fetchAll(db, sql: "SELECT DISTINCT name FROM outbox WHERE zone_id = ?", arguments: [zone]))
-            var schema: Set<[String]> = []
+            // The page's records already cached, in one query: only they can have references to
+            // clear (a first fetch has none).
+            let names = page.changes.lazy.filter { !$0.deleted }.map(\.recordName)
+            let cached = Set(try String.fetchAll(db.cachedStatement(sql: """
+                SELECT r.name FROM json_each(?) AS j CROSS JOIN records r ON r.zone_id = ? AND r.name = j.value
+                """), arguments: [try JSONValue.array(names.map(JSONValue.string)).serializedString(), zone]))
+            var schema: [String: [String: FieldType]] = [:]
             for (offset, record) in page.changes.enumerated() {
                 if record.deleted {
                     // A record created locally (no server version) after an older deletion is
@@ -190,13 +196,17 @@ extension RecordCache {
                     server.zoneID = zoneID
                     let text = offset < page.fieldsText.count ? page.fieldsText[offset] : nil
                     try Self.store(server, zone: zone, tag: server.recordChangeTag, serverRecord: server, recordingSchema: false,
-                                   fieldsText: text, in: db)
-                    for (field, value) in record.fields { schema.insert([record.recordType, field, value.type.rawValue]) }
+                                   fieldsText: text, isCached: cached.contains(record.recordName), in: db)
+                    for (field, value) in record.fields where schema[record.recordType]?[field] == nil {
+                        schema[record.recordType, default: [:]][field] = value.type
+                    }
                 }
             }
-            for entry in schema {
-                try db.cachedStatement(sql: "INSERT OR IGNORE INTO schema_fields(record_type, field, type) VALUES (?, ?, ?)")
-                    .execute(arguments: StatementArguments(entry))
+            for (recordType, fields) in schema {
+                for (field, type) in fields {
+                    try db.cachedStatement(sql: "INSERT OR IGNORE INTO schema_fields(record_type, field, type) VALUES (?, ?, ?)")
+                        .execute(arguments: [recordType, field, type.rawValue])
+                }
             }
             try db.execute(sql: "UPDATE zones SET token = ? WHERE id = ?", arguments: [page.changeToken.rawValue, zone])
         }

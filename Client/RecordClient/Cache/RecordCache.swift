@@ -161,8 +161,10 @@ public final class RecordCache: Sendable {
     ///     storing many records can note them once instead).
     ///   - fieldsText: the JSON text `record`'s fields arrived in, stored as it is instead of
     ///     encoding the fields again.
+    ///   - isCached: `false` when the caller knows no row of this name is cached (so it has no
+    ///     references to clear).
     static func store(_ record: RecordModel.Record, zone: Int64, tag: String?, serverRecord: RecordModel.Record?,
-                      recordingSchema: Bool = true, fieldsText: String? = nil, in db: SQLDatabase) throws {
+                      recordingSchema: Bool = true, fieldsText: String? = nil, isCached: Bool = true, in db: SQLDatabase) throws {
         let fields = try fieldsText ?? RecordRow.encodeFields(record.fields)
         // When the row is the server's version unchanged (a fetched record), server_record stays
         // NULL rather than holding a second copy of it.
@@ -182,7 +184,9 @@ public final class RecordCache: Sendable {
                 server_record = excluded.server_record
             """).execute(arguments: [zone, record.recordName, record.recordType, tag, fields, created.timestamp, created.userRecordName, created.deviceID,
                                      modified.timestamp, modified.userRecordName, modified.deviceID, serverJSON])
-        try db.cachedStatement(sql: "DELETE FROM refs WHERE zone_id = ? AND source = ?").execute(arguments: [zone, record.recordName])
+        if isCached {
+            try db.cachedStatement(sql: "DELETE FROM refs WHERE zone_id = ? AND source = ?").execute(arguments: [zone, record.recordName])
+        }
         for (field, reference) in record.references {
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO refs(zone_id, source, field, target, action) VALUES (?, ?, ?, ?, ?)")
                 .execute(arguments: [zone, record.recordName, field, reference.recordName, RecordRow.code(reference.action)])
