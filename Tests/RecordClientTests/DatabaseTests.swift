@@ -60,6 +60,22 @@ import Testing
         }
     }
 
+    /// An operation that cannot be encoded (a non-finite number) fails its request only; the
+    /// batch's other requests are sent.
+    @Test func anUnencodableRecordFailsOnlyItsRequest() async throws {
+        try await withServer { server in
+            var database = try await server.container(forNewUser: "alice").privateCloudDatabase
+            database.maximumOperationsPerRequest = 1
+            try await database.save(RecordZone(zoneID: Gallery.zone))
+            var broken = Gallery.artist("broken")
+            broken["rating"] = .double(.nan)
+            let (saves, _) = try await database.modifyRecords(saving: [Gallery.artist("monet"), broken], deleting: [])
+            #expect((try? saves[Gallery.artist("monet").recordID]?.get()) != nil)
+            guard case .failure(let error)? = saves[broken.recordID] else { Issue.record("the broken record was not refused"); return }
+            #expect(error.code == .badRequest && error.reason.contains("could not be encoded"), "\(error.reason)")
+        }
+    }
+
     @Test func aCycleLargerThanARequestIsRefusedBeforeSending() async throws {
         try await withServer { server in
             var database = try await server.container(forNewUser: "alice").privateCloudDatabase

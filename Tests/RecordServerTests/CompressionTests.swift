@@ -30,6 +30,15 @@ import Testing
         }
     }
 
+    /// An empty body has nothing to decompress, whatever its header says.
+    @Test func anEmptyBodyIsEmptyWhateverItsEncoding() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            let reply = try await Self.post(server, alice, "changes/database", body: Data(), encoding: "gzip")
+            #expect(reply.status == 200, "\(reply.code ?? "-"): \(reply.reason)")
+        }
+    }
+
     @Test(arguments: [
         ("not gzip", "gzip", Data(#"{"operations": []}"#.utf8), 400, "BAD_REQUEST", "not valid gzip"),
         ("cut short", "gzip", Gzip.compress(Data(String(repeating: #"{"operations": []}"#, count: 100).utf8)).prefix(20), 400, "BAD_REQUEST", "not valid gzip"),

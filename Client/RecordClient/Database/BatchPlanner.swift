@@ -17,10 +17,10 @@ struct BatchPlanner {
     }
 
     /// The requests, as lists of operations each encoded once (to be sized, and then sent as
-    /// those bytes), in sending order.
+    /// those bytes), in sending order. An operation that cannot be encoded counts as empty here;
+    /// its request fails when it is sent (``EncodedOperation/failure``).
     ///
-    /// - Throws: `LIMIT_EXCEEDED` when a reference cycle is larger than one request can hold;
-    ///   `BAD_REQUEST` when an operation cannot be encoded.
+    /// - Throws: `LIMIT_EXCEEDED` when a reference cycle is larger than one request can hold.
     func planEncoded(saves: [RecordOperation], deletes: [RecordOperation]) throws -> [[EncodedOperation]] {
         let groups = DependencyOrder.savingOrder(saves.map { operation in
             (operation.record.recordName ?? "", Self.targets(of: operation.record))
@@ -32,7 +32,7 @@ struct BatchPlanner {
             guard group.count <= limit else {
                 throw RecordSyncError(.limitExceeded, "a reference cycle of \(group.count) records cannot be split across requests of at most \(limit) operations")
             }
-            let encoded = try group.map { try Self.encoded(saves[$0]) }
+            let encoded = group.map { EncodedOperation(saves[$0]) }
             let bytes = encoded.reduce(0) { $0 + $1.json.count }
             if !current.isEmpty && (current.count + group.count > limit || currentBytes + bytes > maximumBytes) {
                 requests.append(current)
@@ -47,19 +47,12 @@ struct BatchPlanner {
                 requests.append(current)
                 current = []
             }
-            current.append(try Self.encoded(delete))
+            current.append(EncodedOperation(delete))
         }
         if !current.isEmpty { requests.append(current) }
         return requests
     }
 
-    private static func encoded(_ operation: RecordOperation) throws -> EncodedOperation {
-        do {
-            return try EncodedOperation(operation)
-        } catch {
-            throw RecordSyncError(.badRequest, "the request could not be encoded: \(error)", recordName: operation.record.recordName)
-        }
-    }
 
     /// The names a payload's reference fields point at.
     static func targets(of payload: RecordPayload) -> [String] {

@@ -59,11 +59,24 @@ extension SyncEngine {
     /// the next one (asked for with the page's token) is already on its way: pages are still
     /// applied one after another, in feed order.
     func fetchZone(_ zoneID: ZoneID, into report: inout FetchReport) async throws {
-        var token = try await cache.changeToken(for: zoneID)
-        var resetting = false
+        let token = try await cache.changeToken(for: zoneID)
         report.fetchedZones.append(zoneID)
         var next = fetchPage(zoneID, since: token)
-        defer { next.cancel() }
+        do {
+            try await applyPages(zoneID, from: token, next: &next, into: &report)
+        } catch {
+            // The page asked for ahead is not wanted: it ends before this fetch does.
+            next.cancel()
+            _ = await next.result
+            throw error
+        }
+    }
+
+    /// Applies the pages `next` and its successors bring, starting after `token`.
+    private func applyPages(_ zoneID: ZoneID, from token: ServerChangeToken?, next: inout Task<ZoneChangesPage, any Error>,
+                            into report: inout FetchReport) async throws {
+        var token = token
+        var resetting = false
         while true {
             let since = token
             let page: ZoneChangesPage

@@ -23,24 +23,36 @@ struct HTTPTransport: Sendable {
     }
 
     /// Sends `body` to `endpoint` and reads the answer's bytes with `read`.
+    ///
+    /// Bodies of ``Gzip/threshold`` bytes or more travel gzip-compressed (see ``Gzip``: on
+    /// Linux an upload that needs more than one write keeps URLSession busy-polling the socket
+    /// until the answer arrives). A server that answers a compressed body with `BAD_REQUEST` (one
+    /// that predates compression reads it as bad JSON) gets the body once more as it is.
     func post<Body: Encodable, Reply>(_ endpoint: String, _ body: Body, reading read: (Data) throws -> Reply) async throws -> Reply {
+        let json: Data
+        do {
+            json = try JSONValueEncoder().encode(body)
+        } catch {
+            throw RecordSyncError(.badRequest, "the request could not be encoded: \(error)")
+        }
+        if json.count >= Gzip.threshold {
+            do {
+                return try await send(endpoint, Gzip.compress(json), encoding: "gzip", reading: read)
+            } catch let error as RecordSyncError where error.code == .badRequest {
+                // Sent as is below: the server's verdict on the plain body is the one that counts.
+            }
+        }
+        return try await send(endpoint, json, encoding: nil, reading: read)
+    }
+
+    private func send<Reply>(_ endpoint: String, _ body: Data, encoding: String?, reading read: (Data) throws -> Reply) async throws -> Reply {
         var request = URLRequest(url: baseURL.appendingPathComponent(endpoint))
         request.httpMethod = "POST"
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+        if let encoding { request.setValue(encoding, forHTTPHeaderField: "Content-Encoding") }
         request.timeoutInterval = 120
-        do {
-            var data = try JSONValueEncoder().encode(body)
-            // Large bodies travel compressed (see ``Gzip``): on Linux an upload that needs more
-            // than one write keeps URLSession busy-polling the socket until the answer arrives.
-            if data.count >= Gzip.threshold {
-                data = Gzip.compress(data)
-                request.setValue("gzip", forHTTPHeaderField: "Content-Encoding")
-            }
-            request.httpBody = data
-        } catch {
-            throw RecordSyncError(.badRequest, "the request could not be encoded: \(error)")
-        }
+        request.httpBody = body
         let data: Data
         let response: URLResponse
         do {

@@ -109,6 +109,7 @@ struct DatabaseRoutes: Sendable {
     /// - Throws: `BAD_REQUEST` for another encoding or a body that is not gzip;
     ///   `LIMIT_EXCEEDED` when the decompressed body is larger than `limit`.
     static func decoded(_ body: Data, encoding: String?, limit: Int) throws -> Data {
+        if body.isEmpty { return body }  // nothing was encoded (a GET, say)
         switch encoding?.trimmingCharacters(in: .whitespaces).lowercased() {
         case nil, "", "identity":
             return body

@@ -10,10 +10,16 @@ import GRDBSQLite
 struct SQLiteBinder {
     fileprivate let statement: SQLiteStatement
     fileprivate var index: Int32 = 1
+    /// The first binding SQLite refused (a text too large, say), reported by ``Statement/run(in:_:)``.
+    fileprivate var failure: Int32 = SQLITE_OK
+
+    private mutating func note(_ code: Int32) {
+        if failure == SQLITE_OK && code != SQLITE_OK { failure = code }
+        index += 1
+    }
 
     mutating func bind(_ value: Int64) {
-        sqlite3_bind_int64(statement, index, value)
-        index += 1
+        note(sqlite3_bind_int64(statement, index, value))
     }
 
     mutating func bind(_ value: Int) {
@@ -22,17 +28,18 @@ struct SQLiteBinder {
 
     mutating func bind(_ value: String) {
         var value = value
-        value.withUTF8 { bytes in
-            if let start = bytes.baseAddress, !bytes.isEmpty {
-                // SQLITE_TRANSIENT: SQLite copies the text before this returns.
-                _ = sqlite3_bind_text(statement, index, UnsafeRawPointer(start).assumingMemoryBound(to: CChar.self), Int32(bytes.count),
-                                      unsafeBitCast(-1, to: sqlite3_destructor_type.self))
-            } else {
+        let statement = statement, index = index
+        let code = value.withUTF8 { bytes -> Int32 in
+            guard let start = bytes.baseAddress, !bytes.isEmpty else {
                 // '' (a null pointer would bind NULL)
-                _ = sqlite3_bind_text(statement, index, "", 0, unsafeBitCast(-1, to: sqlite3_destructor_type.self))
+                return sqlite3_bind_text(statement, index, "", 0, unsafeBitCast(-1, to: sqlite3_destructor_type.self))
             }
+            guard bytes.count <= Int(Int32.max) else { return SQLITE_TOOBIG }
+            // SQLITE_TRANSIENT: SQLite copies the text before this returns.
+            return sqlite3_bind_text(statement, index, UnsafeRawPointer(start).assumingMemoryBound(to: CChar.self), Int32(bytes.count),
+                                     unsafeBitCast(-1, to: sqlite3_destructor_type.self))
         }
-        index += 1
+        note(code)
     }
 }
 
@@ -46,7 +53,7 @@ extension Statement {
         sqlite3_clear_bindings(statement)
         var binder = SQLiteBinder(statement: statement)
         bind(&binder)
-        let code = sqlite3_step(statement)
+        let code = binder.failure == SQLITE_OK ? sqlite3_step(statement) : binder.failure
         sqlite3_reset(statement)
         guard code == SQLITE_DONE else {
             throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: sql)

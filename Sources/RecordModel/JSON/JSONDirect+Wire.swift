@@ -211,13 +211,22 @@ extension RecordOperation: JSONDirectWritable {
 /// request limits and then sends those same bytes.
 package struct EncodedOperation: Sendable {
     package let operation: RecordOperation
+    /// The operation's JSON; empty when it could not be encoded (see ``failure``).
     package let json: [UInt8]
+    /// Why the operation could not be encoded (a non-finite number, say), or `nil`.
+    package let failure: String?
 
-    package init(_ operation: RecordOperation) throws {
+    package init(_ operation: RecordOperation) {
         var writer = JSONWriter()
-        try operation.write(to: &writer)
         self.operation = operation
-        self.json = writer.bytes
+        do {
+            try operation.write(to: &writer)
+            self.json = writer.bytes
+            self.failure = nil
+        } catch {
+            self.json = []
+            self.failure = "\(error)"
+        }
     }
 }
 
@@ -244,6 +253,9 @@ package struct EncodedModifyRecordsRequest: Sendable, Encodable, JSONDirectWrita
     }
 
     func write(to writer: inout JSONWriter) throws {
+        if let failure = operations.lazy.compactMap(\.failure).first {
+            throw EncodingError.invalidValue(operations, .init(codingPath: [], debugDescription: failure))
+        }
         var first = true
         writer.open()
         if let atomic { writer.key("atomic", first: &first); writer.bytes.append(contentsOf: (atomic ? "true" : "false").utf8) }

@@ -230,10 +230,17 @@ extension Record: JSONDirectDecodable {
                     fieldsJSON = nil
                 } else {
                     let start = parser.index  // at the '{' (takeNull skipped the whitespace)
-                    fields = try parser.directDictionary(of: FieldValue.self)
-                    if keepingFieldsText {
-                        fieldsJSON = String(decoding: UnsafeBufferPointer(rebasing: parser.bytes[start..<parser.index]), as: UTF8.self)
+                    var members = 0
+                    var read: [String: FieldValue] = [:]
+                    try parser.forEachMember { parser, name in
+                        members += 1
+                        read[name] = try FieldValue(direct: &parser)
                     }
+                    fields = read
+                    // Kept only when it says exactly what was decoded: a repeated name keeps
+                    // its last value here but its first for SQLite's json_extract.
+                    fieldsJSON = keepingFieldsText && members == read.count
+                        ? String(decoding: UnsafeBufferPointer(rebasing: parser.bytes[start..<parser.index]), as: UTF8.self) : nil
                 }
             case "created": created = try parser.takeNull() ? nil : try Stamp(direct: &parser)
             case "modified": modified = try parser.takeNull() ? nil : try Stamp(direct: &parser)
