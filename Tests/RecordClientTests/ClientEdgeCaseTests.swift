@@ -140,6 +140,23 @@ import Testing
 }
 
 @Suite struct SyncLockTests {
+    /// Which saves ask the server for their system fields only: those whose stored fields the
+    /// client already knows exactly.
+    @Test func onlySavesThatReplaceTypedFieldsSkipTheirFieldsInTheAnswer() throws {
+        let typed: [String: RawFieldValue] = ["title": RawFieldValue(FieldValue.string("Lilies")), "year": RawFieldValue(FieldValue.int64(1906)),
+                                              "gone": RawFieldValue(value: .null, type: FieldType(.string))]
+        let known = Database.fieldsKnownLocally(RecordOperation(.forceReplace, RecordPayload(recordName: "w", recordType: "Artwork", fields: typed)))
+        #expect(known == ["title": .string("Lilies"), "year": .int64(1906)])
+        #expect(Database.fieldsKnownLocally(RecordOperation(.create, RecordPayload(recordName: "w", recordType: "Artwork", fields: typed))) != nil)
+        // Updates keep stored fields they do not name; untyped values are resolved by the schema;
+        // a caller's desiredKeys are the caller's.
+        #expect(Database.fieldsKnownLocally(RecordOperation(.forceUpdate, RecordPayload(recordName: "w", recordType: "Artwork", fields: typed))) == nil)
+        #expect(Database.fieldsKnownLocally(RecordOperation(.forceReplace, RecordPayload(recordName: "w", recordType: "Artwork",
+                                                                                        fields: ["year": RawFieldValue(value: .int(1906))]))) == nil)
+        #expect(Database.fieldsKnownLocally(RecordOperation(.forceReplace, RecordPayload(recordName: "w", recordType: "Artwork", fields: typed),
+                                                            desiredKeys: ["title"])) == nil)
+    }
+
     @Test func passesNeverOverlap() async throws {
         let lock = SyncLock()
         let counter = Counter()

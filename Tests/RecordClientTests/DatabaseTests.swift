@@ -60,6 +60,40 @@ import Testing
         }
     }
 
+    /// A saved record comes back with the fields the server stored, every type included, though
+    /// the answer carries only its system fields (the client fills in what it sent); an update,
+    /// which keeps stored fields it does not name, comes back with them from the server.
+    @Test func aSavedRecordComesBackAsTheServerStoredIt() async throws {
+        try await withServer { server in
+            let database = try await server.container(forNewUser: "alice").privateCloudDatabase
+            try await database.save(RecordZone(zoneID: Gallery.zone))
+            var record = Gallery.artwork("lilies", by: "monet")
+            record["year"] = .int64(1906)
+            record["price"] = .double(2.5e6 / 3)
+            record["whole"] = .double(2)
+            record["shown"] = .timestamp(1_700_000_000_123)
+            record["thumbnail"] = .bytes(Data([0, 1, 2, 255]))
+            record["framed"] = .boolean(true)
+            record["place"] = .location(Location(latitude: 48.85, longitude: 2.35, altitude: -1.5))
+            record["tags"] = .list(.string, [.string("oil"), .string("water é")])
+            record["sizes"] = .list(.double, [.double(0.1), .double(-0.0)])
+            let (saves, _) = try await database.modifyRecords(saving: [record], deleting: [])
+            let saved = try #require(try saves[record.recordID]?.get())
+            let fetched = try #require(try await database.records(for: [record.recordID]).records.first)
+            #expect(saved.fields == fetched.fields)
+            #expect(saved.recordChangeTag == fetched.recordChangeTag && saved.modified == fetched.modified && saved.created == fetched.created)
+
+            // An update naming one field: the answer's fields are the server's merge.
+            var update = Record(recordType: "Artwork", recordID: record.recordID)
+            update.recordChangeTag = saved.recordChangeTag
+            update["title"] = .string("Water Lilies")
+            let operation = RecordOperation(.update, RecordPayload(update))
+            let results = try await database.modify([operation], inZoneWith: Gallery.zone, atomically: true)
+            guard case .success(let merged)? = results.first?.result else { Issue.record("update failed: \(results)"); return }
+            #expect(merged.fields["year"] == .int64(1906) && merged.fields["title"] == .string("Water Lilies"))
+        }
+    }
+
     /// An operation that cannot be encoded (a non-finite number) fails its request only; the
     /// batch's other requests are sent.
     @Test func anUnencodableRecordFailsOnlyItsRequest() async throws {

@@ -66,12 +66,26 @@ extension Database {
     func sendReportingCascades(saves: [RecordOperation], deletes: [RecordOperation], zone: ZoneID, atomically: Bool,
                                throwFirstFailure: Bool, progress: (@Sendable (_ done: Int, _ total: Int) -> Void)? = nil) async throws
         -> [(RecordOperation, Result<Record, RecordSyncError>, [String])] {
+        // Saves whose answer need not repeat their fields ask for the system fields only.
+        var trimmed: Set<String> = []
+        let saves = saves.map { operation -> RecordOperation in
+            guard let name = operation.record.recordName, Self.fieldsKnownLocally(operation) != nil else { return operation }
+            trimmed.insert(name)
+            var wire = operation
+            wire.desiredKeys = []
+            return wire
+        }
         let requests = try BatchPlanner(limit: maximumOperationsPerRequest, maximumBytes: maximumRequestBytes).planEncoded(saves: saves, deletes: deletes)
         let total = saves.count + deletes.count
         var results: [(RecordOperation, Result<Record, RecordSyncError>, [String])] = []
         var stopped: RecordSyncError?
         for (index, encoded) in requests.enumerated() {
-            let operations = encoded.map(\.operation)
+            // As the caller gave them (without the desiredKeys added above).
+            let operations = encoded.map { encoded in
+                var operation = encoded.operation
+                if let name = operation.record.recordName, trimmed.contains(name) { operation.desiredKeys = nil }
+                return operation
+            }
             if let stopped {
                 for operation in operations {
                     results.append((operation, .failure(RecordSyncError(.atomicError, "not sent: an earlier request of this batch failed (\(stopped.code))", recordName: operation.record.recordName, zoneID: zone)), []))
@@ -97,7 +111,12 @@ extension Database {
                     continue
                 }
                 switch answer.records[position] {
-                case .success(let record, let cascaded): results.append((operation, .success(record), cascaded ?? []))
+                case .success(var record, let cascaded):
+                    if let name = operation.record.recordName, trimmed.contains(name), record.fields.isEmpty,
+                       let fields = Self.fieldsKnownLocally(operation) {
+                        record.fields = fields
+                    }
+                    results.append((operation, .success(record), cascaded ?? []))
                 case .failure(let error): results.append((operation, .failure(error), []))
                 }
             }
@@ -105,6 +124,25 @@ extension Database {
             progress?(results.count, total)
         }
         return results
+    }
+
+    /// The fields a save will have on the server, when the client knows them without being
+    /// told: an operation that replaces every field (`create`, `replace`, `forceReplace`), asks
+    /// for all fields back, and types every value. The server stores such values exactly as
+    /// sent (a typed value is never resolved against the schema), so its answer need not carry
+    /// them: the client asks for the system fields only (`desiredKeys: []`) and fills these in,
+    /// halving what a batch of saves brings back.
+    static func fieldsKnownLocally(_ operation: RecordOperation) -> [String: FieldValue]? {
+        guard operation.desiredKeys == nil, [.create, .replace, .forceReplace].contains(operation.operationType),
+              let raw = operation.record.fields else { return nil }
+        var fields: [String: FieldValue] = [:]
+        for (name, value) in raw {
+            guard let type = value.type else { return nil }
+            if value.value == .null { continue }
+            guard let field = try? FieldValue(json: value.value, type: type) else { return nil }
+            fields[name] = field
+        }
+        return fields
     }
 
     /// Fetches records by ID (CloudKit's `records(for:desiredKeys:)`).
