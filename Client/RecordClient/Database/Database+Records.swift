@@ -69,7 +69,7 @@ extension Database {
         // Saves whose answer need not repeat their fields ask for the system fields only.
         var trimmed: Set<String> = []
         let saves = saves.map { operation -> RecordOperation in
-            guard let name = operation.record.recordName, Self.fieldsKnownLocally(operation) != nil else { return operation }
+            guard let name = operation.record.recordName, Self.answerNeedsNoFields(operation) else { return operation }
             trimmed.insert(name)
             var wire = operation
             wire.desiredKeys = []
@@ -133,9 +133,9 @@ extension Database {
     /// them: the client asks for the system fields only (`desiredKeys: []`) and fills these in,
     /// halving what a batch of saves brings back.
     static func fieldsKnownLocally(_ operation: RecordOperation) -> [String: FieldValue]? {
-        guard operation.desiredKeys == nil, [.create, .replace, .forceReplace].contains(operation.operationType),
-              let raw = operation.record.fields else { return nil }
+        guard answerNeedsNoFields(operation), let raw = operation.record.fields else { return nil }
         var fields: [String: FieldValue] = [:]
+        fields.reserveCapacity(raw.count)
         for (name, value) in raw {
             guard let type = value.type else { return nil }
             if value.value == .null { continue }
@@ -143,6 +143,16 @@ extension Database {
             fields[name] = field
         }
         return fields
+    }
+
+    /// Whether ``fieldsKnownLocally(_:)`` can work out the operation's fields (checked before
+    /// sending, without converting them).
+    static func answerNeedsNoFields(_ operation: RecordOperation) -> Bool {
+        guard operation.desiredKeys == nil, let raw = operation.record.fields else { return false }
+        switch operation.operationType {
+        case .create, .replace, .forceReplace: return raw.values.allSatisfy { $0.type != nil }
+        default: return false
+        }
     }
 
     /// Fetches records by ID (CloudKit's `records(for:desiredKeys:)`).
