@@ -57,61 +57,49 @@ extension SyncEngine {
 
     /// Fetches one zone's changes since its saved token. While a page is written to the cache,
     /// the next one (asked for with the page's token) is already on its way: pages are still
-    /// applied one after another, in feed order.
+    /// applied one after another, in feed order. The page asked for ahead is a child task of
+    /// this fetch: if the fetch fails or is cancelled, so is it, and the fetch ends after it.
     func fetchZone(_ zoneID: ZoneID, into report: inout FetchReport) async throws {
-        let token = try await cache.changeToken(for: zoneID)
+        var token = try await cache.changeToken(for: zoneID)
         report.fetchedZones.append(zoneID)
-        var next = fetchPage(zoneID, since: token)
-        do {
-            try await applyPages(zoneID, from: token, next: &next, into: &report)
-        } catch {
-            // The page asked for ahead is not wanted: it ends before this fetch does.
-            next.cancel()
-            _ = await next.result
-            throw error
-        }
-    }
-
-    /// Applies the pages `next` and its successors bring, starting after `token`.
-    private func applyPages(_ zoneID: ZoneID, from token: ServerChangeToken?, next: inout Task<ZoneChangesPage, any Error>,
-                            into report: inout FetchReport) async throws {
-        var token = token
-        var resetting = false
-        while true {
-            let since = token
-            let page: ZoneChangesPage
-            do {
-                let pending = next
-                page = try await withTaskCancellationHandler { try await pending.value } onCancel: { pending.cancel() }
-            } catch let error as RecordSyncError where error.code == .changeTokenExpired && !resetting {
-                configuration.logger.info("zone token expired; fetching the zone again", metadata: ["record.zone": "\(zoneID.zoneName)"])
-                report.resetZones.append(zoneID)
-                token = nil
-                resetting = true
-                next = fetchPage(zoneID, since: nil)
-                continue
-            } catch let error as RecordSyncError where error.code == .zoneNotFound {
-                try await cache.purge(zoneID)
-                report.purgedZones.append(zoneID)
-                return
+        try await withThrowingTaskGroup(of: ZoneChangesPage.self) { pages in
+            func ask(since token: ServerChangeToken?) {
+                pages.addTask { [self] in
+                    try await retrying("records/changes") {
+                        try await database.recordZoneChanges(inZoneWith: zoneID, since: token, resultsLimit: configuration.pageSize)
+                    }
+                }
             }
-            if page.moreComing { next = fetchPage(zoneID, since: page.changeToken) }
-            // A fetch without a token returns the zone's current records and no tombstones of
-            // records deleted before it, so it replaces what the cache held (its own sends,
-            // say), except records with queued edits.
-            try await cache.apply(page, to: zoneID, resetting: since == nil)
-            report.changedRecordCount += page.modifications.count
-            report.deletedRecordCount += page.deletions.count
-            token = page.changeToken
-            if !page.moreComing { return }
-        }
-    }
-
-    /// Starts fetching one page of a zone's changes, with retries of transient failures.
-    private func fetchPage(_ zoneID: ZoneID, since token: ServerChangeToken?) -> Task<ZoneChangesPage, any Error> {
-        Task {
-            try await retrying("records/changes") {
-                try await database.recordZoneChanges(inZoneWith: zoneID, since: token, resultsLimit: configuration.pageSize)
+            var resetting = false
+            ask(since: token)
+            while true {
+                let since = token
+                let page: ZoneChangesPage
+                do {
+                    // One page is asked for at a time, so the next result is that page.
+                    guard let next = try await pages.next() else { return }
+                    page = next
+                } catch let error as RecordSyncError where error.code == .changeTokenExpired && !resetting {
+                    configuration.logger.info("zone token expired; fetching the zone again", metadata: ["record.zone": "\(zoneID.zoneName)"])
+                    report.resetZones.append(zoneID)
+                    token = nil
+                    resetting = true
+                    ask(since: nil)
+                    continue
+                } catch let error as RecordSyncError where error.code == .zoneNotFound {
+                    try await cache.purge(zoneID)
+                    report.purgedZones.append(zoneID)
+                    return
+                }
+                if page.moreComing { ask(since: page.changeToken) }
+                // A fetch without a token returns the zone's current records and no tombstones of
+                // records deleted before it, so it replaces what the cache held (its own sends,
+                // say), except records with queued edits.
+                try await cache.apply(page, to: zoneID, resetting: since == nil)
+                report.changedRecordCount += page.modifications.count
+                report.deletedRecordCount += page.deletions.count
+                token = page.changeToken
+                if !page.moreComing { return }
             }
         }
     }

@@ -147,29 +147,33 @@ extension RecordsResponse: JSONDirectWritable {
     }
 }
 
+extension JSONWriter {
+    /// A page of zone changes, keys sorted; `records` writes the records array.
+    mutating func changePage(moreComing: Bool, syncToken: String, zoneID: ZoneID, records: (inout JSONWriter) throws -> Void) rethrows {
+        var first = true
+        open()
+        key("moreComing", first: &first); bytes.append(contentsOf: (moreComing ? "true" : "false").utf8)
+        key("records", first: &first)
+        try records(&self)
+        key("syncToken", first: &first); writeString(syncToken)
+        key("zoneID", first: &first); zoneID.write(to: &self)
+        close()
+    }
+}
+
 extension ZoneChanges: JSONDirectWritable {
     func write(to writer: inout JSONWriter) throws {
-        var first = true
-        writer.open()
-        writer.key("moreComing", first: &first); writer.bytes.append(contentsOf: (moreComing ? "true" : "false").utf8)
-        writer.key("records", first: &first)
-        try writer.array(records) { try $1.write(to: &$0) }
-        writer.key("syncToken", first: &first); writer.writeString(syncToken)
-        writer.key("zoneID", first: &first); zoneID.write(to: &writer)
-        writer.close()
+        try writer.changePage(moreComing: moreComing, syncToken: syncToken, zoneID: zoneID) { writer in
+            try writer.array(records) { try $1.write(to: &$0) }
+        }
     }
 }
 
 extension StoredZoneChanges: JSONDirectWritable {
     func write(to writer: inout JSONWriter) throws {
-        var first = true
-        writer.open()
-        writer.key("moreComing", first: &first); writer.bytes.append(contentsOf: (moreComing ? "true" : "false").utf8)
-        writer.key("records", first: &first)
-        try writer.array(entries) { try $1.record.write(to: &$0, cascadedRecordNames: nil, fieldsJSON: $1.fieldsJSON) }
-        writer.key("syncToken", first: &first); writer.writeString(syncToken)
-        writer.key("zoneID", first: &first); zoneID.write(to: &writer)
-        writer.close()
+        try writer.changePage(moreComing: moreComing, syncToken: syncToken, zoneID: zoneID) { writer in
+            try writer.array(entries) { try $1.record.write(to: &$0, cascadedRecordNames: nil, fieldsJSON: $1.fieldsJSON) }
+        }
     }
 }
 

@@ -280,18 +280,8 @@ extension RecordsResponse: JSONDirectDecodable {
 
 extension ZoneChanges: JSONDirectDecodable {
     init(direct parser: inout JSONParser) throws {
-        var zoneID: ZoneID?, records: [Record]?, token: String?, more: Bool?
-        try parser.forEachMember { parser, key in
-            switch key {
-            case "zoneID": zoneID = try ZoneID(direct: &parser)
-            case "records": records = try parser.directArray(of: Record.self)
-            case "syncToken": token = try parser.directString()
-            case "moreComing": more = try parser.directBool()
-            default: try parser.skipValue()
-            }
-        }
-        guard let zoneID, let records, let token, let more else { throw JSONDirectMiss() }
-        self.init(zoneID: zoneID, records: records, syncToken: token, moreComing: more)
+        let page = try StoredZoneChangesText.page(&parser, keepingFieldsText: false)
+        self.init(zoneID: page.zoneID, records: page.entries.map(\.record), syncToken: page.syncToken, moreComing: page.moreComing)
     }
 }
 
@@ -300,6 +290,11 @@ struct StoredZoneChangesText: JSONDirectDecodable {
     var page: StoredZoneChanges
 
     init(direct parser: inout JSONParser) throws {
+        page = try Self.page(&parser, keepingFieldsText: true)
+    }
+
+    /// A change page; with `keepingFieldsText`, each record's fields also as the text they arrived in.
+    static func page(_ parser: inout JSONParser, keepingFieldsText: Bool) throws -> StoredZoneChanges {
         var zoneID: ZoneID?, entries: [StoredZoneChanges.Entry]?, token: String?, more: Bool?
         try parser.forEachMember { parser, key in
             switch key {
@@ -307,7 +302,7 @@ struct StoredZoneChangesText: JSONDirectDecodable {
             case "records":
                 var read: [StoredZoneChanges.Entry] = []
                 try parser.forEachElement { parser in
-                    let (record, _, text) = try Record.direct(&parser, asResult: false, keepingFieldsText: true)
+                    let (record, _, text) = try Record.direct(&parser, asResult: false, keepingFieldsText: keepingFieldsText)
                     read.append(StoredZoneChanges.Entry(record: record, fieldsJSON: text))
                 }
                 entries = read
@@ -317,7 +312,7 @@ struct StoredZoneChangesText: JSONDirectDecodable {
             }
         }
         guard let zoneID, let entries, let token, let more else { throw JSONDirectMiss() }
-        page = StoredZoneChanges(zoneID: zoneID, entries: entries, syncToken: token, moreComing: more)
+        return StoredZoneChanges(zoneID: zoneID, entries: entries, syncToken: token, moreComing: more)
     }
 }
 
