@@ -56,7 +56,7 @@ struct HTTPTransport: Sendable {
         let data: Data
         let response: URLResponse
         do {
-            (data, response) = try await session.data(for: request)
+            (data, response) = try await Self.load(request, in: session)
         } catch {
             throw RecordSyncError(.networkFailure, "\(endpoint): \(error.localizedDescription)", retryAfter: 1)
         }
@@ -75,6 +75,59 @@ struct HTTPTransport: Sendable {
         } catch {
             throw RecordSyncError(.networkFailure, "\(endpoint): the answer could not be read: \(error)")
         }
+    }
+}
+
+extension HTTPTransport {
+    /// `session.data(for:)`, cancelled without blocking.
+    ///
+    /// FoundationNetworking's `data(for:)` cancels its data task from the Swift task's
+    /// cancellation handler with a `sync` onto the session's queue, while the runtime holds the
+    /// task's status lock; if that queue is at that moment resuming the same task, each waits
+    /// for the other forever (seen when a running sync engine was cancelled mid-request). Here
+    /// the data task is cancelled asynchronously instead.
+    static func load(_ request: URLRequest, in session: URLSession) async throws -> (Data, URLResponse) {
+        let pending = PendingLoad()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Data, URLResponse), any Error>) in
+                let task = session.dataTask(with: request) { data, response, error in
+                    if let error {
+                        continuation.resume(throwing: error)
+                    } else if let response {
+                        continuation.resume(returning: (data ?? Data(), response))
+                    } else {
+                        continuation.resume(throwing: URLError(.badServerResponse))
+                    }
+                }
+                pending.start(task)
+            }
+        } onCancel: {
+            pending.cancel()
+        }
+    }
+}
+
+/// A data task that a cancellation may reach before or after it starts.
+private final class PendingLoad: @unchecked Sendable {
+    private let lock = NSLock()
+    private var task: URLSessionDataTask?
+    private var cancelled = false
+
+    func start(_ task: URLSessionDataTask) {
+        lock.lock()
+        self.task = task
+        let cancelled = self.cancelled
+        lock.unlock()
+        task.resume()
+        if cancelled { DispatchQueue.global().async { task.cancel() } }
+    }
+
+    func cancel() {
+        lock.lock()
+        cancelled = true
+        let task = self.task
+        lock.unlock()
+        if let task { DispatchQueue.global().async { task.cancel() } }
     }
 }
 
