@@ -43,6 +43,8 @@ let package = Package(
             dependencies: [
                 "RecordModel",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // SQLite's C API, for the WAL hook of WALCheckpointer.
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ],
             path: "Sources/RecordSQL",
             swiftSettings: swiftSettings

@@ -50,10 +50,22 @@ public enum NameRules {
         if name.utf8.count > maximumLength {
             return "\(kind) is \(name.utf8.count) bytes long; the limit is \(maximumLength)"
         }
-        if name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+        if containsControlCharacter(name) {
             return "\(kind) contains a control character"
         }
         return nil
+    }
+
+    /// Whether `name` holds a character of Unicode's control category (Cc): C0, DEL and C1.
+    /// ASCII text, the common case, is checked byte by byte.
+    static func containsControlCharacter(_ name: String) -> Bool {
+        var ascii = true
+        for byte in name.utf8 {
+            if byte < 0x20 || byte == 0x7F { return true }
+            if byte >= 0x80 { ascii = false; break }
+        }
+        if ascii { return false }
+        return name.unicodeScalars.contains { $0.properties.generalCategory == .control }
     }
 
     /// Checks a field name: a letter, then letters, digits or underscores, at most

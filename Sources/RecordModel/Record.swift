@@ -64,7 +64,16 @@ public struct Record: Sendable, Hashable {
 
     /// Every reference the record holds, with the field holding it.
     public var references: [(field: String, reference: Reference)] {
-        fields.sorted { $0.key < $1.key }.flatMap { field, value in value.references.map { (field, $0) } }
+        // Only the fields holding references are sorted (by name; a list keeps its order).
+        var holding: [(field: String, value: FieldValue)] = []
+        for (field, value) in fields {
+            switch value {
+            case .reference, .list(.reference, _): holding.append((field, value))
+            default: continue
+            }
+        }
+        if holding.count > 1 { holding.sort { $0.field < $1.field } }
+        return holding.flatMap { field, value in value.references.map { (field, $0) } }
     }
 
     /// The record with only the fields named in `desiredKeys` (all of them when `nil`).

@@ -52,6 +52,25 @@ import Testing
         #expect(decoded.references.map(\.reference.recordName) == ["x", "y"])
     }
 
+    @Test func referencesComeByFieldNameWithListsInTheirOrder() {
+        let record = Record(recordName: "r", recordType: "T", fields: [
+            "owner": .reference(Reference(recordName: "o")), "title": .string("t"), "count": .int64(2),
+            "authors": .list(.reference, [.reference(Reference(recordName: "b")), .reference(Reference(recordName: "a"))]),
+            "zeta": .reference(Reference(recordName: "z")), "tags": .list(.string, [.string("x")]),
+        ])
+        #expect(record.references.map { "\($0.field)=\($0.reference.recordName)" } == ["authors=b", "authors=a", "owner=o", "zeta=z"])
+        #expect(Record(recordName: "s", recordType: "T", fields: ["title": .string("t")]).references.isEmpty)
+    }
+
+    @Test func namesWithControlCharactersAreRefused() {
+        for name in ["a\u{0}b", "tab\there", "\u{1F}", "del\u{7F}", "é\u{85}", "😀\u{9F}x", "line\n"] {
+            #expect(NameRules.problem(withName: name, kind: "recordName") == "recordName contains a control character", "\(name.unicodeScalars.map(\.value))")
+        }
+        for name in ["plain-name_1", "é", "😀 emoji", "space ok", "\u{A0}nbsp", "zero\u{200B}width"] {
+            #expect(NameRules.problem(withName: name, kind: "recordName") == nil, "\(name)")
+        }
+    }
+
     @Test func fieldNamesFollowCloudKitRules() {
         #expect(NameRules.problem(withFieldName: "title_2") == nil)
         #expect(NameRules.problem(withFieldName: "2title") != nil)

@@ -15,6 +15,8 @@ import RecordSQL
 /// of the same shape, so they return the records the server would.
 public final class RecordCache: Sendable {
     let writer: any DatabaseWriter
+    /// Runs the file's WAL checkpoints off the commit path (`nil` in memory).
+    private let checkpointer: WALCheckpointer?
 
     /// Opens (creating if needed) the cache file at `path`; `":memory:"` makes an in-memory cache.
     ///
@@ -22,9 +24,12 @@ public final class RecordCache: Sendable {
     public init(path: String) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(30)
+        let checkpointer = path == ":memory:" ? nil : WALCheckpointer(path: path)
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = FULL")
+            checkpointer?.install(in: db)
         }
+        self.checkpointer = checkpointer
         if path == ":memory:" {
             writer = try DatabaseQueue(configuration: configuration)
         } else {
@@ -182,14 +187,35 @@ public final class RecordCache: Sendable {
                 created_at = excluded.created_at, created_by = excluded.created_by, created_device = excluded.created_device,
                 modified_at = excluded.modified_at, modified_by = excluded.modified_by, modified_device = excluded.modified_device,
                 server_record = excluded.server_record
-            """).execute(arguments: [zone, record.recordName, record.recordType, tag, fields, created.timestamp, created.userRecordName, created.deviceID,
-                                     modified.timestamp, modified.userRecordName, modified.deviceID, serverJSON])
+            """).execute { row in
+                row.bind(zone)
+                row.bind(record.recordName)
+                row.bind(record.recordType)
+                row.bind(tag)
+                row.bind(fields)
+                row.bind(created.timestamp)
+                row.bind(created.userRecordName)
+                row.bind(created.deviceID)
+                row.bind(modified.timestamp)
+                row.bind(modified.userRecordName)
+                row.bind(modified.deviceID)
+                row.bind(serverJSON)
+            }
         if isCached {
             try db.cachedStatement(sql: "DELETE FROM refs WHERE zone_id = ? AND source = ?").execute(arguments: [zone, record.recordName])
         }
-        for (field, reference) in record.references {
-            try db.cachedStatement(sql: "INSERT OR IGNORE INTO refs(zone_id, source, field, target, action) VALUES (?, ?, ?, ?, ?)")
-                .execute(arguments: [zone, record.recordName, field, reference.recordName, RecordRow.code(reference.action)])
+        let references = record.references
+        if !references.isEmpty {
+            let insert = try db.cachedStatement(sql: "INSERT OR IGNORE INTO refs(zone_id, source, field, target, action) VALUES (?, ?, ?, ?, ?)")
+            for (field, reference) in references {
+                try insert.execute { row in
+                    row.bind(zone)
+                    row.bind(record.recordName)
+                    row.bind(field)
+                    row.bind(reference.recordName)
+                    row.bind(RecordRow.code(reference.action))
+                }
+            }
         }
         for (field, value) in record.fields where recordingSchema {
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO schema_fields(record_type, field, type) VALUES (?, ?, ?)")

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import RecordModel
+import RecordSQL
 
 /// The SQLite backend: one database file in WAL mode, written through GRDB.
 ///
@@ -11,6 +12,8 @@ import RecordModel
 public final class SQLiteRecordStore: RecordStore {
     let pool: DatabasePool
     let limits: StoreLimits
+    /// Runs the file's WAL checkpoints off the commit path.
+    private let checkpointer: WALCheckpointer
 
     /// Opens (creating if needed) the database at `path` and brings its schema up to date.
     ///
@@ -18,10 +21,13 @@ public final class SQLiteRecordStore: RecordStore {
     public init(path: String, limits: StoreLimits = StoreLimits()) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(30)
+        let checkpointer = WALCheckpointer(path: path)
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = FULL")
             try db.execute(sql: "PRAGMA temp_store = MEMORY")
+            checkpointer.install(in: db)
         }
+        self.checkpointer = checkpointer
         pool = try DatabasePool(path: path, configuration: configuration)
         self.limits = limits
         try Self.migrator.migrate(pool)

@@ -5,9 +5,8 @@ import GRDBSQLite
 ///
 /// GRDB's `StatementArguments` box every value before binding it; for the two inserts every
 /// saved record makes (its row and its references) that was about a tenth of the time a save
-/// holds the write lock. Used only for writes that no GRDB observer watches: the server
-/// registers none (the client cache, whose tables `ValueObservation` watches, does not use it).
-struct SQLiteBinder {
+/// holds the write lock on the server, and a similar share of the client cache's writes.
+package struct SQLiteBinder {
     fileprivate let statement: SQLiteStatement
     fileprivate var index: Int32 = 1
     /// The first binding SQLite refused (a text too large, say), reported by ``Statement/run(in:_:)``.
@@ -18,15 +17,28 @@ struct SQLiteBinder {
         index += 1
     }
 
-    mutating func bind(_ value: Int64) {
+    package mutating func bind(_ value: Int64) {
         note(sqlite3_bind_int64(statement, index, value))
     }
 
-    mutating func bind(_ value: Int) {
+    package mutating func bind(_ value: Int) {
         bind(Int64(value))
     }
 
-    mutating func bind(_ value: String) {
+    /// Binds NULL.
+    package mutating func bindNull() {
+        note(sqlite3_bind_null(statement, index))
+    }
+
+    package mutating func bind(_ value: Int64?) {
+        if let value { bind(value) } else { bindNull() }
+    }
+
+    package mutating func bind(_ value: String?) {
+        if let value { bind(value) } else { bindNull() }
+    }
+
+    package mutating func bind(_ value: String) {
         var value = value
         let statement = statement, index = index
         let code = value.withUTF8 { bytes -> Int32 in
@@ -44,10 +56,12 @@ struct SQLiteBinder {
 }
 
 extension Statement {
-    /// Runs this statement, which returns no rows, with the arguments `bind` sets in order.
+    /// Runs this statement, which returns no rows, with the arguments `bind` sets in order,
+    /// straight through SQLite: GRDB's transaction observers do not see the change. Only for
+    /// tables no observer watches (the server registers none).
     ///
     /// - Throws: `DatabaseError` when SQLite fails.
-    func run(in db: Database, _ bind: (inout SQLiteBinder) -> Void) throws {
+    package func run(in db: Database, _ bind: (inout SQLiteBinder) -> Void) throws {
         let statement = sqliteStatement
         sqlite3_reset(statement)
         sqlite3_clear_bindings(statement)
@@ -58,5 +72,24 @@ extension Statement {
         guard code == SQLITE_DONE else {
             throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: sql)
         }
+    }
+
+    /// Executes this statement, which returns no rows, with the arguments `bind` sets in
+    /// order: the values are bound through SQLite's C API, and the statement runs through GRDB,
+    /// so its transaction observers (`ValueObservation`) see the change.
+    ///
+    /// - Throws: `DatabaseError` when SQLite fails.
+    package func execute(binding bind: (inout SQLiteBinder) -> Void) throws {
+        // Resets the statement and clears its bindings; GRDB then takes the bindings made here
+        // as this statement's arguments (the error of a failed step removes it from GRDB's
+        // statement cache, so a cached statement is never reset with an error pending).
+        setUncheckedArguments(StatementArguments())
+        var binder = SQLiteBinder(statement: sqliteStatement)
+        bind(&binder)
+        guard binder.failure == SQLITE_OK else {
+            sqlite3_clear_bindings(sqliteStatement)
+            throw DatabaseError(resultCode: ResultCode(rawValue: binder.failure), message: "a value could not be bound", sql: sql)
+        }
+        try execute()
     }
 }

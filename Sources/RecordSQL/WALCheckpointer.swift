@@ -1,0 +1,119 @@
+import Foundation
+import GRDB
+import GRDBSQLite
+
+/// Runs a WAL database's checkpoints on a connection and a thread of their own, off the
+/// writer's commit path.
+///
+/// SQLite's automatic checkpoint runs inside the commit that takes the write-ahead log past
+/// 1,000 pages, on the writing connection: that commit copies the log into the database file
+/// and syncs it while every other write waits for it. With a checkpointer installed, the
+/// writing connection's WAL hook only looks at the log's size after each commit; past
+/// ``threshold`` pages it asks for a `PASSIVE` checkpoint, which runs on this object's own
+/// connection, on a background queue, while writes go on. (A passive checkpoint copies what
+/// no reader still needs and never blocks readers or the writer; the writer starts the log
+/// over once a checkpoint has copied all of it.)
+///
+/// If checkpoints still fall behind and the log reaches ``limit`` pages, the committing
+/// connection checkpoints itself, as SQLite's own hook would: the log stays bounded.
+///
+/// Durability is unchanged: commits still sync the log (`synchronous = FULL`), and a
+/// checkpoint syncs the log before copying it and the database file after.
+///
+/// Install it from `Configuration.prepareDatabase` with ``install(in:)``; keep the checkpointer
+/// as long as the database is open. (Each installed connection keeps a few bytes of context
+/// for its hook for as long as the process runs: SQLite's WAL hook takes no destructor.)
+public final class WALCheckpointer: @unchecked Sendable {
+    /// The database file.
+    public let path: String
+    /// Log size, in pages, past which a commit asks for a background checkpoint (SQLite's
+    /// automatic checkpoint runs at 1,000).
+    public let threshold: Int32
+    /// Log size, in pages, at which a commit checkpoints on its own connection.
+    public let limit: Int32
+
+    private let queue = DispatchQueue(label: "RecordSQL.WALCheckpointer")
+    /// Guards `scheduled`.
+    private let lock = NSLock()
+    /// Whether a checkpoint is queued or running.
+    private var scheduled = false
+    /// Checkpoints run in the background, and by committing connections (read by tests).
+    var checkpointCounts: (background: Int, inline: Int) { lock.withLock { (background, inline) } }
+    private var background = 0
+    private var inline = 0
+    /// The checkpointer's own connection, used only on `queue` (and closed by `deinit`).
+    private var connection: OpaquePointer?
+
+    /// - Parameters:
+    ///   - path: the database file the connections it is installed in have open.
+    ///   - threshold: log pages after which a background checkpoint is asked for.
+    ///   - limit: log pages at which the committing connection checkpoints inline.
+    public init(path: String, threshold: Int32 = 1000, limit: Int32 = 16000) {
+        self.path = path
+        self.threshold = threshold
+        self.limit = max(limit, threshold)
+    }
+
+    deinit {
+        if let connection { sqlite3_close_v2(connection) }
+    }
+
+    /// Replaces `db`'s automatic checkpoints with this checkpointer's. Read-only connections
+    /// (a pool's readers) never commit and are left alone.
+    public func install(in db: Database) {
+        guard !db.configuration.readonly else { return }
+        let context = Unmanaged.passRetained(HookContext(self)).toOpaque()
+        // Replaces the hook sqlite3_wal_autocheckpoint installed.
+        sqlite3_wal_hook(db.sqliteConnection, walHook, context)
+    }
+
+    /// After a commit of `connection`, whose log is now `pages` pages long.
+    fileprivate func committed(_ connection: OpaquePointer?, pages: Int32) {
+        if pages >= limit {
+            sqlite3_wal_checkpoint_v2(connection, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+            lock.withLock { inline += 1 }
+        } else if pages >= threshold {
+            let schedule = lock.withLock {
+                defer { scheduled = true }
+                return !scheduled
+            }
+            if schedule { queue.async { self.checkpoint() } }
+        }
+    }
+
+    /// Runs one passive checkpoint on the checkpointer's connection (opened on first use).
+    private func checkpoint() {
+        var done = false
+        defer { lock.withLock { scheduled = false; if done { background += 1 } } }
+        if connection == nil {
+            var opened: OpaquePointer?
+            guard sqlite3_open_v2(path, &opened, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK else {
+                sqlite3_close_v2(opened)
+                return
+            }
+            sqlite3_busy_timeout(opened, 5000)
+            sqlite3_exec(opened, "PRAGMA synchronous = FULL", nil, nil, nil)
+            connection = opened
+        }
+        // A failure (SQLITE_BUSY while another checkpoint runs, say) leaves the log for the
+        // next one; the limit keeps it bounded.
+        done = sqlite3_wal_checkpoint_v2(connection, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil) == SQLITE_OK
+    }
+}
+
+/// What a connection's WAL hook is given: the checkpointer, weakly (the connection may
+/// outlive it; then commits checkpoint as SQLite's own hook would).
+private final class HookContext: @unchecked Sendable {
+    weak var checkpointer: WALCheckpointer?
+    init(_ checkpointer: WALCheckpointer) { self.checkpointer = checkpointer }
+}
+
+private let walHook: @convention(c) (UnsafeMutableRawPointer?, OpaquePointer?, UnsafePointer<CChar>?, Int32) -> Int32 = { context, connection, _, pages in
+    guard let context else { return SQLITE_OK }
+    if let checkpointer = Unmanaged<HookContext>.fromOpaque(context).takeUnretainedValue().checkpointer {
+        checkpointer.committed(connection, pages: pages)
+    } else if pages >= 1000 {
+        sqlite3_wal_checkpoint_v2(connection, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+    }
+    return SQLITE_OK
+}

@@ -1,0 +1,95 @@
+import Foundation
+import GRDB
+@testable import RecordSQL
+import TestSupport
+import Testing
+
+/// `WALCheckpointer`: checkpoints leave the commit path, and the log stays bounded.
+@Suite struct WALCheckpointerTests {
+    /// A pool whose writer has `checkpointer` installed; 4 KiB pages.
+    static func pool(at path: String, _ checkpointer: WALCheckpointer) throws -> DatabasePool {
+        var configuration = Configuration()
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+            checkpointer.install(in: db)
+        }
+        return try DatabasePool(path: path, configuration: configuration)
+    }
+
+    /// Writes `transactions` transactions of 40 rows of 400 bytes (a few pages each).
+    static func write(_ transactions: Int, to pool: DatabasePool, from first: Int = 0) async throws {
+        for t in first..<first + transactions {
+            try await pool.write { db in
+                for i in 0..<40 {
+                    try db.execute(sql: "INSERT INTO t(id, payload) VALUES (?, ?)", arguments: [t * 40 + i, String(repeating: "x", count: 400)])
+                }
+            }
+        }
+    }
+
+    /// Waits (up to 30 s) for `condition`.
+    static func eventually(_ condition: () -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            if condition() { return true }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return condition()
+    }
+
+    static func walPages(_ path: String) -> Int {
+        let size = (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0
+        return size / 4096
+    }
+
+    @Test func commitsPastTheThresholdCheckpointInTheBackground() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = directory + "/db.sqlite"
+            let checkpointer = WALCheckpointer(path: path, threshold: 16, limit: 1_000_000)
+            let pool = try Self.pool(at: path, checkpointer)
+            try await pool.write { try $0.execute(sql: "CREATE TABLE t(id INTEGER PRIMARY KEY, payload TEXT)") }
+            try await Self.write(200, to: pool)
+            // Below the limit only the background queue checkpoints, and what it copies reaches
+            // the database file (a few pages before any checkpoint: the schema).
+            #expect(try await Self.eventually { checkpointer.checkpointCounts.background > 0 })
+            #expect(checkpointer.checkpointCounts.inline == 0)
+            let size = (try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+            #expect(size / 4096 > 8, "database file: \(size) bytes")
+            let count = try await pool.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM t") }
+            #expect(count == 200 * 40)
+        }
+    }
+
+    @Test func theLogStaysBoundedWhenCheckpointsFallBehind() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = directory + "/db.sqlite"
+            // A background checkpoint is never asked for (threshold = limit): every commit that
+            // reaches the limit checkpoints itself, as SQLite's own hook does.
+            let checkpointer = WALCheckpointer(path: path, threshold: 64, limit: 64)
+            let pool = try Self.pool(at: path, checkpointer)
+            try await pool.write { try $0.execute(sql: "CREATE TABLE t(id INTEGER PRIMARY KEY, payload TEXT)") }
+            try await Self.write(300, to: pool)
+            #expect(checkpointer.checkpointCounts.inline > 0)
+            #expect(checkpointer.checkpointCounts.background == 0)
+            // 300 transactions of several pages each would be well over 1,000 pages unchecked.
+            #expect(Self.walPages(path) < 300, "log: \(Self.walPages(path)) pages")
+        }
+    }
+
+    @Test func everyCommittedRowSurvivesReopening() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = directory + "/db.sqlite"
+            do {
+                let checkpointer = WALCheckpointer(path: path, threshold: 8, limit: 32)
+                let pool = try Self.pool(at: path, checkpointer)
+                try await pool.write { try $0.execute(sql: "CREATE TABLE t(id INTEGER PRIMARY KEY, payload TEXT)") }
+                try await Self.write(250, to: pool)
+            }
+            let reopened = try DatabaseQueue(path: path)
+            let count = try await reopened.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM t") }
+            #expect(count == 250 * 40)
+            let check = try await reopened.read { try String.fetchOne($0, sql: "PRAGMA integrity_check") }
+            #expect(check == "ok")
+        }
+    }
+}
