@@ -55,6 +55,33 @@ import Testing
         #expect(try await cache.pendingChangeCount() == 1)
     }
 
+    /// New records are inserted without the upsert's conflict handling; a page naming a record
+    /// twice (or a record already cached) still ends with its last version, references included.
+    @Test func aPageNamingARecordTwiceKeepsItsLastVersion() async throws {
+        let cache = try RecordCache(path: ":memory:")
+        func version(_ tag: String, _ title: String, owner: String) -> Record {
+            var record = Record(recordName: "w", recordType: "Artwork", zoneID: .defaultZone, recordChangeTag: tag)
+            record["title"] = .string(title)
+            record["artist"] = .reference(Reference(recordName: owner))
+            return record
+        }
+        func page(_ records: [Record]) -> ZoneChangesPage {
+            ZoneChangesPage(modifications: records, deletions: [], changes: records, changeToken: ServerChangeToken(rawValue: "t"), moreComing: false)
+        }
+        try await cache.apply(page([version("1", "first", owner: "a"), version("2", "second", owner: "b")]), to: .defaultZone, resetting: false)
+        func childrenOf(_ owner: String) async throws -> [String] {
+            try await cache.records(matching: RecordQuery(recordType: "Artwork", predicate: try RecordPredicate(format: "artist == %@", Reference(recordName: owner))))
+                .map(\.recordName)
+        }
+        #expect(try await cache.record(for: Record.ID(recordName: "w"))?["title"] == .string("second"))
+        #expect(try await childrenOf("a").isEmpty)
+        #expect(try await childrenOf("b") == ["w"])
+        try await cache.apply(page([version("3", "third", owner: "a")]), to: .defaultZone, resetting: false)
+        #expect(try await cache.record(for: Record.ID(recordName: "w"))?.recordChangeTag == "3")
+        #expect(try await childrenOf("a") == ["w"])
+        #expect(try await childrenOf("b").isEmpty)
+    }
+
     @Test func aSourceFailedOnlyBecauseItsTargetConflictedIsSentAgain() async throws {
         try await withServer { server in
             let token = try await server.token(forNewUser: "alice")

@@ -175,7 +175,7 @@ extension RecordCache {
             // The page's records already cached, in one query: only they can have references to
             // clear (a first fetch has none).
             let names = page.changes.lazy.filter { !$0.deleted }.map(\.recordName)
-            let cached = Set(try String.fetchAll(db.cachedStatement(sql: """
+            var cached = Set(try String.fetchAll(db.cachedStatement(sql: """
                 SELECT r.name FROM json_each(?) AS j CROSS JOIN records r ON r.zone_id = ? AND r.name = j.value
                 """), arguments: [try JSONValue.array(names.map(JSONValue.string)).serializedString(), zone]))
             var schema: [String: [String: FieldType]] = [:]
@@ -196,7 +196,7 @@ extension RecordCache {
                     server.zoneID = zoneID
                     let text = offset < page.fieldsText.count ? page.fieldsText[offset] : nil
                     try Self.store(server, zone: zone, tag: server.recordChangeTag, serverRecord: server, recordingSchema: false,
-                                   fieldsText: text, isCached: cached.contains(record.recordName), in: db)
+                                   fieldsText: text, isCached: !cached.insert(record.recordName).inserted, in: db)
                     for (field, value) in record.fields where schema[record.recordType]?[field] == nil {
                         schema[record.recordType, default: [:]][field] = value.type
                     }

@@ -180,14 +180,8 @@ public final class RecordCache: Sendable {
         let serverJSON = rowIsServerVersion ? nil : try serverRecord.map { String(decoding: try JSONValueEncoder().encode($0), as: UTF8.self) }
         let created = record.created ?? Stamp(timestamp: 0, userRecordName: "")
         let modified = record.modified ?? created
-        try db.cachedStatement(sql: """
-            INSERT INTO records(zone_id, name, type, tag, fields, created_at, created_by, created_device, modified_at, modified_by, modified_device, server_record)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT(zone_id, name) DO UPDATE SET type = excluded.type, tag = excluded.tag, fields = excluded.fields,
-                created_at = excluded.created_at, created_by = excluded.created_by, created_device = excluded.created_device,
-                modified_at = excluded.modified_at, modified_by = excluded.modified_by, modified_device = excluded.modified_device,
-                server_record = excluded.server_record
-            """).execute { row in
+        // A row known not to be cached is inserted without the upsert's conflict handling.
+        try db.cachedStatement(sql: isCached ? Self.upsertSQL : Self.insertSQL).execute { row in
                 row.bind(zone)
                 row.bind(record.recordName)
                 row.bind(record.recordType)
@@ -222,6 +216,18 @@ public final class RecordCache: Sendable {
                 .execute(arguments: [record.recordType, field, value.type.rawValue])
         }
     }
+
+    private static let insertSQL = """
+        INSERT INTO records(zone_id, name, type, tag, fields, created_at, created_by, created_device, modified_at, modified_by, modified_device, server_record)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        """
+    private static let upsertSQL = insertSQL + """
+
+        ON CONFLICT(zone_id, name) DO UPDATE SET type = excluded.type, tag = excluded.tag, fields = excluded.fields,
+            created_at = excluded.created_at, created_by = excluded.created_by, created_device = excluded.created_device,
+            modified_at = excluded.modified_at, modified_by = excluded.modified_by, modified_device = excluded.modified_device,
+            server_record = excluded.server_record
+        """
 
     /// Removes a cached record and its references.
     static func remove(_ name: String, zone: Int64, in db: SQLDatabase) throws {
