@@ -7,7 +7,8 @@ import RecordServer
 import TestSupport
 import Testing
 
-/// Request bodies sent with `Content-Encoding: gzip` (an extension), over real HTTP.
+/// Request bodies sent with `Content-Encoding: gzip` (an extension), and answers compressed for
+/// clients that accept gzip, over real HTTP.
 @Suite struct CompressionTests {
     /// POSTs `body` as is, with the given `Content-Encoding`.
     static func post(_ server: TestServer, _ alice: Session, _ endpoint: String, body: Data, encoding: String) async throws -> Reply {
@@ -55,6 +56,40 @@ import Testing
             #expect(reply.code == code, "\(description)")
             #expect(reply.reason.contains(reason), "\(description): reason was: \(reply.reason)")
             #expect(try await alice.allChanges().records.isEmpty)
+        }
+    }
+
+    /// An answer of 16 KiB or more is gzip-compressed for a request that accepts gzip, and only
+    /// then; a small one never is.
+    @Test func aLargeAnswerIsCompressedForAClientThatAcceptsGzip() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            try await alice.save((0..<300).map { Record.artist("artist\($0)", "An artist with a name long enough: \($0)") })
+            func changes(limit: Int, acceptEncoding: String?) async throws -> (encoding: String?, vary: String?, json: JSONValue) {
+                var headers: HTTPFields = [.authorization: "Bearer \(alice.token)", .contentType: "application/json"]
+                if let acceptEncoding { headers[.acceptEncoding] = acceptEncoding }
+                let response = try await server.client.executeRequest(
+                    uri: "/database/1/\(alice.container)/development/private/records/changes", method: .post, headers: headers,
+                    body: ByteBuffer(string: #"{"resultsLimit": \#(limit)}"#))
+                #expect(response.status == .ok)
+                let encoding = response.headers[.contentEncoding]
+                var body = Data(buffer: response.body)
+                if encoding == "gzip" { body = try Gzip.decompress(body, limit: 1 << 24) }
+                return (encoding, response.headers[.vary], try JSONValue.parse(body))
+            }
+            let plain = try await changes(limit: 300, acceptEncoding: nil)
+            #expect(plain.encoding == nil && plain.vary == "Accept-Encoding")
+            #expect(plain.json["records"]?.arrayValue?.count == 300)
+            for accepting in ["gzip", "deflate, gzip", "br;q=1.0, gzip;q=0.5", "*"] {
+                let compressed = try await changes(limit: 300, acceptEncoding: accepting)
+                #expect(compressed.encoding == "gzip", "\(accepting)")
+                #expect(compressed.json == plain.json, "\(accepting)")
+            }
+            for refusing in ["identity", "gzip;q=0", "br", "deflate"] {
+                #expect(try await changes(limit: 300, acceptEncoding: refusing).encoding == nil, "\(refusing)")
+            }
+            let small = try await changes(limit: 2, acceptEncoding: "gzip")
+            #expect(small.encoding == nil && small.vary == nil)
         }
     }
 }

@@ -94,7 +94,9 @@ struct DatabaseRoutes: Sendable {
                 throw RecordSyncError(.limitExceeded, "the request body is larger than the limit of \(maximumBodyBytes) bytes")
             }
             body = try Self.decoded(body, encoding: request.headers[.contentEncoding], limit: maximumBodyBytes)
-            return try await endpoint(self, body, scope)
+            return try await JSONBody.$acceptsGzip.withValue(JSONBody.acceptsGzip(request.headers[.acceptEncoding])) {
+                try await endpoint(self, body, scope)
+            }
         } catch let error as RecordSyncError {
             if error.code == .internalError {
                 context.logger.error("request failed", metadata: ["error.reason": "\(error.reason)"])

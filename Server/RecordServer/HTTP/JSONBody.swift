@@ -61,11 +61,39 @@ enum JSONBody {
         }
     }
 
-    /// A JSON response.
+    /// Whether the request being answered accepts a gzip-compressed answer (set by the routes
+    /// from its `Accept-Encoding`).
+    @TaskLocal static var acceptsGzip = false
+
+    /// A JSON response; gzip-compressed (`Content-Encoding: gzip`) when it is at least
+    /// ``Gzip/threshold`` bytes and the request accepts gzip (``acceptsGzip``).
     static func response<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) throws -> Response {
         let data = try JSONValueEncoder().encode(value)
-        return Response(status: status, headers: [.contentType: "application/json; charset=utf-8"],
-                        body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+        var headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
+        guard data.count >= Gzip.threshold else {
+            return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+        }
+        headers[.vary] = "Accept-Encoding"
+        guard acceptsGzip else {
+            return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+        }
+        headers[.contentEncoding] = "gzip"
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: Gzip.compress(data))))
+    }
+
+    /// Whether an `Accept-Encoding` header accepts gzip: `gzip` (or `*`) listed without `q=0`.
+    static func acceptsGzip(_ header: String?) -> Bool {
+        guard let header else { return false }
+        for item in header.split(separator: ",") {
+            let parts = item.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            guard let coding = parts.first, coding == "gzip" || coding == "x-gzip" || coding == "*" else { continue }
+            let refused = parts.dropFirst().contains { parameter in
+                guard parameter.hasPrefix("q=") else { return false }
+                return (Double(parameter.dropFirst(2)) ?? 1) == 0
+            }
+            return !refused
+        }
+        return false
     }
 
     /// The JSON error response for `error`, with the HTTP status of its code.
