@@ -188,6 +188,26 @@ import Testing
         #expect(throws: DecodingError.self) { try StoredZoneChanges.decode(Data(#"{"moreComing":false,"records":[{}],"syncToken":"t","zoneID":{"zoneName":"Z"}}"#.utf8)) }
     }
 
+    /// The token and `moreComing` of a change page are found without decoding its records,
+    /// whatever the records hold; what is not such a page gives nothing.
+    @Test func aPagesContinuationIsReadWithoutItsRecords() throws {
+        let tricky = #"{"recordName":"w]}\"{[","recordType":"T","fields":{"s":{"type":"STRING","value":"}]\\\"x, :"},"n":{"type":"DOUBLE","value":-1.5e3},"l":{"type":"STRING_LIST","value":["a]", "{b",  "c\\\"}"]},"b":{"value":true}}}"#
+        let pages = [
+            #"{"moreComing":true,"records":[\#(tricky),{"recordName":"gone","deleted":true}],"syncToken":"tok1","zoneID":{"zoneName":"Z"}}"#,
+            #"{ "zoneID" : { "zoneName" : "Z" } , "records" : [ ] , "syncToken" : "tok2" , "moreComing" : false }"#,
+            #"{"syncToken":"tok3","records":[\#(tricky)],"moreComing":true,"zoneID":{"zoneName":"Z"},"extra":[{"a":"}"},3,false]}"#,
+        ]
+        for text in pages {
+            let continuation = try #require(StoredZoneChanges.continuation(of: Data(text.utf8)), "\(text)")
+            let page = try JSONValueDecoder().decode(ZoneChanges.self, from: Data(text.utf8))
+            #expect(continuation.syncToken == page.syncToken && continuation.moreComing == page.moreComing, "\(text)")
+        }
+        for text in ["", "[]", "{", #"{"records":[{"a":"unterminated}]}"#, #"{"moreComing":true,"records":[]}"#,
+                     #"{"syncToken":"t","records":[}"#, #"{"syncToken":"t","moreComing":"yes"}"#] {
+            #expect(StoredZoneChanges.continuation(of: Data(text.utf8)) == nil, "\(text)")
+        }
+    }
+
     /// A modify body built from operations encoded one at a time is the request's own JSON.
     @Test func aBodyOfPreEncodedOperationsIsTheRequestsJSON() throws {
         let operations = [

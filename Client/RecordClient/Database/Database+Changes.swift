@@ -76,9 +76,24 @@ extension Database {
     public func recordZoneChanges(inZoneWith zoneID: ZoneID, since token: ServerChangeToken?, desiredKeys: [String]? = nil,
                                   resultsLimit: Int? = nil) async throws -> ZoneChangesPage {
         let request = RecordChangesRequest(zoneID: zoneID, syncToken: token?.rawValue, resultsLimit: resultsLimit, desiredKeys: desiredKeys)
-        let answer = try await transport.post("records/changes", request, reading: StoredZoneChanges.decode)
+        return try await transport.post("records/changes", request, reading: ZoneChangesPage.init(answer:))
+    }
+
+    /// ``recordZoneChanges(inZoneWith:since:desiredKeys:resultsLimit:)``'s answer as it arrived,
+    /// for a caller that decodes it itself (``ZoneChangesPage/init(answer:)``), later or
+    /// elsewhere: the sync engine asks for the next page before it has decoded this one.
+    func recordZoneChangesAnswer(inZoneWith zoneID: ZoneID, since token: ServerChangeToken?, resultsLimit: Int?) async throws -> Data {
+        let request = RecordChangesRequest(zoneID: zoneID, syncToken: token?.rawValue, resultsLimit: resultsLimit, desiredKeys: nil)
+        return try await transport.post("records/changes", request, reading: { $0 })
+    }
+}
+
+extension ZoneChangesPage {
+    /// Decodes a `records/changes` answer.
+    init(answer data: Data) throws {
+        let answer = try StoredZoneChanges.decode(data)
         let records = answer.entries.map(\.record)
-        return ZoneChangesPage(
+        self.init(
             modifications: records.filter { !$0.deleted },
             deletions: records.filter(\.deleted).map { ($0.recordID, $0.recordType) },
             changes: records, changeToken: ServerChangeToken(rawValue: answer.syncToken), moreComing: answer.moreComing,

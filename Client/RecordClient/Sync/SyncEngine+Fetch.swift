@@ -55,52 +55,139 @@ extension SyncEngine {
         return report
     }
 
-    /// Fetches one zone's changes since its saved token. While a page is written to the cache,
-    /// the next one (asked for with the page's token) is already on its way: pages are still
-    /// applied one after another, in feed order. The page asked for ahead is a child task of
-    /// this fetch: if the fetch fails or is cancelled, so is it, and the fetch ends after it.
+    /// Fetches one zone's changes since its saved token, as a pipeline of three stages: while
+    /// a page is written to the cache, the next one is decoded and the one after it is on its
+    /// way. The next page is asked for as soon as an answer arrives: its token is read from the
+    /// answer without decoding the records (``StoredZoneChanges/continuation(of:)``). Pages are
+    /// still written one after another, in feed order, each with its token; at most
+    /// ``pagesAhead`` pages are asked for beyond the one being written, and a failure is
+    /// thrown when its page's turn comes (the pages before it are written first). Every stage
+    /// is a child task of this fetch: if it fails or is cancelled, so are they, and it ends
+    /// after them.
     func fetchZone(_ zoneID: ZoneID, into report: inout FetchReport) async throws {
-        var token = try await cache.changeToken(for: zoneID)
+        let saved = try await cache.changeToken(for: zoneID)
         report.fetchedZones.append(zoneID)
-        try await withThrowingTaskGroup(of: ZoneChangesPage.self) { pages in
-            func ask(since token: ServerChangeToken?) {
-                pages.addTask { [self] in
-                    try await retrying("records/changes") {
-                        try await database.recordZoneChanges(inZoneWith: zoneID, since: token, resultsLimit: configuration.pageSize)
+        let database = database, cache = cache, pageSize = configuration.pageSize
+        /// What a stage delivers; `round` tells a fetch started over (expired token) from the
+        /// one it replaced.
+        enum Step: Sendable {
+            case loaded(round: Int, page: Int, Result<Data, any Error>)
+            case decoded(round: Int, page: Int, Result<ZoneChangesPage, any Error>)
+            case applied(round: Int, Result<(changed: Int, deleted: Int, moreComing: Bool), any Error>)
+        }
+        try await withThrowingTaskGroup(of: Step.self) { stages in
+            var round = 0
+            var resetting = false
+            var since: [Int: ServerChangeToken?] = [:]  // the token each page was asked for with
+            var decoded: [Int: ZoneChangesPage] = [:]
+            var failures: [Int: any Error] = [:]
+            var nextToApply = 0
+            var applying = false
+            var deferred: (page: Int, token: ServerChangeToken)?  // asked for once the window allows
+            func ask(_ page: Int, since token: ServerChangeToken) {
+                guard page - nextToApply <= Self.pagesAhead else {
+                    deferred = (page, token)
+                    return
+                }
+                askNow(page, since: token)
+            }
+            func askNow(_ page: Int, since token: ServerChangeToken?) {
+                since[page] = token
+                stages.addTask { [round] in
+                    do {
+                        return .loaded(round: round, page: page, .success(try await self.retrying("records/changes") {
+                            try await database.recordZoneChangesAnswer(inZoneWith: zoneID, since: token, resultsLimit: pageSize)
+                        }))
+                    } catch {
+                        return .loaded(round: round, page: page, .failure(error))
                     }
                 }
             }
-            var resetting = false
-            ask(since: token)
-            while true {
-                let since = token
-                let page: ZoneChangesPage
-                do {
-                    // One page is asked for at a time, so the next result is that page.
-                    guard let next = try await pages.next() else { return }
-                    page = next
-                } catch let error as RecordSyncError where error.code == .changeTokenExpired && !resetting {
+            func decode(_ page: Int, _ data: Data) {
+                stages.addTask { [round] in
+                    .decoded(round: round, page: page, Result {
+                        do {
+                            return try ZoneChangesPage(answer: data)
+                        } catch {
+                            throw RecordSyncError(.networkFailure, "records/changes: the answer could not be read: \(error)")
+                        }
+                    })
+                }
+            }
+            /// Starts writing the next page in order if it is here and no write is running.
+            func applyNext() throws {
+                guard !applying else { return }
+                if let failure = failures[nextToApply] { throw failure }
+                guard let page = decoded.removeValue(forKey: nextToApply) else { return }
+                // A fetch without a token returns the zone's current records and no tombstones
+                // of records deleted before it, so it replaces what the cache held (its own
+                // sends, say), except records with queued edits.
+                let replacing = since[nextToApply] == .some(nil)
+                applying = true
+                stages.addTask { [round] in
+                    do {
+                        try await cache.apply(page, to: zoneID, resetting: replacing)
+                        return .applied(round: round, .success((page.modifications.count, page.deletions.count, page.moreComing)))
+                    } catch {
+                        return .applied(round: round, .failure(error))
+                    }
+                }
+            }
+            defer { stages.cancelAll() }
+            askNow(0, since: saved)
+            while let step = try await stages.next() {
+                switch step {
+                case .applied(let stepRound, let result):
+                    applying = false
+                    guard stepRound == round else { break }  // a write of the fetch started over
+                    let written = try result.get()
+                    report.changedRecordCount += written.changed
+                    report.deletedRecordCount += written.deleted
+                    if !written.moreComing { return }
+                    nextToApply += 1
+                    if let waiting = deferred {
+                        deferred = nil
+                        ask(waiting.page, since: waiting.token)
+                    }
+                case .loaded(let stepRound, _, _) where stepRound != round, .decoded(let stepRound, _, _) where stepRound != round:
+                    break  // from the fetch that was started over
+                case .loaded(_, let page, .success(let data)):
+                    decode(page, data)
+                    if let next = StoredZoneChanges.continuation(of: data), next.moreComing {
+                        ask(page + 1, since: ServerChangeToken(rawValue: next.syncToken))
+                    }
+                case .loaded(_, _, .failure(let error as RecordSyncError)) where error.code == .changeTokenExpired && !resetting:
                     configuration.logger.info("zone token expired; fetching the zone again", metadata: ["record.zone": "\(zoneID.zoneName)"])
                     report.resetZones.append(zoneID)
-                    token = nil
                     resetting = true
-                    ask(since: nil)
-                    continue
-                } catch let error as RecordSyncError where error.code == .zoneNotFound {
+                    round += 1
+                    (since, decoded, failures, deferred, nextToApply) = ([:], [:], [:], nil, 0)
+                    askNow(0, since: nil)
+                case .loaded(_, _, .failure(let error as RecordSyncError)) where error.code == .zoneNotFound:
+                    stages.cancelAll()
+                    // A write in progress finishes (or is cancelled) before the zone is purged.
+                    while let step = try await stages.next() { _ = step }
                     try await cache.purge(zoneID)
                     report.purgedZones.append(zoneID)
                     return
+                case .loaded(_, let page, .failure(let error)), .decoded(_, let page, .failure(let error)):
+                    failures[page] = error
+                case .decoded(_, let page, .success(let changes)):
+                    decoded[page] = changes
+                    // An answer whose continuation could not be read ahead asks for its next
+                    // page now.
+                    if changes.moreComing, since[page + 1] == nil, deferred?.page != page + 1 {
+                        ask(page + 1, since: changes.changeToken)
+                    }
                 }
-                if page.moreComing { ask(since: page.changeToken) }
-                // A fetch without a token returns the zone's current records and no tombstones of
-                // records deleted before it, so it replaces what the cache held (its own sends,
-                // say), except records with queued edits.
-                try await cache.apply(page, to: zoneID, resetting: since == nil)
-                report.changedRecordCount += page.modifications.count
-                report.deletedRecordCount += page.deletions.count
-                token = page.changeToken
-                if !page.moreComing { return }
+                try applyNext()
             }
+            // Every page asked for delivers a step, and the last one returns above.
+            try Task.checkCancellation()
+            throw RecordSyncError(.internalError, "the fetch of zone \(zoneID.zoneName) ended before its last page")
         }
     }
+
+    /// How many pages a zone's fetch asks for beyond the one it is writing.
+    static var pagesAhead: Int { 2 }
 }

@@ -375,3 +375,75 @@ struct StoredFields: JSONDirectDecodable {
         fields = try parser.directDictionary(of: FieldValue.self)
     }
 }
+
+extension JSONParser {
+    /// Steps over one value by its structure alone (strings and nesting), building nothing and
+    /// checking little: for finding a later member quickly. Whoever needs the value decodes the
+    /// text properly.
+    mutating func skipValueStructurally() throws {
+        var depth = 0
+        skipWhitespace()
+        while index < bytes.count {
+            switch bytes[index] {
+            case UInt8(ascii: "\""):
+                index += 1
+                while true {
+                    guard index < bytes.count else { throw JSONDirectMiss() }
+                    let next = bytes[index]
+                    index += next == UInt8(ascii: "\\") ? 2 : 1
+                    if next == UInt8(ascii: "\"") { break }
+                }
+                if depth == 0 { return }
+            case UInt8(ascii: "{"), UInt8(ascii: "["):
+                depth += 1
+                index += 1
+            case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                guard depth > 0 else { throw JSONDirectMiss() }
+                depth -= 1
+                index += 1
+                if depth == 0 { return }
+            case UInt8(ascii: ","), UInt8(ascii: ":"), UInt8(ascii: " "), UInt8(ascii: "\n"), UInt8(ascii: "\r"), UInt8(ascii: "\t"):
+                guard depth > 0 else { return }
+                index += 1
+            default:
+                // A scalar (number, true, false, null): up to the next delimiter.
+                index += 1
+                if depth == 0 {
+                    while index < bytes.count, !Self.delimiters.contains(bytes[index]) { index += 1 }
+                    return
+                }
+            }
+        }
+        throw JSONDirectMiss()
+    }
+
+    private static let delimiters: Set<UInt8> = [UInt8(ascii: ","), UInt8(ascii: "}"), UInt8(ascii: "]"), UInt8(ascii: " "),
+                                                 UInt8(ascii: "\n"), UInt8(ascii: "\r"), UInt8(ascii: "\t")]
+}
+
+extension StoredZoneChanges {
+    /// The `syncToken` and `moreComing` of a `records/changes` answer, found without decoding
+    /// its records (they are stepped over by structure), so the next page can be asked for
+    /// while this one is decoded. `nil` when the text does not read as such an answer; a text
+    /// that yields a continuation here may still fail ``decode(_:)``.
+    package static func continuation(of data: Data) -> (syncToken: String, moreComing: Bool)? {
+        data.withUnsafeBytes { raw -> (syncToken: String, moreComing: Bool)? in
+            guard let base = raw.baseAddress else { return nil }
+            var parser = JSONParser(bytes: UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: raw.count))
+            var token: String?, more: Bool?
+            do {
+                try parser.forEachMember { parser, key in
+                    switch key {
+                    case "syncToken": token = try parser.directString()
+                    case "moreComing": more = try parser.directBool()
+                    default: try parser.skipValueStructurally()
+                    }
+                }
+            } catch {
+                return nil
+            }
+            guard let token, let more else { return nil }
+            return (token, more)
+        }
+    }
+}
