@@ -30,6 +30,22 @@ import Testing
         }
     }
 
+    /// Found tokens are remembered for a while; refused ones are not: a token that failed works
+    /// as soon as it is issued.
+    @Test func aTokenRefusedOnceWorksOnceIssued() async throws {
+        try await withServer { server in
+            let token = Credentials.newToken()
+            let before = try await server.send(.get, "\(Self.base)/users/current", headers: [.authorization: "Bearer \(token)"])
+            #expect(before.code == "AUTHENTICATION_FAILED")
+            _ = try await server.store.createUser(named: "late", tokenHash: Credentials.hash(token))
+            for _ in 0..<2 {
+                let after = try await server.send(.get, "\(Self.base)/users/current", headers: [.authorization: "Bearer \(token)"])
+                #expect(after.status == 200, "\(after.code ?? "-"): \(after.reason)")
+                #expect(try after.decode(UserIdentity.self).userName == "late")
+            }
+        }
+    }
+
     @Test func cloudKitQueryParametersAuthenticate() async throws {
         try await withServer { server in
             let alice = try await server.user("alice")

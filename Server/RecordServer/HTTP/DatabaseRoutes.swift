@@ -9,6 +9,8 @@ struct DatabaseRoutes: Sendable {
     let limits: StoreLimits
     let maximumBodyBytes: Int
     let notifier: ChangeNotifier
+    /// The users of recently seen tokens.
+    let tokens = TokenCache()
 
     /// An endpoint: reads its body (if any) for a scope and answers.
     typealias Endpoint = @Sendable (DatabaseRoutes, Data, DatabaseScope) async throws -> Response
@@ -131,7 +133,8 @@ struct DatabaseRoutes: Sendable {
     /// The database a request addresses and the user making it.
     func scope(of request: Request, context: BasicRequestContext) async throws -> DatabaseScope {
         let token = try Credentials.token(in: request)
-        guard let user = try await store.user(forTokenHash: Credentials.hash(token)) else {
+        let hash = Credentials.hash(token)
+        guard let user = try await tokens.user(forTokenHash: hash, lookUp: { try await store.user(forTokenHash: hash) }) else {
             throw RecordSyncError(.authenticationFailed, "the token is not valid")
         }
         let container = context.parameters.get("container") ?? ""
