@@ -46,6 +46,7 @@ extension ModifyBatch {
         let name = operation.name
         let recordType = operation.recordType
         var fields: [String: FieldValue] = [:]
+        fields.reserveCapacity(operation.rawFields.count)
         for (field, raw) in operation.rawFields.sorted(by: { $0.key < $1.key }) {
             if let problem = NameRules.problem(withFieldName: field) {
                 throw RecordSyncError(.badRequest, problem, recordName: name)
@@ -86,7 +87,7 @@ extension ModifyBatch {
     mutating func storedSchema(of recordType: String) throws -> [String: FieldType] {
         if let cached = stored[recordType] { return cached }
         var types: [String: FieldType] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT field, type FROM schema_fields WHERE container_id = ? AND record_type = ?",
+        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT field, type FROM schema_fields WHERE container_id = ? AND record_type = ?"),
                                     arguments: [containerID, recordType]) {
             if let type = FieldType(rawValue: row[1]) { types[row[0]] = type }
         }

@@ -150,7 +150,7 @@ struct ModifyBatch {
 
         if sequence != zone.sequence {
             let databaseSequence = try SQLiteRecordStore.nextDatabaseSequence(zone.databaseID, in: db)
-            try db.execute(sql: "UPDATE zones SET seq = ?, db_seq = ? WHERE id = ?", arguments: [sequence, databaseSequence, zone.id])
+            try db.cachedStatement(sql: "UPDATE zones SET seq = ?, db_seq = ? WHERE id = ?").execute(arguments: [sequence, databaseSequence, zone.id])
         }
         return (RecordsResponse(records: results.map { $0 ?? .failure(RecordSyncError(.internalError, "operation was not applied")) }), true)
     }

@@ -27,7 +27,7 @@ extension SQLiteRecordStore: StoredChangePages {
             var records: [StoredZoneChanges.Entry] = []
             var lastSequence = token.sequence
             var more = false
-            let rows = try Row.fetchCursor(db, sql: sql, arguments: arguments)
+            let rows = try Row.fetchCursor(db.cachedStatement(sql: sql), arguments: arguments)
             while let row = try rows.next() {
                 if records.count == limit {
                     more = true

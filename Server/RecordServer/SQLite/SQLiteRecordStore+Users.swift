@@ -34,9 +34,9 @@ extension SQLiteRecordStore {
 
     public func user(forTokenHash tokenHash: Data) async throws -> User? {
         try await pool.read { db in
-            try Row.fetchOne(db, sql: """
+            try Row.fetchOne(db.cachedStatement(sql: """
                 SELECT u.id, u.name, u.record_name FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?
-                """, arguments: [tokenHash]).map { User(id: $0[0], name: $0[1], userRecordName: $0[2]) }
+                """), arguments: [tokenHash]).map { User(id: $0[0], name: $0[1], userRecordName: $0[2]) }
         }
     }
 

@@ -48,10 +48,10 @@ public final class SQLiteRecordStore: RecordStore {
     /// - Returns: the database's key and the container's key (for the schema).
     func database(_ scope: DatabaseScope, in db: Database, create: Bool = true) throws -> (id: Int64, containerID: Int64) {
         let ownerID: Int64 = scope.kind == .private ? scope.user.id : 0
-        if let row = try Row.fetchOne(db, sql: """
+        if let row = try Row.fetchOne(db.cachedStatement(sql: """
             SELECT d.id, d.container_id FROM databases d JOIN containers c ON c.id = d.container_id
             WHERE c.name = ? AND c.environment = ? AND d.kind = ? AND d.owner_id = ?
-            """, arguments: [scope.container, scope.environment, scope.kind.rawValue, ownerID]) {
+            """), arguments: [scope.container, scope.environment, scope.kind.rawValue, ownerID]) {
             return (row[0], row[1])
         }
         guard create else { throw MissingDatabase() }
@@ -98,7 +98,7 @@ public final class SQLiteRecordStore: RecordStore {
            owner != scope.user.userRecordName, owner != "__defaultOwner__" {
             throw RecordSyncError(.zoneNotFound, "zone \(NameRules.quoted(zoneID.zoneName)) of owner \(NameRules.quoted(owner)) is not in your private database", zoneID: zoneID)
         }
-        guard let row = try Row.fetchOne(db, sql: "SELECT id, uid, seq FROM zones WHERE database_id = ? AND name = ? AND deleted = 0",
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT id, uid, seq FROM zones WHERE database_id = ? AND name = ? AND deleted = 0"),
                                          arguments: [databaseID, zoneID.zoneName]) else {
             throw RecordSyncError(.zoneNotFound, "zone \(NameRules.quoted(zoneID.zoneName)) does not exist", zoneID: zoneID)
         }
@@ -130,8 +130,8 @@ public final class SQLiteRecordStore: RecordStore {
 
     /// Takes the next sequence number of a database's zone-change feed.
     static func nextDatabaseSequence(_ databaseID: Int64, in db: Database) throws -> Int64 {
-        try db.execute(sql: "UPDATE databases SET seq = seq + 1 WHERE id = ?", arguments: [databaseID])
-        return try Int64.fetchOne(db, sql: "SELECT seq FROM databases WHERE id = ?", arguments: [databaseID]) ?? 0
+        try db.cachedStatement(sql: "UPDATE databases SET seq = seq + 1 WHERE id = ?").execute(arguments: [databaseID])
+        return try Int64.fetchOne(db.cachedStatement(sql: "SELECT seq FROM databases WHERE id = ?"), arguments: [databaseID]) ?? 0
     }
 }
 

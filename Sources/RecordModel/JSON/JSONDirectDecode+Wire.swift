@@ -135,6 +135,7 @@ extension JSONParser {
     /// An object of values by name (the `fields` of a record); a repeated name keeps its last value.
     mutating func directDictionary<T: JSONDirectDecodable>(of type: T.Type) throws -> [String: T] {
         var values: [String: T] = [:]
+        values.reserveCapacity(8)
         try forEachMember { parser, name in values[name] = try T(direct: &parser) }
         return values
     }

@@ -156,16 +156,19 @@ struct JSONParser {
     mutating func string() throws -> String {
         index += 1  // the opening quote
         let start = index
-        // Fast path: no escapes.
+        var ascii = true
+        // Fast path: no escapes (and, for ASCII text, no UTF-8 to validate).
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
-                let text = try validated(bytes, start..<index)
+                let text = ascii ? String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+                    : try validated(bytes, start..<index)
                 index += 1
                 return text
             }
             if byte == UInt8(ascii: "\\") { break }
             if byte < 0x20 { throw error("a control character in a string must be escaped") }
+            if byte >= 0x80 { ascii = false }
             index += 1
         }
         var buffer = Array(bytes[start..<index])
