@@ -27,7 +27,11 @@ extension SQLiteRecordStore: StoredChangePages {
             var records: [StoredZoneChanges.Entry] = []
             var lastSequence = token.sequence
             var more = false
-            let rows = try Row.fetchCursor(db.cachedStatement(sql: sql), arguments: arguments)
+            // The usual page (no type filter) reuses one prepared statement; a filter's SQL depends
+            // on how many types it lists, so it is prepared for the request (GRDB's statement
+            // cache never evicts, and a client could list any number).
+            let statement = request.desiredRecordTypes == nil ? try db.cachedStatement(sql: sql) : try db.makeStatement(sql: sql)
+            let rows = try Row.fetchCursor(statement, arguments: arguments)
             while let row = try rows.next() {
                 if records.count == limit {
                     more = true
