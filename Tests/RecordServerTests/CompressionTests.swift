@@ -85,7 +85,7 @@ import Testing
                 #expect(compressed.encoding == "gzip", "\(accepting)")
                 #expect(compressed.json == plain.json, "\(accepting)")
             }
-            for refusing in ["identity", "gzip;q=0", "br", "deflate"] {
+            for refusing in ["identity", "gzip;q=0", "br", "deflate", "*;q=0.5, gzip;q=0", "gzip;q=0, *"] {
                 #expect(try await changes(limit: 300, acceptEncoding: refusing).encoding == nil, "\(refusing)")
             }
             let small = try await changes(limit: 2, acceptEncoding: "gzip")

@@ -81,19 +81,25 @@ enum JSONBody {
         return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: Gzip.compress(data))))
     }
 
-    /// Whether an `Accept-Encoding` header accepts gzip: `gzip` (or `*`) listed without `q=0`.
+    /// Whether an `Accept-Encoding` header accepts gzip: `gzip` (or `x-gzip`) listed without
+    /// `q=0`; failing those, `*` without `q=0` (an explicit entry wins over the wildcard).
     static func acceptsGzip(_ header: String?) -> Bool {
         guard let header else { return false }
+        var explicit: Bool?, wildcard: Bool?
         for item in header.split(separator: ",") {
             let parts = item.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-            guard let coding = parts.first, coding == "gzip" || coding == "x-gzip" || coding == "*" else { continue }
-            let refused = parts.dropFirst().contains { parameter in
+            guard let coding = parts.first else { continue }
+            let accepted = !parts.dropFirst().contains { parameter in
                 guard parameter.hasPrefix("q=") else { return false }
                 return (Double(parameter.dropFirst(2)) ?? 1) == 0
             }
-            return !refused
+            switch coding {
+            case "gzip", "x-gzip": explicit = (explicit ?? false) || accepted
+            case "*": wildcard = (wildcard ?? false) || accepted
+            default: continue
+            }
         }
-        return false
+        return explicit ?? wildcard ?? false
     }
 
     /// The JSON error response for `error`, with the HTTP status of its code.
