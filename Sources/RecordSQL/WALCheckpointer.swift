@@ -14,19 +14,25 @@ import GRDBSQLite
 /// no reader still needs and never blocks readers or the writer; the writer starts the log
 /// over once a checkpoint has copied all of it.)
 ///
-/// If checkpoints still fall behind and the log reaches ``limit`` pages, the committing
-/// connection checkpoints itself, as SQLite's own hook would: the log stays bounded.
+/// The writer starts the log over only when a checkpoint has copied all of it by the time the
+/// next write begins, which a checkpoint running beside continuous writes rarely manages: under
+/// a steady stream of writes the log grows until a commit finds it at ``limit`` pages and
+/// checkpoints itself, as SQLite's own hook would (copying only what the background
+/// checkpoints have not yet copied); then the log starts over. So the log stays bounded, at
+/// about ``limit`` pages on disk (64 MB with 4 KiB pages) under sustained writes.
 ///
 /// Durability is unchanged: commits still sync the log (`synchronous = FULL`), and a
 /// checkpoint syncs the log before copying it and the database file after.
 ///
 /// Install it from `Configuration.prepareDatabase` with ``install(in:)``; keep the checkpointer
 /// as long as the database is open. (Each installed connection keeps a few bytes of context
-/// for its hook for as long as the process runs: SQLite's WAL hook takes no destructor.)
+/// for its hook for as long as the process runs: SQLite's WAL hook takes no destructor. The
+/// context holds the checkpointer weakly, though GRDB's configuration, which the
+/// `prepareDatabase` closure lives in, usually keeps it alive as long as the connections.)
 public final class WALCheckpointer: @unchecked Sendable {
     /// The database file.
     public let path: String
-    /// Log size, in pages, past which a commit asks for a background checkpoint (SQLite's
+    /// Log size, in pages, from which a commit asks for a background checkpoint (SQLite's
     /// automatic checkpoint runs at 1,000).
     public let threshold: Int32
     /// Log size, in pages, at which a commit checkpoints on its own connection.
@@ -87,17 +93,22 @@ public final class WALCheckpointer: @unchecked Sendable {
         defer { lock.withLock { scheduled = false; if done { background += 1 } } }
         if connection == nil {
             var opened: OpaquePointer?
-            guard sqlite3_open_v2(path, &opened, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK else {
+            // Kept only once it has read the database (which opens its view of the log): a
+            // connection that never did would report its checkpoints done without doing any.
+            guard sqlite3_open_v2(path, &opened, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK,
+                  sqlite3_busy_timeout(opened, 5000) == SQLITE_OK,
+                  sqlite3_exec(opened, "PRAGMA synchronous = FULL", nil, nil, nil) == SQLITE_OK,
+                  sqlite3_exec(opened, "SELECT 1 FROM sqlite_master LIMIT 1", nil, nil, nil) == SQLITE_OK else {
                 sqlite3_close_v2(opened)
                 return
             }
-            sqlite3_busy_timeout(opened, 5000)
-            sqlite3_exec(opened, "PRAGMA synchronous = FULL", nil, nil, nil)
             connection = opened
         }
         // A failure (SQLITE_BUSY while another checkpoint runs, say) leaves the log for the
-        // next one; the limit keeps it bounded.
-        done = sqlite3_wal_checkpoint_v2(connection, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil) == SQLITE_OK
+        // next one; the limit keeps it bounded. A log size of -1 means the file is not in WAL
+        // mode: nothing was checkpointed.
+        var logPages: Int32 = -1
+        done = sqlite3_wal_checkpoint_v2(connection, nil, SQLITE_CHECKPOINT_PASSIVE, &logPages, nil) == SQLITE_OK && logPages >= 0
     }
 }
 
