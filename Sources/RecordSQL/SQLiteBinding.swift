@@ -9,7 +9,7 @@ import GRDBSQLite
 package struct SQLiteBinder {
     fileprivate let statement: SQLiteStatement
     fileprivate var index: Int32 = 1
-    /// The first binding SQLite refused (a text too large, say), reported by ``Statement/run(in:_:)``.
+    /// The first binding SQLite refused (a text too large, say), reported by ``Statement/run(in:_:)`` and ``Statement/execute(binding:)``.
     fileprivate var failure: Int32 = SQLITE_OK
 
     private mutating func note(_ code: Int32) {

@@ -166,8 +166,9 @@ public final class RecordCache: Sendable {
     ///     storing many records can note them once instead).
     ///   - fieldsText: the JSON text `record`'s fields arrived in, stored as it is instead of
     ///     encoding the fields again.
-    ///   - isCached: `false` when the caller knows no row of this name is cached (so it has no
-    ///     references to clear).
+    ///   - isCached: `false` when the caller knows no row of this name is cached: the row is
+    ///     inserted without the upsert's conflict handling (a cached row would make it fail
+    ///     with a UNIQUE error) and has no references to clear.
     static func store(_ record: RecordModel.Record, zone: Int64, tag: String?, serverRecord: RecordModel.Record?,
                       recordingSchema: Bool = true, fieldsText: String? = nil, isCached: Bool = true, in db: SQLDatabase) throws {
         let fields = try fieldsText ?? RecordRow.encodeFields(record.fields)

@@ -60,10 +60,12 @@ extension SyncEngine {
     /// way. The next page is asked for as soon as an answer arrives: its token is read from the
     /// answer without decoding the records (``StoredZoneChanges/continuation(of:)``). Pages are
     /// still written one after another, in feed order, each with its token; at most
-    /// ``pagesAhead`` pages are asked for beyond the one being written, and a failure is
-    /// thrown when its page's turn comes (the pages before it are written first). Every stage
-    /// is a child task of this fetch: if it fails or is cancelled, so are they, and it ends
-    /// after them.
+    /// ``pagesAhead`` pages are asked for beyond the one being written. A failure to fetch or
+    /// read a page is thrown when that page's turn comes (the pages before it are written
+    /// first); an expired token (the zone is fetched again from scratch) and a deleted zone (it
+    /// is purged) are acted on at once. Every stage is a child task of this fetch: if it fails
+    /// or is cancelled, so are they, and it ends after them. (The requests of a fetch started
+    /// over are not cancelled: their answers are dropped when they come.)
     func fetchZone(_ zoneID: ZoneID, into report: inout FetchReport) async throws {
         let saved = try await cache.changeToken(for: zoneID)
         report.fetchedZones.append(zoneID)
@@ -103,15 +105,26 @@ extension SyncEngine {
                     }
                 }
             }
-            func decode(_ page: Int, _ data: Data) {
+            /// Decodes an answer; one that cannot be read is asked for again (as a transient
+            /// failure, like any answer read inside ``retrying(_:_:)``), and must then name the
+            /// token its next page was already asked for with, if it was.
+            func decode(_ page: Int, _ data: Data, since token: ServerChangeToken?, askedNextWith peeked: String?) {
                 stages.addTask { [round] in
-                    .decoded(round: round, page: page, Result {
+                    do {
+                        return .decoded(round: round, page: page, .success(try ZoneChangesPage(answer: data)))
+                    } catch {
                         do {
-                            return try ZoneChangesPage(answer: data)
+                            let again = try await self.retrying("records/changes") {
+                                try await database.recordZoneChanges(inZoneWith: zoneID, since: token, resultsLimit: pageSize)
+                            }
+                            guard peeked == nil || (again.moreComing && again.changeToken.rawValue == peeked) else {
+                                throw RecordSyncError(.networkFailure, "records/changes: an answer could not be read, and asked for again it continues differently")
+                            }
+                            return .decoded(round: round, page: page, .success(again))
                         } catch {
-                            throw RecordSyncError(.networkFailure, "records/changes: the answer could not be read: \(error)")
+                            return .decoded(round: round, page: page, .failure(error))
                         }
-                    })
+                    }
                 }
             }
             /// Starts writing the next page in order if it is here and no write is running.
@@ -152,10 +165,9 @@ extension SyncEngine {
                 case .loaded(let stepRound, _, _) where stepRound != round, .decoded(let stepRound, _, _) where stepRound != round:
                     break  // from the fetch that was started over
                 case .loaded(_, let page, .success(let data)):
-                    decode(page, data)
-                    if let next = StoredZoneChanges.continuation(of: data), next.moreComing {
-                        ask(page + 1, since: ServerChangeToken(rawValue: next.syncToken))
-                    }
+                    let next = StoredZoneChanges.continuation(of: data).flatMap { $0.moreComing ? $0.syncToken : nil }
+                    decode(page, data, since: since[page] ?? nil, askedNextWith: next)
+                    if let next { ask(page + 1, since: ServerChangeToken(rawValue: next)) }
                 case .loaded(_, _, .failure(let error as RecordSyncError)) where error.code == .changeTokenExpired && !resetting:
                     configuration.logger.info("zone token expired; fetching the zone again", metadata: ["record.zone": "\(zoneID.zoneName)"])
                     report.resetZones.append(zoneID)
