@@ -65,7 +65,7 @@ enum Scenarios {
                 tokens[zone] = try await Workload.drainChanges(database, zone: zone, since: nil).token
             }
             var times: [ZoneID: [Double]] = [:], ratios: [Double] = []
-            for round in 0..<max(5, repetitions) {
+            for round in 0..<max(15, repetitions) {
                 var time: [ZoneID: Double] = [:]
                 // Alternate which zone goes first, so neither always meets a warmer cache.
                 for zone in round % 2 == 0 ? [big, small] : [small, big] {
