@@ -21,6 +21,11 @@ import GRDBSQLite
 /// checkpoints have not yet copied); then the log starts over. So the log stays bounded, at
 /// about ``limit`` pages on disk (64 MB with 4 KiB pages) under sustained writes.
 ///
+/// The checkpointer's connection may be the last one to the file: it closes when the
+/// checkpointer goes (a moment after the database, if a checkpoint is running), and as every
+/// last connection does, it checkpoints the log and removes it, holding the file meanwhile. A
+/// connection opened just then must wait for it (RecordSync's wait up to 30 s when busy).
+///
 /// Durability is unchanged: commits still sync the log (`synchronous = FULL`), and a
 /// checkpoint syncs the log before copying it and the database file after.
 ///

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import RecordClient
 import TestSupport
 import Testing
@@ -57,6 +60,33 @@ import Testing
             }
             let (saves, _) = try await database.modifyRecords(saving: Array(artists.prefix(5)), deleting: [])
             #expect(saves.values.allSatisfy { (try? $0.get()) != nil })
+        }
+    }
+
+    /// An answer of 16 KiB or more travels gzip-compressed to URLSession (which asks for it and
+    /// decompresses it), and the client reads it whole.
+    @Test func aLargeAnswerArrivesCompressedAndReadsWhole() async throws {
+        try await withServer { server in
+            let token = try await server.token(forNewUser: "alice")
+            let database = Container(serverURL: server.url, identifier: "iCloud.test", credentials: .bearerToken(token)).privateCloudDatabase
+            try await database.save(RecordZone(zoneID: Gallery.zone))
+            let biography = String(repeating: "painter of light ", count: 35)
+            let artists = (0..<100).map { index in
+                var artist = Gallery.artist("a\(index)")
+                artist["biography"] = .string(biography)
+                return artist
+            }
+            _ = try await database.modifyRecords(saving: artists, deleting: [])
+            var request = URLRequest(url: server.url.appendingPathComponent("database/1/iCloud.test/development/private/records/changes"))
+            request.httpMethod = "POST"
+            request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+            request.httpBody = Data(#"{"zoneID": {"zoneName": "\#(Gallery.zone.zoneName)"}}"#.utf8)
+            let (data, response) = try await URLSession(configuration: .ephemeral).data(for: request)
+            #expect((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Encoding") == "gzip")
+            #expect(data.count > 16 * 1024)  // as decompressed by URLSession
+            let page = try await database.recordZoneChanges(inZoneWith: Gallery.zone, since: nil)
+            #expect(page.modifications.count == 100)
+            #expect(page.modifications.allSatisfy { $0["biography"] == .string(biography) })
         }
     }
 

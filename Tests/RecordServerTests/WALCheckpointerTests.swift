@@ -6,14 +6,16 @@ import Testing
 
 /// `WALCheckpointer`: checkpoints leave the commit path, and the log stays bounded.
 @Suite struct WALCheckpointerTests {
-    /// A pool whose writer has `checkpointer` installed; 4 KiB pages.
-    static func pool(at path: String, _ checkpointer: WALCheckpointer) throws -> DatabasePool {
+    /// A pool whose writer has `checkpointer` installed (4 KiB pages), with an empty table `t`.
+    static func pool(at path: String, _ checkpointer: WALCheckpointer) async throws -> DatabasePool {
         var configuration = Configuration()
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = FULL")
             checkpointer.install(in: db)
         }
-        return try DatabasePool(path: path, configuration: configuration)
+        let pool = try DatabasePool(path: path, configuration: configuration)
+        try await pool.write { try $0.execute(sql: "CREATE TABLE t(id INTEGER PRIMARY KEY, payload TEXT)") }
+        return pool
     }
 
     /// Writes `transactions` transactions of 40 rows of 400 bytes (a few pages each).
@@ -46,8 +48,7 @@ import Testing
         try await withTemporaryDirectory { directory in
             let path = directory + "/db.sqlite"
             let checkpointer = WALCheckpointer(path: path, threshold: 16, limit: 1_000_000)
-            let pool = try Self.pool(at: path, checkpointer)
-            try await pool.write { try $0.execute(sql: "CREATE TABLE t(id INTEGER PRIMARY KEY, payload TEXT)") }
+            let pool = try await Self.pool(at: path, checkpointer)
             try await Self.write(200, to: pool)
             // Below the limit only the background queue checkpoints, and what it copies reaches
             // the database file (a few pages before any checkpoint: the schema).
@@ -66,8 +67,7 @@ import Testing
             // A background checkpoint is never asked for (threshold = limit): every commit that
             // reaches the limit checkpoints itself, as SQLite's own hook does.
             let checkpointer = WALCheckpointer(path: path, threshold: 64, limit: 64)
-            let pool = try Self.pool(at: path, checkpointer)
-            try await pool.write { try $0.execute(sql: "CREATE TABLE t(id INTEGER PRIMARY KEY, payload TEXT)") }
+            let pool = try await Self.pool(at: path, checkpointer)
             try await Self.write(300, to: pool)
             #expect(checkpointer.checkpointCounts.inline > 0)
             #expect(checkpointer.checkpointCounts.background == 0)
@@ -81,11 +81,15 @@ import Testing
             let path = directory + "/db.sqlite"
             do {
                 let checkpointer = WALCheckpointer(path: path, threshold: 8, limit: 32)
-                let pool = try Self.pool(at: path, checkpointer)
-                try await pool.write { try $0.execute(sql: "CREATE TABLE t(id INTEGER PRIMARY KEY, payload TEXT)") }
+                let pool = try await Self.pool(at: path, checkpointer)
                 try await Self.write(250, to: pool)
             }
-            let reopened = try DatabaseQueue(path: path)
+            // The last connection to close (the checkpointer's, perhaps a moment later on its
+            // queue) checkpoints the log and removes it, holding the file meanwhile: wait for it,
+            // as every connection RecordSync opens does.
+            var configuration = Configuration()
+            configuration.busyMode = .timeout(30)
+            let reopened = try DatabaseQueue(path: path, configuration: configuration)
             let count = try await reopened.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM t") }
             #expect(count == 250 * 40)
             let check = try await reopened.read { try String.fetchOne($0, sql: "PRAGMA integrity_check") }

@@ -53,7 +53,6 @@ struct BatchPlanner {
         return requests
     }
 
-
     /// The names a payload's reference fields point at.
     static func targets(of payload: RecordPayload) -> [String] {
         (payload.fields ?? [:]).values.flatMap { raw -> [String] in

@@ -21,9 +21,6 @@ public struct DatabaseChangesPage: Sendable, Hashable {
     public var changeToken: ServerChangeToken
     /// More pages remain.
     public var moreComing: Bool
-    /// For each of ``changes``, the JSON text its fields arrived in (when the answer was read
-    /// directly), which the cache stores as it is.
-    var fieldsText: [String?] = []
 }
 
 /// One page of a zone's record changes.
