@@ -82,6 +82,36 @@ import Testing
         #expect(try await childrenOf("b").isEmpty)
     }
 
+    /// Fetched records are written without GRDB's per-statement bookkeeping; observers of the
+    /// cache still see each page, references included, and a record the server sent is the
+    /// version a later local edit starts from.
+    @Test func observersSeeFetchedPages() async throws {
+        let cache = try RecordCache(path: ":memory:")
+        func page(_ records: [Record]) -> ZoneChangesPage {
+            ZoneChangesPage(modifications: records, deletions: [], changes: records, changeToken: ServerChangeToken(rawValue: "t"), moreComing: false)
+        }
+        func artwork(_ name: String, tag: String, owner: String) -> Record {
+            var record = Record(recordName: name, recordType: "Artwork", zoneID: .defaultZone, recordChangeTag: tag)
+            record["artist"] = .reference(Reference(recordName: owner))
+            return record
+        }
+        let query = RecordQuery(recordType: "Artwork", predicate: try RecordPredicate(format: "artist == %@", Reference(recordName: "a")),
+                                sortDescriptors: [RecordSortDescriptor(key: "recordName")])
+        var iterator = cache.observe(query).makeAsyncIterator()
+        #expect(try await iterator.next()?.isEmpty == true)
+        try await cache.apply(page([artwork("w1", tag: "1", owner: "a"), artwork("w2", tag: "1", owner: "b")]), to: .defaultZone, resetting: false)
+        #expect(try await iterator.next()?.map(\.recordName) == ["w1"])
+        // Only the reference changes: the row's references are what the observer sees change.
+        try await cache.apply(page([artwork("w2", tag: "2", owner: "a")]), to: .defaultZone, resetting: false)
+        #expect(try await iterator.next()?.map(\.recordName) == ["w1", "w2"])
+        // A local edit of a fetched record sends the server's tag.
+        var edited = try #require(try await cache.record(for: Record.ID(recordName: "w2")))
+        edited["title"] = .string("mine")
+        try await cache.save(edited)
+        #expect(try await cache.record(for: Record.ID(recordName: "w2"))?.recordChangeTag == "2")
+        #expect(try await iterator.next()?.map(\.recordName) == ["w1", "w2"])
+    }
+
     @Test func aSourceFailedOnlyBecauseItsTargetConflictedIsSentAgain() async throws {
         try await withServer { server in
             let token = try await server.token(forNewUser: "alice")

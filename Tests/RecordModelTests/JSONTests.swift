@@ -202,6 +202,12 @@ import Testing
             let page = try JSONValueDecoder().decode(ZoneChanges.self, from: Data(text.utf8))
             #expect(continuation.syncToken == page.syncToken && continuation.moreComing == page.moreComing, "\(text)")
         }
+        // RecordSync writes both before the records, and reading stops once it has them.
+        let written = String(decoding: try JSONValueEncoder().encode(ZoneChanges(zoneID: ZoneID(zoneName: "Z"), records: [Record(recordName: "w", recordType: "T")],
+                                                                                 syncToken: "tok4", moreComing: true)), as: UTF8.self)
+        #expect(written.hasPrefix(#"{"moreComing":true,"syncToken":"tok4","#), "\(written)")
+        let cut = try #require(StoredZoneChanges.continuation(of: Data(written.prefix(written.count - 20).utf8)))
+        #expect(cut.syncToken == "tok4" && cut.moreComing)
         for text in ["", "[]", "{", #"{"records":[{"a":"unterminated}]}"#, #"{"moreComing":true,"records":[]}"#,
                      #"{"syncToken":"t","records":[}"#, #"{"syncToken":"t","moreComing":"yes"}"#] {
             #expect(StoredZoneChanges.continuation(of: Data(text.utf8)) == nil, "\(text)")

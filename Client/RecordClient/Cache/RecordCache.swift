@@ -139,7 +139,7 @@ public final class RecordCache: Sendable {
     }
 
     static func zoneKey(_ zoneID: ZoneID, in db: SQLDatabase) throws -> Int64? {
-        try Int64.fetchOne(db, sql: "SELECT id FROM zones WHERE name = ?", arguments: [zoneID.zoneName])
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM zones WHERE name = ?"), arguments: [zoneID.zoneName])
     }
 
     static func zoneKeyCreating(_ zoneID: ZoneID, in db: SQLDatabase) throws -> Int64 {
@@ -215,6 +215,73 @@ public final class RecordCache: Sendable {
         for (field, value) in record.fields where recordingSchema {
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO schema_fields(record_type, field, type) VALUES (?, ?, ?)")
                 .execute(arguments: [record.recordType, field, value.type.rawValue])
+        }
+    }
+
+    /// Writes fetched records, the server's versions as they are, for one transaction.
+    ///
+    /// The rows are written straight through SQLite's C API with statements prepared once per
+    /// page (``RecordSQL/SQLiteBinder``), skipping GRDB's per-statement work; GRDB's observers
+    /// (`ValueObservation`) are told of the change once, by ``notifyObservers()``, which the
+    /// transaction must call after the last ``write(_:zone:fieldsText:isCached:)``.
+    struct FetchedRowWriter {
+        private let db: SQLDatabase
+        private let insert: Statement, upsert: Statement, clearReferences: Statement, insertReference: Statement
+        private var wrote = false
+
+        init(_ db: SQLDatabase) throws {
+            self.db = db
+            insert = try db.cachedStatement(sql: RecordCache.insertSQL)
+            upsert = try db.cachedStatement(sql: RecordCache.upsertSQL)
+            clearReferences = try db.cachedStatement(sql: "DELETE FROM refs WHERE zone_id = ? AND source = ?")
+            insertReference = try db.cachedStatement(sql: "INSERT OR IGNORE INTO refs(zone_id, source, field, target, action) VALUES (?, ?, ?, ?, ?)")
+        }
+
+        /// Writes `record`, a version the server sent (it has a change tag), as the cached row
+        /// with its references; `server_record` stays NULL, since the row is the server's
+        /// version. `fieldsText` and `isCached` are as for ``RecordCache/store(_:zone:tag:serverRecord:recordingSchema:fieldsText:isCached:in:)``.
+        mutating func write(_ record: RecordModel.Record, zone: Int64, fieldsText: String?, isCached: Bool) throws {
+            let fields = try fieldsText ?? RecordRow.encodeFields(record.fields)
+            let created = record.created ?? Stamp(timestamp: 0, userRecordName: "")
+            let modified = record.modified ?? created
+            wrote = true
+            try (isCached ? upsert : insert).run(in: db) { row in
+                row.bind(zone)
+                row.bind(record.recordName)
+                row.bind(record.recordType)
+                row.bind(record.recordChangeTag)
+                row.bind(fields)
+                row.bind(created.timestamp)
+                row.bind(created.userRecordName)
+                row.bind(created.deviceID)
+                row.bind(modified.timestamp)
+                row.bind(modified.userRecordName)
+                row.bind(modified.deviceID)
+                row.bindNull()
+            }
+            if isCached {
+                try clearReferences.run(in: db) { row in
+                    row.bind(zone)
+                    row.bind(record.recordName)
+                }
+            }
+            for (field, reference) in record.references {
+                try insertReference.run(in: db) { row in
+                    row.bind(zone)
+                    row.bind(record.recordName)
+                    row.bind(field)
+                    row.bind(reference.recordName)
+                    row.bind(RecordRow.code(reference.action))
+                }
+            }
+        }
+
+        /// Tells GRDB's observers that the records and references tables changed, if any row
+        /// was written.
+        func notifyObservers() throws {
+            guard wrote else { return }
+            try db.notifyChanges(in: Table("records"))
+            try db.notifyChanges(in: Table("refs"))
         }
     }
 

@@ -1,7 +1,7 @@
 import Foundation
 
 // Direct JSON writing of the types every record passes through: bytes straight from the value,
-// keys in sorted order, with no intermediate ``JSONValue`` tree (whose dictionaries cost more
+// keys in sorted order (except a change page's, see `changePage`), with no intermediate ``JSONValue`` tree (whose dictionaries cost more
 // than the writing). ``JSONValueEncoder/encode(_:)`` uses it for these types; `JSONTests` checks
 // that the output equals the `Codable` form.
 
@@ -148,15 +148,19 @@ extension RecordsResponse: JSONDirectWritable {
 }
 
 extension JSONWriter {
-    /// A page of zone changes, keys sorted; `records` writes the records array.
+    /// A page of zone changes; `records` writes the records array.
+    ///
+    /// Unlike other objects, its keys are not sorted: `moreComing` and `syncToken` come before
+    /// `records`, so a client can ask for the next page as soon as it has read them, without
+    /// stepping over the records (``StoredZoneChanges/continuation(of:)``).
     mutating func changePage(moreComing: Bool, syncToken: String, zoneID: ZoneID, records: (inout JSONWriter) throws -> Void) rethrows {
         var first = true
         open()
         key("moreComing", first: &first); bytes.append(contentsOf: (moreComing ? "true" : "false").utf8)
-        key("records", first: &first)
-        try records(&self)
         key("syncToken", first: &first); writeString(syncToken)
         key("zoneID", first: &first); zoneID.write(to: &self)
+        key("records", first: &first)
+        try records(&self)
         close()
     }
 }

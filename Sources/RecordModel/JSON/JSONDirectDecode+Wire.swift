@@ -424,14 +424,17 @@ extension JSONParser {
 
 extension StoredZoneChanges {
     /// The `syncToken` and `moreComing` of a `records/changes` answer, found without decoding
-    /// its records (they are stepped over by structure), so the next page can be asked for
-    /// while this one is decoded. `nil` when the text does not read as such an answer; a text
+    /// its records, so the next page can be asked for while this one is decoded. RecordSync's
+    /// server writes both before the records, and reading stops there; in another order, the
+    /// records are stepped over by structure. `nil` when the text does not read as such an answer; a text
     /// that yields a continuation here may still fail ``decode(_:)``.
     package static func continuation(of data: Data) -> (syncToken: String, moreComing: Bool)? {
         data.withUnsafeBytes { raw -> (syncToken: String, moreComing: Bool)? in
             guard let base = raw.baseAddress else { return nil }
             var parser = JSONParser(bytes: UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: raw.count))
             var token: String?, more: Bool?
+            /// Both were read: the rest (RecordSync writes them before the records) is not.
+            struct Found: Error {}
             do {
                 try parser.forEachMember { parser, key in
                     switch key {
@@ -439,7 +442,9 @@ extension StoredZoneChanges {
                     case "moreComing": more = try parser.directBool()
                     default: try parser.skipValueStructurally()
                     }
+                    if token != nil, more != nil { throw Found() }
                 }
+            } catch is Found {
             } catch {
                 return nil
             }
