@@ -27,6 +27,23 @@ import Testing
         #expect(throws: RecordSyncError.self) { try ZoneChangeToken(string: database.string) }
     }
 
+    /// Base64URL is Foundation's base64 with `-` and `_` for `+` and `/`, unpadded, and reads
+    /// back what it wrote; what is not unpadded base64url does not decode.
+    @Test func base64URLMatchesFoundationsBase64() throws {
+        var generator = SystemRandomNumberGenerator()
+        for count in 0..<70 {
+            let data = Data((0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) })
+            let expected = data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+                .replacingOccurrences(of: "=", with: "")
+            #expect(Base64URL.encode(data) == expected)
+            #expect(Base64URL.decode(expected) == data)
+        }
+        #expect(Base64URL.encode(Data([0xFB, 0xFF, 0xBF])) == "-_-_")
+        for bad in ["A", "AAAAA", "AB==", "AB+/", "A B", "é", "AA\u{0}A"] {
+            #expect(Base64URL.decode(bad) == nil, "\(bad)")
+        }
+    }
+
     @Test func continuationMarkersRoundTripAndRejectGarbage() throws {
         let marker = ContinuationMarker(query: "q", values: [.int(1), .null, .string("x")], zone: 3, name: "n")
         #expect(try ContinuationMarker(string: marker.string) == marker)
