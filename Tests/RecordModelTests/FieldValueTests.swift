@@ -52,6 +52,22 @@ import Testing
         #expect(decoded.references.map(\.reference.recordName) == ["x", "y"])
     }
 
+    /// Fields are written straight to bytes for the common types; the text is exactly the
+    /// serialisation of their JSON tree, for every type.
+    @Test func fieldsTextIsTheirTreesSerialisation() throws {
+        let fields: [String: FieldValue] = [
+            "s": .string("é \"q\"\n"), "i": .int64(Int64.min), "j": .int64(42), "d": .double(0.1), "w": .double(3), "e": .double(-2.5e-300),
+            "t": .timestamp(1_700_000_000_000), "b": .bytes(Data([0, 255])), "f": .boolean(true),
+            "r": .reference(Reference(recordName: "x", action: .deleteSelf)),
+            "z": .reference(Reference(recordName: "x", zoneID: ZoneID(zoneName: "Z", ownerRecordName: "_o"), action: .validate)),
+            "l": .location(Location(latitude: 1, longitude: 2, altitude: 3, timestamp: 4)), "a": .asset(.object(["fileChecksum": .string("abc")])),
+            "sl": .list(.string, [.string("a"), .string("\u{1}")]), "il": .list(.int64, []), "dl": .list(.double, [.double(1), .double(0.5)]),
+            "rl": .list(.reference, [.reference(Reference(recordName: "y", action: .deleteSelf)), .reference(Reference(recordName: "q"))]),
+        ]
+        let tree = JSONValue.object(fields.mapValues { .object(["type": .string($0.type.rawValue), "value": $0.json]) })
+        #expect(try JSONValueEncoder().encodeFieldsText(fields) == tree.serializedString())
+    }
+
     @Test func referencesComeByFieldNameWithListsInTheirOrder() {
         let record = Record(recordName: "r", recordType: "T", fields: [
             "owner": .reference(Reference(recordName: "o")), "title": .string("t"), "count": .int64(2),

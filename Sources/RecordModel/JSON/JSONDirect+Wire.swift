@@ -76,8 +76,32 @@ extension FieldValue: JSONDirectWritable {
         var first = true
         writer.open()
         writer.key("type", first: &first); writer.writeString(type.rawValue)
-        writer.key("value", first: &first); try writer.write(json)
+        writer.key("value", first: &first); try writeValue(to: &writer)
         writer.close()
+    }
+
+    /// Writes ``json`` (the same bytes), without building it for the common types.
+    private func writeValue(to writer: inout JSONWriter) throws {
+        switch self {
+        case .string(let value):
+            writer.writeString(value)
+        case .int64(let value), .timestamp(let value):
+            writer.bytes.append(contentsOf: String(value).utf8)
+        case .double(let value):
+            try writer.write(.double(value))
+        case .boolean(let value):
+            writer.bytes.append(contentsOf: (value ? "true" : "false").utf8)
+        case .reference(let value) where value.zoneID == nil:
+            var first = true
+            writer.open()
+            writer.key("action", first: &first); writer.writeString(value.action.rawValue)
+            writer.key("recordName", first: &first); writer.writeString(value.recordName)
+            writer.close()
+        case .list(_, let elements):
+            try writer.array(elements) { try $1.writeValue(to: &$0) }
+        default:
+            try writer.write(json)
+        }
     }
 }
 
