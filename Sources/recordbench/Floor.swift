@@ -5,6 +5,13 @@ import GRDB
 /// table with a primary key and the minimum indexes the question needs, in the same WAL and
 /// `synchronous = FULL` settings as the server and the client cache.
 enum Floor {
+    /// A floor measured just before and just after its figure: their mean, so that the
+    /// machine's speed drifting while the figure is measured (this VM's moves by a third from
+    /// minute to minute) weighs on the floor as it does on the figure.
+    static func bracketed(_ before: Double, _ after: Double) -> Double {
+        (before + after) / 2
+    }
+
     /// Opens a fresh floor database.
     static func database(in directory: String, name: String) throws -> DatabaseQueue {
         var configuration = Configuration()

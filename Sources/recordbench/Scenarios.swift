@@ -36,12 +36,13 @@ enum Scenarios {
                 let database = server.container.privateCloudDatabase
                 let artists = max(1, scale.saveRecords / 100)
                 let works = scale.saveRecords - artists
+                let floorBefore = try Floor.insert(count: scale.saveRecords, batch: 400, in: server.directory)
                 let elapsed = try await seconds {
                     try await Workload.save(database, count: artists, zone: .defaultZone) { $0.map(Workload.artist) }
                     try await Workload.save(database, count: works, zone: .defaultZone) { $0.map { Workload.artwork($0, artists: artists) } }
                 }
-                let floor = try Floor.insert(count: scale.saveRecords, batch: 400, in: server.directory)
-                return (Double(scale.saveRecords) / elapsed, floor)
+                let floorAfter = try Floor.insert(count: scale.saveRecords, batch: 400, in: server.directory)
+                return (Double(scale.saveRecords) / elapsed, Floor.bracketed(floorBefore, floorAfter))
             }
             figures.append(figure)
             floors.append(floor)
@@ -106,6 +107,7 @@ enum Scenarios {
                 }
                 let before = try await Workload.drainChanges(database, zone: .defaultZone, since: nil)
                 guard before.changed == total else { throw BenchError("seeded \(before.changed) records, not \(total)") }
+                let floorBefore = try Floor.cascadeDelete(children: children, perChild: perChild, in: server.directory)
                 var cascaded = 0
                 let delete = try await seconds {
                     let results = try await database.modify([RecordOperation(.forceDelete, RecordPayload(recordName: "root"))])
@@ -118,8 +120,10 @@ enum Scenarios {
                 }
                 guard tombstones == total else { throw BenchError("fetched \(tombstones) tombstones, not \(total)") }
                 let floor = try Floor.cascadeDelete(children: children, perChild: perChild, in: server.directory)
-                guard floor.deleted == total else { throw BenchError("the floor deleted \(floor.deleted) rows, not \(total)") }
-                return (delete, floor.seconds, fetch)
+                guard floor.deleted == total, floorBefore.deleted == total else {
+                    throw BenchError("the floor deleted \(floorBefore.deleted) and \(floor.deleted) rows, not \(total)")
+                }
+                return (delete, Floor.bracketed(floorBefore.seconds, floor.seconds), fetch)
             }
             deletes.append(delete)
             floors.append(floor)
@@ -175,11 +179,13 @@ enum Scenarios {
             for round in 0..<repetitions {
                 let cache = try RecordCache(path: server.directory + "/cache-\(round).sqlite")
                 let engine = SyncEngine(database: database, cache: cache)
+                let floorBefore = try Floor.insert(count: count, batch: engine.configuration.pageSize, in: server.directory)
                 var applied = 0
                 let elapsed = try await seconds { applied = try await engine.fetchChanges().changedRecordCount }
                 guard applied == count else { throw BenchError("the cache applied \(applied) records, not \(count)") }
                 figures.append(Double(count) / elapsed)
-                floors.append(try Floor.insert(count: count, batch: engine.configuration.pageSize, in: server.directory))
+                let floorAfter = try Floor.insert(count: count, batch: engine.configuration.pageSize, in: server.directory)
+                floors.append(Floor.bracketed(floorBefore, floorAfter))
             }
             let ratio = median(figures) / median(floors)
             return Measurement(scenario: "cache-apply", unit: "records/s", figure: median(figures), floor: median(floors), ratio: ratio,
