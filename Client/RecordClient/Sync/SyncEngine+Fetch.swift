@@ -185,10 +185,17 @@ extension SyncEngine {
                 case .loaded(_, let page, .failure(let error)), .decoded(_, let page, .failure(let error)):
                     failures[page] = error
                 case .decoded(_, let page, .success(let changes)):
+                    // The next page, if already asked for (or waiting to be), was asked for
+                    // with the token read ahead; the decoded page must continue the same way.
+                    let askedNext = since[page + 1].flatMap { $0 } ?? (deferred?.page == page + 1 ? deferred?.token : nil)
+                    if let askedNext, !changes.moreComing || changes.changeToken != askedNext {
+                        failures[page] = RecordSyncError(.networkFailure, "records/changes: an answer's token read ahead differs from the one it decodes to")
+                        break
+                    }
                     decoded[page] = changes
                     // An answer whose continuation could not be read ahead asks for its next
                     // page now.
-                    if changes.moreComing, since[page + 1] == nil, deferred?.page != page + 1 {
+                    if changes.moreComing, askedNext == nil {
                         ask(page + 1, since: changes.changeToken)
                     }
                 }
