@@ -57,8 +57,11 @@ package struct SQLiteBinder {
 
 extension Statement {
     /// Runs this statement, which returns no rows, with the arguments `bind` sets in order,
-    /// straight through SQLite: GRDB's transaction observers do not see the change. Only for
-    /// tables no observer watches (the server registers none).
+    /// straight through SQLite: GRDB's transaction observers do not see the change. For tables
+    /// no observer watches (the server registers none), or followed by
+    /// `Database.notifyChanges(in:)` for the tables written (as the client cache does once per
+    /// fetched page), which wakes observers of those tables (`ValueObservation`) but gives no
+    /// row-by-row events.
     ///
     /// - Throws: `DatabaseError` when SQLite fails.
     package func run(in db: Database, _ bind: (inout SQLiteBinder) -> Void) throws {

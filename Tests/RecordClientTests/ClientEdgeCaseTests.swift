@@ -85,7 +85,7 @@ import Testing
     /// Fetched records are written without GRDB's per-statement bookkeeping; observers of the
     /// cache still see each page, references included, and a record the server sent is the
     /// version a later local edit starts from.
-    @Test func observersSeeFetchedPages() async throws {
+    @Test(.timeLimit(.minutes(1))) func observersSeeFetchedPages() async throws {
         let cache = try RecordCache(path: ":memory:")
         func page(_ records: [Record]) -> ZoneChangesPage {
             ZoneChangesPage(modifications: records, deletions: [], changes: records, changeToken: ServerChangeToken(rawValue: "t"), moreComing: false)
@@ -101,15 +101,24 @@ import Testing
         #expect(try await iterator.next()?.isEmpty == true)
         try await cache.apply(page([artwork("w1", tag: "1", owner: "a"), artwork("w2", tag: "1", owner: "b")]), to: .defaultZone, resetting: false)
         #expect(try await iterator.next()?.map(\.recordName) == ["w1"])
-        // Only the reference changes: the row's references are what the observer sees change.
+        // The zone and the schema exist now, so only the notification of the page's writes can
+        // wake the observer (without it this waits until the time limit): only a reference
+        // changes, which the query sees in the references table.
         try await cache.apply(page([artwork("w2", tag: "2", owner: "a")]), to: .defaultZone, resetting: false)
         #expect(try await iterator.next()?.map(\.recordName) == ["w1", "w2"])
-        // A local edit of a fetched record sends the server's tag.
+        // The fetched row is the server's version a local edit starts from.
         var edited = try #require(try await cache.record(for: Record.ID(recordName: "w2")))
         edited["title"] = .string("mine")
         try await cache.save(edited)
-        #expect(try await cache.record(for: Record.ID(recordName: "w2"))?.recordChangeTag == "2")
+        let cached = try #require(try await cache.writer.read { db in try RecordCache.fetchRecord(Record.ID(recordName: "w2"), in: db) })
+        #expect(cached.serverRecord?.recordChangeTag == "2" && cached.serverRecord?["title"] == nil)
+        #expect(cached.record["title"] == .string("mine"))
         #expect(try await iterator.next()?.map(\.recordName) == ["w1", "w2"])
+        // A page of deletions alone is seen too.
+        let gone = Record(recordName: "w1", recordType: "Artwork", deleted: true)
+        try await cache.apply(ZoneChangesPage(modifications: [], deletions: [(Record.ID(recordName: "w1"), "Artwork")], changes: [gone],
+                                              changeToken: ServerChangeToken(rawValue: "t"), moreComing: false), to: .defaultZone, resetting: false)
+        #expect(try await iterator.next()?.map(\.recordName) == ["w2"])
     }
 
     @Test func aSourceFailedOnlyBecauseItsTargetConflictedIsSentAgain() async throws {

@@ -179,37 +179,18 @@ public final class RecordCache: Sendable {
                 && server.created == record.created && server.modified == record.modified
         } ?? false
         let serverJSON = rowIsServerVersion ? nil : try serverRecord.map { String(decoding: try JSONValueEncoder().encode($0), as: UTF8.self) }
-        let created = record.created ?? Stamp(timestamp: 0, userRecordName: "")
-        let modified = record.modified ?? created
         // A row known not to be cached is inserted without the upsert's conflict handling.
         try db.cachedStatement(sql: isCached ? Self.upsertSQL : Self.insertSQL).execute { row in
-                row.bind(zone)
-                row.bind(record.recordName)
-                row.bind(record.recordType)
-                row.bind(tag)
-                row.bind(fields)
-                row.bind(created.timestamp)
-                row.bind(created.userRecordName)
-                row.bind(created.deviceID)
-                row.bind(modified.timestamp)
-                row.bind(modified.userRecordName)
-                row.bind(modified.deviceID)
-                row.bind(serverJSON)
-            }
+            Self.bindRow(&row, record, zone: zone, tag: tag, fields: fields, serverJSON: serverJSON)
+        }
         if isCached {
-            try db.cachedStatement(sql: "DELETE FROM refs WHERE zone_id = ? AND source = ?").execute(arguments: [zone, record.recordName])
+            try db.cachedStatement(sql: Self.clearReferencesSQL).execute(arguments: [zone, record.recordName])
         }
         let references = record.references
         if !references.isEmpty {
-            let insert = try db.cachedStatement(sql: "INSERT OR IGNORE INTO refs(zone_id, source, field, target, action) VALUES (?, ?, ?, ?, ?)")
+            let insert = try db.cachedStatement(sql: Self.insertReferenceSQL)
             for (field, reference) in references {
-                try insert.execute { row in
-                    row.bind(zone)
-                    row.bind(record.recordName)
-                    row.bind(field)
-                    row.bind(reference.recordName)
-                    row.bind(RecordRow.code(reference.action))
-                }
+                try insert.execute { row in Self.bindReference(&row, zone: zone, source: record.recordName, field: field, reference: reference) }
             }
         }
         for (field, value) in record.fields where recordingSchema {
@@ -233,8 +214,8 @@ public final class RecordCache: Sendable {
             self.db = db
             insert = try db.cachedStatement(sql: RecordCache.insertSQL)
             upsert = try db.cachedStatement(sql: RecordCache.upsertSQL)
-            clearReferences = try db.cachedStatement(sql: "DELETE FROM refs WHERE zone_id = ? AND source = ?")
-            insertReference = try db.cachedStatement(sql: "INSERT OR IGNORE INTO refs(zone_id, source, field, target, action) VALUES (?, ?, ?, ?, ?)")
+            clearReferences = try db.cachedStatement(sql: RecordCache.clearReferencesSQL)
+            insertReference = try db.cachedStatement(sql: RecordCache.insertReferenceSQL)
         }
 
         /// Writes `record`, a version the server sent (it has a change tag), as the cached row
@@ -242,22 +223,9 @@ public final class RecordCache: Sendable {
         /// version. `fieldsText` and `isCached` are as for ``RecordCache/store(_:zone:tag:serverRecord:recordingSchema:fieldsText:isCached:in:)``.
         mutating func write(_ record: RecordModel.Record, zone: Int64, fieldsText: String?, isCached: Bool) throws {
             let fields = try fieldsText ?? RecordRow.encodeFields(record.fields)
-            let created = record.created ?? Stamp(timestamp: 0, userRecordName: "")
-            let modified = record.modified ?? created
             wrote = true
             try (isCached ? upsert : insert).run(in: db) { row in
-                row.bind(zone)
-                row.bind(record.recordName)
-                row.bind(record.recordType)
-                row.bind(record.recordChangeTag)
-                row.bind(fields)
-                row.bind(created.timestamp)
-                row.bind(created.userRecordName)
-                row.bind(created.deviceID)
-                row.bind(modified.timestamp)
-                row.bind(modified.userRecordName)
-                row.bind(modified.deviceID)
-                row.bindNull()
+                RecordCache.bindRow(&row, record, zone: zone, tag: record.recordChangeTag, fields: fields, serverJSON: nil)
             }
             if isCached {
                 try clearReferences.run(in: db) { row in
@@ -267,11 +235,7 @@ public final class RecordCache: Sendable {
             }
             for (field, reference) in record.references {
                 try insertReference.run(in: db) { row in
-                    row.bind(zone)
-                    row.bind(record.recordName)
-                    row.bind(field)
-                    row.bind(reference.recordName)
-                    row.bind(RecordRow.code(reference.action))
+                    RecordCache.bindReference(&row, zone: zone, source: record.recordName, field: field, reference: reference)
                 }
             }
         }
@@ -285,6 +249,35 @@ public final class RecordCache: Sendable {
         }
     }
 
+    /// Binds the columns of ``insertSQL`` for `record`, in order.
+    static func bindRow(_ row: inout SQLiteBinder, _ record: RecordModel.Record, zone: Int64, tag: String?, fields: String, serverJSON: String?) {
+        let created = record.created ?? Stamp(timestamp: 0, userRecordName: "")
+        let modified = record.modified ?? created
+        row.bind(zone)
+        row.bind(record.recordName)
+        row.bind(record.recordType)
+        row.bind(tag)
+        row.bind(fields)
+        row.bind(created.timestamp)
+        row.bind(created.userRecordName)
+        row.bind(created.deviceID)
+        row.bind(modified.timestamp)
+        row.bind(modified.userRecordName)
+        row.bind(modified.deviceID)
+        row.bind(serverJSON)
+    }
+
+    /// Binds the columns of ``insertReferenceSQL``, in order.
+    static func bindReference(_ row: inout SQLiteBinder, zone: Int64, source: String, field: String, reference: Reference) {
+        row.bind(zone)
+        row.bind(source)
+        row.bind(field)
+        row.bind(reference.recordName)
+        row.bind(RecordRow.code(reference.action))
+    }
+
+    private static let clearReferencesSQL = "DELETE FROM refs WHERE zone_id = ? AND source = ?"
+    private static let insertReferenceSQL = "INSERT OR IGNORE INTO refs(zone_id, source, field, target, action) VALUES (?, ?, ?, ?, ?)"
     private static let insertSQL = """
         INSERT INTO records(zone_id, name, type, tag, fields, created_at, created_by, created_device, modified_at, modified_by, modified_device, server_record)
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -300,6 +293,6 @@ public final class RecordCache: Sendable {
     /// Removes a cached record and its references.
     static func remove(_ name: String, zone: Int64, in db: SQLDatabase) throws {
         try db.cachedStatement(sql: "DELETE FROM records WHERE zone_id = ? AND name = ?").execute(arguments: [zone, name])
-        try db.cachedStatement(sql: "DELETE FROM refs WHERE zone_id = ? AND source = ?").execute(arguments: [zone, name])
+        try db.cachedStatement(sql: Self.clearReferencesSQL).execute(arguments: [zone, name])
     }
 }
