@@ -5,11 +5,16 @@ import GRDB
 /// table with a primary key and the minimum indexes the question needs, in the same WAL and
 /// `synchronous = FULL` settings as the server and the client cache.
 enum Floor {
-    /// A floor measured just before and just after its figure: their mean, so that the
-    /// machine's speed drifting while the figure is measured (this VM's moves by a third from
-    /// minute to minute) weighs on the floor as it does on the figure.
-    static func bracketed(_ before: Double, _ after: Double) -> Double {
+    /// A floor measured just before and just after its figure, so that the machine's speed
+    /// drifting while the figure is measured (this VM's moves by a third from minute to
+    /// minute) weighs on the floor as it does on the figure: the mean of the two times.
+    static func bracketed(seconds before: Double, _ after: Double) -> Double {
         (before + after) / 2
+    }
+
+    /// ``bracketed(seconds:_:)`` for rates: the rate of the mean time.
+    static func bracketed(rate before: Double, _ after: Double) -> Double {
+        2 / (1 / before + 1 / after)
     }
 
     /// Opens a fresh floor database.

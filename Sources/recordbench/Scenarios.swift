@@ -42,7 +42,7 @@ enum Scenarios {
                     try await Workload.save(database, count: works, zone: .defaultZone) { $0.map { Workload.artwork($0, artists: artists) } }
                 }
                 let floorAfter = try Floor.insert(count: scale.saveRecords, batch: 400, in: server.directory)
-                return (Double(scale.saveRecords) / elapsed, Floor.bracketed(floorBefore, floorAfter))
+                return (Double(scale.saveRecords) / elapsed, Floor.bracketed(rate: floorBefore, floorAfter))
             }
             figures.append(figure)
             floors.append(floor)
@@ -123,7 +123,7 @@ enum Scenarios {
                 guard floor.deleted == total, floorBefore.deleted == total else {
                     throw BenchError("the floor deleted \(floorBefore.deleted) and \(floor.deleted) rows, not \(total)")
                 }
-                return (delete, Floor.bracketed(floorBefore.seconds, floor.seconds), fetch)
+                return (delete, Floor.bracketed(seconds: floorBefore.seconds, floor.seconds), fetch)
             }
             deletes.append(delete)
             floors.append(floor)
@@ -185,7 +185,7 @@ enum Scenarios {
                 guard applied == count else { throw BenchError("the cache applied \(applied) records, not \(count)") }
                 figures.append(Double(count) / elapsed)
                 let floorAfter = try Floor.insert(count: count, batch: engine.configuration.pageSize, in: server.directory)
-                floors.append(Floor.bracketed(floorBefore, floorAfter))
+                floors.append(Floor.bracketed(rate: floorBefore, floorAfter))
             }
             let ratio = median(figures) / median(floors)
             return Measurement(scenario: "cache-apply", unit: "records/s", figure: median(figures), floor: median(floors), ratio: ratio,
