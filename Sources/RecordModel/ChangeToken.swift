@@ -155,8 +155,9 @@ public enum Base64URL {
     }
 
     /// Decodes a string; `nil` when it is not unpadded base64url (a character outside the
-    /// alphabet, padding, or a length no encoding has). Bits past the last whole byte are
-    /// ignored, as Foundation's decoder does.
+    /// alphabet, padding, or a length no encoding has). Padding was accepted before this
+    /// decoder; the server never issues it. Bits past the last whole byte are ignored (change
+    /// tokens are checked by encoding them again).
     public static func decode(_ string: String) -> Data? {
         let values = values
         var text = string
