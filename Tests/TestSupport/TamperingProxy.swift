@@ -1,0 +1,55 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Hummingbird
+
+/// Runs `body` with an HTTP proxy on a loopback port in front of `upstream`, which passes every
+/// `POST` on and may change the answers: for clients facing a server that answers wrongly.
+///
+/// - Parameter tamper: given a successful answer's request path and body, the body to send
+///   back instead (the answers come uncompressed).
+public func withTamperingProxy<T: Sendable>(
+    to upstream: URL,
+    tamper: @escaping @Sendable (_ path: String, _ body: Data) -> Data,
+    _ body: @escaping @Sendable (_ url: URL) async throws -> T
+) async throws -> T {
+    let session = URLSession(configuration: .ephemeral)
+    let router = Router()
+    router.post("**") { request, _ -> Response in
+        let sent = try await request.body.collect(upTo: 64 << 20)
+        guard let url = URL(string: upstream.absoluteString + request.uri.path) else { return Response(status: .badRequest) }
+        var forward = URLRequest(url: url)
+        forward.httpMethod = "POST"
+        forward.setValue(request.headers[.authorization], forHTTPHeaderField: "Authorization")
+        forward.setValue(request.headers[.contentType], forHTTPHeaderField: "Content-Type")
+        forward.setValue(request.headers[.contentEncoding], forHTTPHeaderField: "Content-Encoding")
+        forward.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
+        forward.httpBody = Data(sent.readableBytesView)
+        let (data, status) = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Data, Int), any Error>) in
+            session.dataTask(with: forward) { data, response, error in
+                if let error {
+                    continuation.resume(throwing: error)
+                } else {
+                    continuation.resume(returning: (data ?? Data(), (response as? HTTPURLResponse)?.statusCode ?? 502))
+                }
+            }.resume()
+        }
+        let answer = status == 200 ? tamper(request.uri.path, data) : data
+        return Response(status: HTTPResponse.Status(code: status), headers: [.contentType: "application/json"],
+                        body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer)))
+    }
+    let (ports, announce) = AsyncStream.makeStream(of: Int.self)
+    let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+                          onServerRunning: { channel in announce.yield(channel.localAddress?.port ?? 0) })
+    return try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask {
+            try await app.run()
+            return nil
+        }
+        defer { group.cancelAll() }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next(), let url = URL(string: "http://127.0.0.1:\(port)") else { throw CancellationError() }
+        return try await body(url)
+    }
+}
