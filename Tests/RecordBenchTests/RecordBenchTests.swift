@@ -25,6 +25,13 @@ import Testing
         }
     }
 
+    /// A floor measured before and after its figure counts as the mean of the two times: for
+    /// seconds their mean, for rates the rate of their mean time.
+    @Test func bracketedFloorsAverageTheirTimes() {
+        #expect(Floor.bracketed(seconds: 1, 3) == 2)
+        #expect(Floor.bracketed(rate: 100, 300) == 150)  // 10 ms and 3.33 ms a row: 6.67 ms
+    }
+
     @Test func theTableHasARowPerScenario() throws {
         let run = try RecordBench.Run.parse(["--scale", "small"])
         let table = run.table([Measurement(scenario: "save", unit: "records/s", figure: 1000, floor: 4000, ratio: 0.25, target: "≥ 0.25 of floor", met: true)])

@@ -106,9 +106,10 @@ extension SyncEngine {
                 }
             }
             /// Decodes an answer; one that cannot be read is asked for again (as a transient
-            /// failure, like any answer read inside ``retrying(_:_:)``), and must then name the
-            /// token its next page was already asked for with, if it was.
-            func decode(_ page: Int, _ data: Data, since token: ServerChangeToken?, askedNextWith peeked: String?) {
+            /// failure, like any answer read inside ``retrying(_:_:)``). Either way the page must
+            /// then continue with the token its next page was already asked for with, if it was
+            /// (checked when it is decoded, below).
+            func decode(_ page: Int, _ data: Data, since token: ServerChangeToken?) {
                 stages.addTask { [round] in
                     do {
                         return .decoded(round: round, page: page, .success(try await Self.decodeOffThePool(data)))
@@ -116,9 +117,6 @@ extension SyncEngine {
                         do {
                             let again = try await self.retrying("records/changes") {
                                 try await database.recordZoneChanges(inZoneWith: zoneID, since: token, resultsLimit: pageSize)
-                            }
-                            guard peeked == nil || (again.moreComing && again.changeToken.rawValue == peeked) else {
-                                throw RecordSyncError(.networkFailure, "records/changes: an answer could not be read, and asked for again it continues differently")
                             }
                             return .decoded(round: round, page: page, .success(again))
                         } catch {
@@ -166,7 +164,7 @@ extension SyncEngine {
                     break  // from the fetch that was started over
                 case .loaded(_, let page, .success(let data)):
                     let next = StoredZoneChanges.continuation(of: data).flatMap { $0.moreComing ? $0.syncToken : nil }
-                    decode(page, data, since: since[page] ?? nil, askedNextWith: next)
+                    decode(page, data, since: since[page] ?? nil)
                     if let next { ask(page + 1, since: ServerChangeToken(rawValue: next)) }
                 case .loaded(_, _, .failure(let error as RecordSyncError)) where error.code == .changeTokenExpired && !resetting:
                     configuration.logger.info("zone token expired; fetching the zone again", metadata: ["record.zone": "\(zoneID.zoneName)"])

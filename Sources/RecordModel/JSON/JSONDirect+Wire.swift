@@ -1,8 +1,8 @@
 import Foundation
 
 // Direct JSON writing of the types every record passes through: bytes straight from the value,
-// keys in sorted order (except a change page's, see `changePage`), with no intermediate ``JSONValue`` tree (whose dictionaries cost more
-// than the writing). ``JSONValueEncoder/encode(_:)`` uses it for these types; `JSONTests` checks
+// keys in sorted order (except a change page's, see `changePage`), with no intermediate
+// ``JSONValue`` tree (whose dictionaries cost more than the writing). ``JSONValueEncoder/encode(_:)`` uses it for these types; `JSONTests` checks
 // that the output equals the `Codable` form.
 
 /// A type that writes its own JSON (keys sorted, compact).

@@ -426,8 +426,9 @@ extension StoredZoneChanges {
     /// The `syncToken` and `moreComing` of a `records/changes` answer, found without decoding
     /// its records, so the next page can be asked for while this one is decoded. RecordSync's
     /// server writes both before the records, and reading stops there; in another order, the
-    /// records are stepped over by structure. `nil` when the text does not read as such an answer; a text
-    /// that yields a continuation here may still fail ``decode(_:)``.
+    /// records are stepped over by structure. `nil` when the text does not read as such an
+    /// answer; a text that yields a continuation here may still fail ``decode(_:)`` or decode
+    /// to another token (the sync engine checks that it does not).
     package static func continuation(of data: Data) -> (syncToken: String, moreComing: Bool)? {
         data.withUnsafeBytes { raw -> (syncToken: String, moreComing: Bool)? in
             guard let base = raw.baseAddress else { return nil }
