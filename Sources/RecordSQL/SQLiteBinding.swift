@@ -63,8 +63,11 @@ extension Statement {
     /// fetched page), which wakes observers of those tables (`ValueObservation`) but gives no
     /// row-by-row events.
     ///
+    /// - Returns: the number of rows the statement inserted, updated or deleted
+    ///   (`sqlite3_changes`).
     /// - Throws: `DatabaseError` when SQLite fails.
-    package func run(in db: Database, _ bind: (inout SQLiteBinder) -> Void) throws {
+    @discardableResult
+    package func run(in db: Database, _ bind: (inout SQLiteBinder) -> Void) throws -> Int {
         let statement = sqliteStatement
         sqlite3_reset(statement)
         sqlite3_clear_bindings(statement)
@@ -75,6 +78,7 @@ extension Statement {
         guard code == SQLITE_DONE else {
             throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: sql)
         }
+        return Int(sqlite3_changes(db.sqliteConnection))
     }
 
     /// Executes this statement, which returns no rows, with the arguments `bind` sets in

@@ -172,15 +172,7 @@ extension RecordCache {
             }
             // The records with queued edits, read once per page (the outbox is small).
             let queued = Set(try String.fetchAll(db.cachedStatement(sql: "SELECT DISTINCT name FROM outbox WHERE zone_id = ?"), arguments: [zone]))
-            // The page's records already cached, in one query: only they can have references to
-            // clear (a first fetch has none).
-            let names = page.changes.lazy.filter { !$0.deleted }.map(\.recordName)
-            var cached = Set(try String.fetchAll(db.cachedStatement(sql: """
-                SELECT r.name FROM json_each(?) AS j CROSS JOIN records r ON r.zone_id = ? AND r.name = j.value
-                """), arguments: [try JSONValue.array(names.map(JSONValue.string)).serializedString(), zone]))
-            var schema: [String: [String: FieldType]] = [:]
             var rows = try FetchedRowWriter(db)
-            cached.reserveCapacity(cached.count + page.modifications.count)
             for (offset, record) in page.changes.enumerated() {
                 if record.deleted {
                     // A record created locally (no server version) after an older deletion is
@@ -195,23 +187,19 @@ extension RecordCache {
                     }
                 } else if !queued.contains(record.recordName) {
                     let text = offset < page.fieldsText.count ? page.fieldsText[offset] : nil
-                    let isCached = !cached.insert(record.recordName).inserted
                     if record.recordChangeTag != nil {
-                        try rows.write(record, zone: zone, fieldsText: text, isCached: isCached)
+                        let references = offset < page.references.count ? page.references[offset] : record.references
+                        try rows.write(record, zone: zone, fieldsText: text, references: references)
                     } else {
                         // Not a server version a later edit could start from: stored the general way.
                         var server = record
                         server.zoneID = zoneID
-                        try Self.store(server, zone: zone, tag: nil, serverRecord: server, recordingSchema: false,
-                                       fieldsText: text, isCached: isCached, in: db)
-                    }
-                    for (field, value) in record.fields where schema[record.recordType]?[field] == nil {
-                        schema[record.recordType, default: [:]][field] = value.type
+                        try Self.store(server, zone: zone, tag: nil, serverRecord: server, recordingSchema: false, fieldsText: text, in: db)
                     }
                 }
             }
             try rows.notifyObservers()
-            for (recordType, fields) in schema {
+            for (recordType, fields) in page.fieldTypes ?? ZoneChangesPage.fieldTypes(of: page.modifications) {
                 for (field, type) in fields {
                     try db.cachedStatement(sql: "INSERT OR IGNORE INTO schema_fields(record_type, field, type) VALUES (?, ?, ?)")
                         .execute(arguments: [recordType, field, type.rawValue])

@@ -166,11 +166,8 @@ public final class RecordCache: Sendable {
     ///     storing many records can note them once instead).
     ///   - fieldsText: the JSON text `record`'s fields arrived in, stored as it is instead of
     ///     encoding the fields again.
-    ///   - isCached: `false` when the caller knows no row of this name is cached: the row is
-    ///     inserted without the upsert's conflict handling (a cached row would make it fail
-    ///     with a UNIQUE error) and has no references to clear.
     static func store(_ record: RecordModel.Record, zone: Int64, tag: String?, serverRecord: RecordModel.Record?,
-                      recordingSchema: Bool = true, fieldsText: String? = nil, isCached: Bool = true, in db: SQLDatabase) throws {
+                      recordingSchema: Bool = true, fieldsText: String? = nil, in db: SQLDatabase) throws {
         let fields = try fieldsText ?? RecordRow.encodeFields(record.fields)
         // When the row is the server's version unchanged (a fetched record), server_record stays
         // NULL rather than holding a second copy of it.
@@ -179,13 +176,10 @@ public final class RecordCache: Sendable {
                 && server.created == record.created && server.modified == record.modified
         } ?? false
         let serverJSON = rowIsServerVersion ? nil : try serverRecord.map { String(decoding: try JSONValueEncoder().encode($0), as: UTF8.self) }
-        // A row known not to be cached is inserted without the upsert's conflict handling.
-        try db.cachedStatement(sql: isCached ? Self.upsertSQL : Self.insertSQL).execute { row in
+        try db.cachedStatement(sql: Self.upsertSQL).execute { row in
             Self.bindRow(&row, record, zone: zone, tag: tag, fields: fields, serverJSON: serverJSON)
         }
-        if isCached {
-            try db.cachedStatement(sql: Self.clearReferencesSQL).execute(arguments: [zone, record.recordName])
-        }
+        try db.cachedStatement(sql: Self.clearReferencesSQL).execute(arguments: [zone, record.recordName])
         let references = record.references
         if !references.isEmpty {
             let insert = try db.cachedStatement(sql: Self.insertReferenceSQL)
@@ -204,36 +198,45 @@ public final class RecordCache: Sendable {
     /// The rows are written straight through SQLite's C API with statements prepared once per
     /// page (``RecordSQL/SQLiteBinder``), skipping GRDB's per-statement work; GRDB's observers
     /// (`ValueObservation`) are told of the change once, by ``notifyObservers()``, which the
-    /// transaction must call after the last ``write(_:zone:fieldsText:isCached:)``.
+    /// transaction must call after the last ``write(_:zone:fieldsText:references:)``.
     struct FetchedRowWriter {
         private let db: SQLDatabase
-        private let insert: Statement, upsert: Statement, clearReferences: Statement, insertReference: Statement
+        private let insertNew: Statement, upsert: Statement, clearReferences: Statement, insertReference: Statement
         private var wrote = false
 
         init(_ db: SQLDatabase) throws {
             self.db = db
-            insert = try db.cachedStatement(sql: RecordCache.insertSQL)
+            insertNew = try db.cachedStatement(sql: RecordCache.insertNewSQL)
             upsert = try db.cachedStatement(sql: RecordCache.upsertSQL)
             clearReferences = try db.cachedStatement(sql: RecordCache.clearReferencesSQL)
             insertReference = try db.cachedStatement(sql: RecordCache.insertReferenceSQL)
         }
 
         /// Writes `record`, a version the server sent (it has a change tag), as the cached row
-        /// with its references; `server_record` stays NULL, since the row is the server's
-        /// version. `fieldsText` and `isCached` are as for ``RecordCache/store(_:zone:tag:serverRecord:recordingSchema:fieldsText:isCached:in:)``.
-        mutating func write(_ record: RecordModel.Record, zone: Int64, fieldsText: String?, isCached: Bool) throws {
+        /// with `references` (its ``RecordModel/Record/references``); `server_record` stays
+        /// NULL, since the row is the server's version. `fieldsText` is as for
+        /// ``RecordCache/store(_:zone:tag:serverRecord:recordingSchema:fieldsText:in:)``.
+        ///
+        /// The row is inserted if no row of its name is cached (the usual case in a first
+        /// fetch: one statement); otherwise the cached row is replaced and its references
+        /// cleared first.
+        mutating func write(_ record: RecordModel.Record, zone: Int64, fieldsText: String?,
+                            references: [(field: String, reference: Reference)]) throws {
             let fields = try fieldsText ?? RecordRow.encodeFields(record.fields)
             wrote = true
-            try (isCached ? upsert : insert).run(in: db) { row in
+            let bind = { (row: inout SQLiteBinder) in
                 RecordCache.bindRow(&row, record, zone: zone, tag: record.recordChangeTag, fields: fields, serverJSON: nil)
             }
-            if isCached {
+            // No row inserted: one of this name is cached (or SQLite refused the row, and the
+            // upsert reports why).
+            if try insertNew.run(in: db, bind) == 0 {
+                try upsert.run(in: db, bind)
                 try clearReferences.run(in: db) { row in
                     row.bind(zone)
                     row.bind(record.recordName)
                 }
             }
-            for (field, reference) in record.references {
+            for (field, reference) in references {
                 try insertReference.run(in: db) { row in
                     RecordCache.bindReference(&row, zone: zone, source: record.recordName, field: field, reference: reference)
                 }
@@ -282,6 +285,8 @@ public final class RecordCache: Sendable {
         INSERT INTO records(zone_id, name, type, tag, fields, created_at, created_by, created_device, modified_at, modified_by, modified_device, server_record)
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """
+    /// ``insertSQL`` that inserts nothing when a row of the name is cached.
+    private static let insertNewSQL = insertSQL.replacingOccurrences(of: "INSERT INTO", with: "INSERT OR IGNORE INTO")
     private static let upsertSQL = insertSQL + """
 
         ON CONFLICT(zone_id, name) DO UPDATE SET type = excluded.type, tag = excluded.tag, fields = excluded.fields,

@@ -38,6 +38,11 @@ public struct ZoneChangesPage: Sendable, Hashable {
     /// For each of ``changes``, the JSON text its fields arrived in (when the answer was read
     /// directly), which the cache stores as it is.
     var fieldsText: [String?] = []
+    /// For each of ``changes``, its references (``RecordModel/Record/references``), and the
+    /// types of the page's fields by record type: worked out when the answer is decoded, so
+    /// that the cache's writer does not (empty and `nil` for a page made otherwise).
+    var references: [[(field: String, reference: Reference)]] = []
+    var fieldTypes: [String: [String: FieldType]]?
 
     public static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.changes == rhs.changes && lhs.changeToken == rhs.changeToken && lhs.moreComing == rhs.moreComing
@@ -96,5 +101,19 @@ extension ZoneChangesPage {
             changes: records, changeToken: ServerChangeToken(rawValue: answer.syncToken), moreComing: answer.moreComing,
             fieldsText: answer.entries.map(\.fieldsJSON)
         )
+        references = records.map(\.references)
+        fieldTypes = Self.fieldTypes(of: modifications)
+    }
+
+    /// The types of `records`' fields by record type (the first record holding a field names
+    /// its type).
+    static func fieldTypes(of records: some Sequence<Record>) -> [String: [String: FieldType]] {
+        var types: [String: [String: FieldType]] = [:]
+        for record in records {
+            for (field, value) in record.fields where types[record.recordType]?[field] == nil {
+                types[record.recordType, default: [:]][field] = value.type
+            }
+        }
+        return types
     }
 }
