@@ -134,6 +134,41 @@ import Testing
         #expect(stored.withUTF8 { try? JSONParser.decodeDirectly(StoredFields.self, from: $0) }?.fields == ["a": .string("x"), "b": .int64(2)])
     }
 
+    /// A field's value read directly (the common types straight into their values, the rest
+    /// through a tree) is the one ``FieldValue/init(json:type:)`` makes of the member's tree,
+    /// and what that refuses the direct path declines too.
+    @Test func fieldValuesReadDirectlyAsFromTheTree() throws {
+        let accepted = [
+            #"{"type":"STRING","value":"x"}"#, #"{"value":"x \u00e9","type":"STRING"}"#, #"{"value":"x"}"#, #"{"type":null,"value":"x"}"#,
+            #"{"type":"INT64","value":-3}"#, #"{"type":"INT64","value":3.0}"#, #"{"value":7}"#,
+            #"{"type":"DOUBLE","value":2}"#, #"{"type":"DOUBLE","value":2.5e3}"#, #"{"value":2.5}"#,
+            #"{"type":"TIMESTAMP","value":1700000000000}"#, #"{"type":"TIMESTAMP","value":1.5}"#,
+            #"{"type":"BOOLEAN","value":true}"#, #"{"type":"BOOLEAN","value":1}"#, #"{"value":false}"#,
+            #"{"type":"BYTES","value":"AAEC"}"#,
+            #"{"type":"REFERENCE","value":{"recordName":"a","action":"DELETE_SELF"}}"#,
+            #"{"value":{"action":null,"recordName":"a","zoneID":{"zoneName":"Z","ownerRecordName":"_o"}}}"#,
+            #"{"type":"REFERENCE","value":{"recordName":"a","extra":1,"action":"VALIDATE"}}"#,
+            #"{"type":"REFERENCE","value":{"recordName":"a","zoneID":{"zoneName":"Z","ownerRecordName":5}}}"#,
+            #"{"type":"ASSETID","value":{"recordName":"a"}}"#, #"{"type":"ASSETID","value":{"recordName":"a","action":null}}"#,
+            #"{"type":"LOCATION","value":{"latitude":1,"longitude":2}}"#,
+            #"{"type":"REFERENCE_LIST","value":[{"recordName":"a"}]}"#, #"{"type":"STRING_LIST","value":["a","b"]}"#,
+            #"{"type":"STRING","value":"x","value":"y","extra":[1]}"#,
+        ]
+        let refused = [
+            #"{"type":"INT64","value":3.5}"#, #"{"type":"BOOLEAN","value":"yes"}"#, #"{"type":"STRING","value":5}"#,
+            #"{"type":"REFERENCE","value":{"recordName":"a","action":"NOPE"}}"#, #"{"type":"REFERENCE","value":{"recordName":""}}"#,
+            #"{"type":"REFERENCE","value":"a"}"#, #"{"type":"INT64"}"#, #"{"value":null}"#, #"{"type":"NOPE","value":1}"#,
+        ]
+        for field in accepted + refused {
+            var text = field
+            let direct = text.withUTF8 { try? JSONParser.decodeDirectly(FieldValue.self, from: $0) }
+            let raw = try? JSONValueDecoder().decodeThroughTree(RawFieldValue.self, from: Data(field.utf8))
+            let tree = raw.flatMap { try? FieldValue(json: $0.value, type: $0.type) }
+            #expect(direct == tree, "\(field)")
+            #expect((direct != nil) == accepted.contains(field), "\(field)")
+        }
+    }
+
     /// What the direct path declines goes through the tree, so the decoder's errors (which the
     /// server turns into reasons) and its reading of error results are the tree's.
     @Test func whatTheDirectPathDeclinesTheTreeDecides() throws {

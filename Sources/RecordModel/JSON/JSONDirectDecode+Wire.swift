@@ -199,10 +199,100 @@ extension RawFieldValue: JSONDirectDecodable {
 }
 
 extension FieldValue: JSONDirectDecodable {
+    /// Reads `{"value": …, "type": …}` (in either order). The common values (a string, a
+    /// number, a boolean, a reference) are read straight into the field value they make with
+    /// their type; any other value, or a value its type does not take as it is, is read as a
+    /// JSON tree and given to ``init(json:type:)``, as the tree path would.
     init(direct parser: inout JSONParser) throws {
-        let raw = try RawFieldValue(direct: &parser)
-        guard let value = try? FieldValue(json: raw.value, type: raw.type) else { throw JSONDirectMiss() }
-        self = value
+        /// A value read before its type is known.
+        enum Read {
+            case string(String), int(Int64), double(Double), bool(Bool), reference(Reference)
+            case other(JSONValue)
+        }
+        var read = Read.other(.null), type: FieldType?
+        var referenceText: JSONParser?  // at a value read as a reference, for the tree
+        try parser.forEachMember { parser, key in
+            switch key {
+            case "value":
+                switch try parser.peekByte() {
+                case UInt8(ascii: "\""): read = .string(try parser.string())
+                case UInt8(ascii: "t"), UInt8(ascii: "f"): read = .bool(try parser.directBool())
+                case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                    switch try parser.number() {
+                    case .int(let integer): read = .int(integer)
+                    case .double(let double): read = .double(double)
+                    default: throw JSONDirectMiss()
+                    }
+                case UInt8(ascii: "{"):
+                    var attempt = parser
+                    if let reference = try? Reference(directValue: &attempt) {
+                        referenceText = parser
+                        parser = attempt
+                        read = .reference(reference)
+                    } else {
+                        read = .other(try parser.value())
+                    }
+                default: read = .other(try parser.value())
+                }
+            case "type":
+                if let name = try parser.directOptionalString() {
+                    guard let known = FieldType(rawValue: name) else { throw JSONDirectMiss() }
+                    type = known
+                } else {
+                    type = nil
+                }
+            default: try parser.skipValue()
+            }
+        }
+        switch (read, type?.isList == true ? nil : type?.scalar) {
+        case (.string(let value), .string?), (.string(let value), nil) where type == nil: self = .string(value)
+        case (.int(let value), .int64?), (.int(let value), nil) where type == nil: self = .int64(value)
+        case (.int(let value), .timestamp?): self = .timestamp(value)
+        case (.int(let value), .double?): self = .double(Double(value))
+        case (.double(let value), .double?), (.double(let value), nil) where type == nil: self = .double(value)
+        case (.bool(let value), .boolean?), (.bool(let value), nil) where type == nil: self = .boolean(value)
+        case (.reference(let reference), .reference?), (.reference(let reference), nil) where type == nil:
+            guard NameRules.problem(withName: reference.recordName, kind: "referenced recordName") == nil else { throw JSONDirectMiss() }
+            self = .reference(reference)
+        default:
+            let json: JSONValue
+            switch read {
+            case .string(let value): json = .string(value)
+            case .int(let value): json = .int(value)
+            case .double(let value): json = .double(value)
+            case .bool(let value): json = .bool(value)
+            case .reference:
+                guard var text = referenceText else { throw JSONDirectMiss() }
+                json = try text.value()
+            case .other(let value): json = value
+            }
+            guard let value = try? FieldValue(json: json, type: type) else { throw JSONDirectMiss() }
+            self = value
+        }
+    }
+}
+
+extension Reference {
+    /// A reference value in its plain form: `recordName` a string, `action` a known action or
+    /// null, `zoneID` an object or null, no other member. Anything else is for the tree.
+    init(directValue parser: inout JSONParser) throws {
+        var name: String?, action = Reference.Action.none, zoneID: ZoneID?
+        try parser.forEachMember { parser, key in
+            switch key {
+            case "recordName": name = try parser.directString()
+            case "action":
+                if let text = try parser.directOptionalString() {
+                    guard let known = Reference.Action(rawValue: text) else { throw JSONDirectMiss() }
+                    action = known
+                } else {
+                    action = .none
+                }
+            case "zoneID": zoneID = try parser.takeNull() ? nil : try ZoneID(direct: &parser)
+            default: throw JSONDirectMiss()
+            }
+        }
+        guard let name else { throw JSONDirectMiss() }
+        self.init(recordName: name, zoneID: zoneID, action: action)
     }
 }
 
@@ -233,6 +323,7 @@ extension Record: JSONDirectDecodable {
                     let start = parser.index  // at the '{' (takeNull skipped the whitespace)
                     var members = 0
                     var read: [String: FieldValue] = [:]
+                    read.reserveCapacity(8)
                     try parser.forEachMember { parser, name in
                         members += 1
                         read[name] = try FieldValue(direct: &parser)
