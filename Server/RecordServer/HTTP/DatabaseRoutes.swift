@@ -11,6 +11,8 @@ struct DatabaseRoutes: Sendable {
     let notifier: ChangeNotifier
     /// The users of recently seen tokens.
     let tokens = TokenCache()
+    /// Change pages read before they are asked for.
+    let readAhead = ChangePageReadAhead()
 
     /// An endpoint: reads its body (if any) for a scope and answers.
     typealias Endpoint = @Sendable (DatabaseRoutes, Data, DatabaseScope) async throws -> Response
@@ -31,7 +33,11 @@ struct DatabaseRoutes: Sendable {
             try JSONBody.response(try await routes.store.queryRecords(JSONBody.decode(QueryRecordsRequest.self, from: body), in: scope))
         }),
         ("records/changes", [.post], { routes, body, scope in
-            try JSONBody.response(try await routes.store.changesPage(JSONBody.decode(RecordChangesRequest.self, from: body), in: scope))
+            let request = try JSONBody.decode(RecordChangesRequest.self, from: body)
+            guard let store = routes.store as? any StoredChangePages else {
+                return try JSONBody.response(try await routes.store.changesPage(request, in: scope))
+            }
+            return try await routes.readAhead.answer(request, in: scope, from: store, gzip: JSONBody.acceptsGzip).response
         }),
         ("changes/zone", [.post], { routes, body, scope in
             let request = try JSONBody.decode(ZoneChangesRequest.self, from: body)

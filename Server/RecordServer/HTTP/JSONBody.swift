@@ -68,17 +68,22 @@ enum JSONBody {
     /// A JSON response; gzip-compressed (`Content-Encoding: gzip`) when it is at least
     /// ``Gzip/threshold`` bytes and the request accepts gzip (``acceptsGzip``).
     static func response<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) throws -> Response {
+        try prepared(value, status: status).response
+    }
+
+    /// ``response(_:status:)``'s status, headers and body, which can make a response later.
+    static func prepared<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) throws -> PreparedResponse {
         let data = try JSONValueEncoder().encode(value)
         var headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
         guard data.count >= Gzip.threshold else {
-            return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+            return PreparedResponse(status: status, headers: headers, body: ByteBuffer(bytes: data))
         }
         headers[.vary] = "Accept-Encoding"
         guard acceptsGzip else {
-            return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+            return PreparedResponse(status: status, headers: headers, body: ByteBuffer(bytes: data))
         }
         headers[.contentEncoding] = "gzip"
-        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: Gzip.compress(data))))
+        return PreparedResponse(status: status, headers: headers, body: ByteBuffer(bytes: Gzip.compress(data)))
     }
 
     /// Whether an `Accept-Encoding` header accepts gzip: `gzip` (or `x-gzip`) listed without
@@ -109,5 +114,16 @@ enum JSONBody {
         if let retryAfter = error.retryAfter { headers[.retryAfter] = String(Int(retryAfter.rounded(.up))) }
         return Response(status: .init(code: error.code.httpStatus), headers: headers,
                         body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}
+
+/// An answer encoded ahead of being sent.
+struct PreparedResponse: Sendable {
+    var status: HTTPResponse.Status
+    var headers: HTTPFields
+    var body: ByteBuffer
+
+    var response: Response {
+        Response(status: status, headers: headers, body: ResponseBody(byteBuffer: body))
     }
 }

@@ -5,11 +5,18 @@ import RecordSQL
 
 extension SQLiteRecordStore: StoredChangePages {
     public func recordChanges(_ request: RecordChangesRequest, in scope: DatabaseScope) async throws -> ZoneChanges {
-        try await recordChangesPage(request, in: scope).decoded()
+        try await recordChangesPage(request, in: scope).page.decoded()
+    }
+
+    package func changeFeedMark(of zoneID: ZoneID?, in scope: DatabaseScope) async throws -> ChangeFeedMark {
+        try await read(scope) { db, databaseID, _ in
+            let zone = try self.zone(zoneID, databaseID: databaseID, scope: scope, in: db)
+            return ChangeFeedMark(zoneUID: zone.uid, sequence: zone.sequence)
+        }
     }
 
     /// A page whose records' fields stay the stored text (decoded only to apply `desiredKeys`).
-    package func recordChangesPage(_ request: RecordChangesRequest, in scope: DatabaseScope) async throws -> StoredZoneChanges {
+    package func recordChangesPage(_ request: RecordChangesRequest, in scope: DatabaseScope) async throws -> (page: StoredZoneChanges, mark: ChangeFeedMark) {
         let limit = try limits.resultsLimit(request.resultsLimit)
         let given = try request.syncToken.map { try ZoneChangeToken(string: $0) }
         for type in request.desiredRecordTypes ?? [] {
@@ -48,7 +55,8 @@ extension SQLiteRecordStore: StoredChangePages {
             }
             // A page that reaches the end covers everything up to the zone's current sequence.
             let next = ZoneChangeToken(zoneUID: zone.uid, sequence: more ? lastSequence : zone.sequence, tombstoneFloor: token.tombstoneFloor)
-            return StoredZoneChanges(zoneID: zone.zoneID, entries: records, syncToken: next.string, moreComing: more)
+            return (StoredZoneChanges(zoneID: zone.zoneID, entries: records, syncToken: next.string, moreComing: more),
+                    ChangeFeedMark(zoneUID: zone.uid, sequence: zone.sequence))
         }
     }
 

@@ -94,18 +94,37 @@ public protocol RecordStore: Sendable {
     func modifyZones(_ request: ModifyZonesRequest, in scope: DatabaseScope) async throws -> [ZoneResult]
 }
 
+/// Where a zone's change feed stood when it was read: the zone's incarnation and its last
+/// change. While a zone's mark stays the same, nothing in the zone changed, so a page read
+/// again would read the same.
+package struct ChangeFeedMark: Sendable, Hashable {
+    package var zoneUID: UUID
+    package var sequence: Int64
+
+    package init(zoneUID: UUID, sequence: Int64) {
+        self.zoneUID = zoneUID
+        self.sequence = sequence
+    }
+}
+
 /// A store that can read a change page without decoding records' fields: it leaves them as
 /// the JSON text it keeps (the wire form), which the answer then copies as is.
 package protocol StoredChangePages: RecordStore {
-    /// The page ``RecordStore/recordChanges(_:in:)`` returns, fields left as stored text.
-    func recordChangesPage(_ request: RecordChangesRequest, in scope: DatabaseScope) async throws -> StoredZoneChanges
+    /// The page ``RecordStore/recordChanges(_:in:)`` returns, fields left as stored text, and
+    /// the mark of the feed it was read at (read in the same transaction).
+    func recordChangesPage(_ request: RecordChangesRequest, in scope: DatabaseScope) async throws -> (page: StoredZoneChanges, mark: ChangeFeedMark)
+
+    /// The mark of a zone's feed now.
+    ///
+    /// - Throws: what reading the zone throws (`ZONE_NOT_FOUND`, say).
+    func changeFeedMark(of zoneID: ZoneID?, in scope: DatabaseScope) async throws -> ChangeFeedMark
 }
 
 extension RecordStore {
     /// One page of a zone's change feed, for writing to the wire: with stored field text when
     /// the store offers it (``StoredChangePages``), else ``recordChanges(_:in:)``'s page.
     package func changesPage(_ request: RecordChangesRequest, in scope: DatabaseScope) async throws -> StoredZoneChanges {
-        if let stored = self as? any StoredChangePages { return try await stored.recordChangesPage(request, in: scope) }
+        if let stored = self as? any StoredChangePages { return try await stored.recordChangesPage(request, in: scope).page }
         return StoredZoneChanges(try await recordChanges(request, in: scope))
     }
 }

@@ -1,0 +1,93 @@
+import Foundation
+@testable import RecordServer
+import RecordModel
+import TestSupport
+import Testing
+
+/// `ChangePageReadAhead`: the next change page is read before it is asked for, and a request
+/// gets it only while its zone has not changed since.
+@Suite struct ReadAheadTests {
+    /// A SQLite store in which alice saved `count` artists (`a0`, `a1`, …) in her default zone.
+    func withArtists(_ count: Int, _ body: (SQLiteRecordStore, DatabaseScope) async throws -> Void) async throws {
+        try await withTemporaryDirectory { directory in
+            let store = try SQLiteRecordStore(path: (directory as NSString).appendingPathComponent("records.sqlite"))
+            let alice = try await store.createUser(named: "alice", tokenHash: Data([1]))
+            let scope = DatabaseScope(container: "iCloud.test", environment: "development", kind: .private, user: alice)
+            try await save((0..<count).map { Record.artist("a\($0)") }, in: store, scope)
+            try await body(store, scope)
+        }
+    }
+
+    func save(_ records: [Record], in store: SQLiteRecordStore, _ scope: DatabaseScope) async throws {
+        let saved = try await store.modifyRecords(ModifyRecordsRequest(operations: records.map { RecordOperation(.forceReplace, RecordPayload($0)) }), in: scope)
+        #expect(saved.records.allSatisfy { $0.error == nil })
+    }
+
+    /// Asks for one page of 2 records at a time through `readAhead` and decodes it.
+    func page(since token: String?, _ readAhead: ChangePageReadAhead, _ store: SQLiteRecordStore, _ scope: DatabaseScope) async throws -> ZoneChanges {
+        let answer = try await readAhead.answer(RecordChangesRequest(syncToken: token, resultsLimit: 2), in: scope, from: store, gzip: false)
+        return try JSONDecoder().decode(ZoneChanges.self, from: Data(buffer: answer.body))
+    }
+
+    @Test func eachPageAfterTheFirstIsReadAhead() async throws {
+        try await withArtists(5) { store, scope in
+            let readAhead = ChangePageReadAhead()
+            var names: [String] = []
+            var token: String?
+            repeat {
+                let page = try await page(since: token, readAhead, store, scope)
+                names += page.records.map(\.recordName)
+                token = page.moreComing ? page.syncToken : nil
+            } while token != nil
+            #expect(names == ["a0", "a1", "a2", "a3", "a4"])
+            #expect(readAhead.statistics.served == 2)
+            #expect(readAhead.statistics.readAgain == 0)
+            // Another user asking with the same token is not given alice's page.
+            let bob = try await store.createUser(named: "bob", tokenHash: Data([2]))
+            let first = try await page(since: nil, readAhead, store, scope)
+            let bobs = DatabaseScope(container: scope.container, environment: scope.environment, kind: .private, user: bob)
+            let refused = await #expect(throws: RecordSyncError.self) {
+                try await readAhead.answer(RecordChangesRequest(syncToken: first.syncToken, resultsLimit: 2), in: bobs, from: store, gzip: false)
+            }
+            #expect(refused?.code == .badRequest)
+            #expect(readAhead.statistics.served == 2)
+        }
+    }
+
+    /// A page read ahead before a change to its zone is read again: the answer is never older
+    /// than the request (a client that saves, then fetches, sees its save).
+    @Test func aPageReadBeforeItsZoneChangedIsReadAgain() async throws {
+        try await withArtists(4) { store, scope in
+            let readAhead = ChangePageReadAhead()
+            let first = try await page(since: nil, readAhead, store, scope)
+            #expect(first.records.map(\.recordName) == ["a0", "a1"] && first.moreComing)
+            // The next page (a2, a3) was read ahead; then a2 is deleted and a0 changed.
+            await readAhead.settle()
+            _ = try await store.modifyRecords(ModifyRecordsRequest(operations: [RecordOperation(.forceDelete, RecordPayload(recordName: "a2"))]), in: scope)
+            try await save([Record.artist("a0", "renamed")], in: store, scope)
+            let second = try await page(since: first.syncToken, readAhead, store, scope)
+            #expect(second.records.map(\.recordName) == ["a3", "a2"])
+            #expect(second.records.last?.deleted == true)
+            #expect(readAhead.statistics.readAgain == 1 && readAhead.statistics.served == 0)
+            let third = try await page(since: second.syncToken, readAhead, store, scope)
+            #expect(third.records.map(\.recordName) == ["a0"] && third.records.first?.fields["name"] == .string("renamed"))
+            #expect(!third.moreComing)
+            // A deleted zone's page read ahead is not served: the request gets the error.
+            let zones = try await store.modifyZones(ModifyZonesRequest(operations: [.init(.create, ZoneID(zoneName: "Z"))]), in: scope)
+            #expect(zones.allSatisfy { $0.zone != nil })
+            let inZone = (0..<3).map { Record(recordName: "z\($0)", recordType: "Artist", zoneID: ZoneID(zoneName: "Z"), fields: ["name": .string("z")]) }
+            _ = try await store.modifyRecords(ModifyRecordsRequest(operations: inZone.map { RecordOperation(.forceReplace, RecordPayload($0)) },
+                                                                   zoneID: ZoneID(zoneName: "Z")), in: scope)
+            let zonePage = try await readAhead.answer(RecordChangesRequest(zoneID: ZoneID(zoneName: "Z"), resultsLimit: 2), in: scope, from: store, gzip: false)
+            let zoneChanges = try JSONDecoder().decode(ZoneChanges.self, from: Data(buffer: zonePage.body))
+            await readAhead.settle()
+            _ = try await store.modifyZones(ModifyZonesRequest(operations: [.init(.delete, ZoneID(zoneName: "Z"))]), in: scope)
+            let gone = await #expect(throws: RecordSyncError.self) {
+                try await readAhead.answer(RecordChangesRequest(zoneID: ZoneID(zoneName: "Z"), syncToken: zoneChanges.syncToken, resultsLimit: 2),
+                                           in: scope, from: store, gzip: false)
+            }
+            #expect(gone?.code == .zoneNotFound)
+            #expect(readAhead.statistics.readAgain == 2)
+        }
+    }
+}
