@@ -8,11 +8,15 @@ import GRDBSQLite
 /// SQLite's automatic checkpoint runs inside the commit that takes the write-ahead log past
 /// 1,000 pages, on the writing connection: that commit copies the log into the database file
 /// and syncs it while every other write waits for it. With a checkpointer installed, the
-/// writing connection's WAL hook only looks at the log's size after each commit; past
-/// ``threshold`` pages it asks for a `PASSIVE` checkpoint, which runs on this object's own
+/// writing connection's WAL hook only looks at the log's size after each commit; once
+/// ``threshold`` pages were written since the last background checkpoint (or since the log
+/// started over) it asks for a `PASSIVE` checkpoint, which runs on this object's own
 /// connection, on a background queue, while writes go on. (A passive checkpoint copies what
 /// no reader still needs and never blocks readers or the writer; the writer starts the log
-/// over once a checkpoint has copied all of it.)
+/// over once a checkpoint has copied all of it.) A checkpoint copies the newest version of each
+/// page in the log once, so a page that several commits rewrite (a leaf of an index whose keys
+/// arrive in no order, say) is copied once per checkpoint: asking after every commit would copy
+/// it every time.
 ///
 /// The writer starts the log over only when a checkpoint has copied all of it by the time the
 /// next write begins, which a checkpoint running beside continuous writes rarely manages: under
@@ -37,17 +41,20 @@ import GRDBSQLite
 public final class WALCheckpointer: @unchecked Sendable {
     /// The database file.
     public let path: String
-    /// Log size, in pages, from which a commit asks for a background checkpoint (SQLite's
-    /// automatic checkpoint runs at 1,000).
+    /// Log pages written since the last background checkpoint from which a commit asks for
+    /// another (SQLite's automatic checkpoint runs once the log is 1,000 pages long).
     public let threshold: Int32
     /// Log size, in pages, at which a commit checkpoints on its own connection.
     public let limit: Int32
 
     private let queue = DispatchQueue(label: "RecordSQL.WALCheckpointer")
-    /// Guards `scheduled`.
+    /// Guards `scheduled` and `copiedThrough`.
     private let lock = NSLock()
     /// Whether a checkpoint is queued or running.
     private var scheduled = false
+    /// The log frames the last background checkpoint found (it copied what no reader needed
+    /// of them); 0 once the log has started over.
+    private var copiedThrough: Int32 = 0
     /// Checkpoints run in the background, and by committing connections (read by tests).
     var checkpointCounts: (background: Int, inline: Int) { lock.withLock { (background, inline) } }
     private var background = 0
@@ -57,7 +64,8 @@ public final class WALCheckpointer: @unchecked Sendable {
 
     /// - Parameters:
     ///   - path: the database file the connections it is installed in have open.
-    ///   - threshold: log pages after which a background checkpoint is asked for.
+    ///   - threshold: log pages written since the last background checkpoint after which
+    ///     another is asked for.
     ///   - limit: log pages at which the committing connection checkpoints inline.
     public init(path: String, threshold: Int32 = 1000, limit: Int32 = 16000) {
         self.path = path
@@ -85,8 +93,11 @@ public final class WALCheckpointer: @unchecked Sendable {
             lock.withLock { inline += 1 }
         } else if pages >= threshold {
             let schedule = lock.withLock {
-                defer { scheduled = true }
-                return !scheduled
+                // The log only grows until it starts over: a shorter one has started over.
+                if pages < copiedThrough { copiedThrough = 0 }
+                guard !scheduled, pages - copiedThrough >= threshold else { return false }
+                scheduled = true
+                return true
             }
             if schedule { queue.async { self.checkpoint() } }
         }
@@ -114,6 +125,7 @@ public final class WALCheckpointer: @unchecked Sendable {
         // mode: nothing was checkpointed.
         var logPages: Int32 = -1
         done = sqlite3_wal_checkpoint_v2(connection, nil, SQLITE_CHECKPOINT_PASSIVE, &logPages, nil) == SQLITE_OK && logPages >= 0
+        if done { lock.withLock { copiedThrough = logPages } }
     }
 }
 

@@ -24,7 +24,10 @@ public final class RecordCache: Sendable {
     public init(path: String) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(30)
-        let checkpointer = path == ":memory:" ? nil : WALCheckpointer(path: path)
+        // Checkpoints every 4,000 log pages (16 MB) rather than 1,000: a large fetch rewrites the
+        // same leaves of the references-by-target index in commit after commit, and each
+        // checkpoint copies a page once however often it was rewritten.
+        let checkpointer = path == ":memory:" ? nil : WALCheckpointer(path: path, threshold: 4000)
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = FULL")
             checkpointer?.install(in: db)
