@@ -121,6 +121,69 @@ import Testing
         #expect(try await iterator.next()?.map(\.recordName) == ["w2"])
     }
 
+    static func hasReferenceIndex(_ cache: RecordCache) async throws -> Bool {
+        try await cache.writer.read { db in
+            try Bool.fetchOne(db, sql: "SELECT COUNT(*) > 0 FROM sqlite_master WHERE type = 'index' AND name = 'refs_by_target'") ?? false
+        }
+    }
+
+    /// A fetch from scratch of more than a page builds the references-by-target index once, at
+    /// its end, whether it completes or fails; an incremental fetch keeps the index; a cache
+    /// whose fetch never ended (the process died) builds it when opened.
+    @Test func aLargeFetchFromScratchBuildsTheReferenceIndexAtItsEnd() async throws {
+        try await withServer { server in
+            let token = try await server.token(forNewUser: "alice")
+            let database = Container(serverURL: server.url, identifier: "iCloud.test", credentials: .bearerToken(token)).privateCloudDatabase
+            try await database.save(RecordZone(zoneID: Gallery.zone))
+            let works = (0..<30).map { Gallery.artwork("w\($0)", by: $0 % 3 == 0 ? "manet" : "monet") }
+            _ = try await database.modifyRecords(saving: [Gallery.artist("monet"), Gallery.artist("manet")] + works, deleting: [])
+            let configuration = {
+                var configuration = SyncEngine.Configuration()
+                configuration.pageSize = 10
+                return configuration
+            }()
+            let byManet = RecordQuery(recordType: "Artwork", predicate: try RecordPredicate(format: "artist == %@", Reference(recordName: "manet")))
+            try await withTemporaryDirectory { directory in
+                let cache = try RecordCache(path: directory + "/cache.sqlite")
+                let engine = SyncEngine(database: database, cache: cache, configuration: configuration)
+                try await engine.fetchChanges()
+                #expect(cache.referenceIndexSuspensions == 1)
+                #expect(try await Self.hasReferenceIndex(cache))
+                #expect(try await cache.records(matching: byManet, inZoneWith: Gallery.zone).count == 10)
+                _ = try await database.modifyRecords(saving: (30..<45).map { Gallery.artwork("w\($0)", by: "manet") }, deleting: [])
+                try await engine.fetchChanges()
+                #expect(cache.referenceIndexSuspensions == 1)
+                #expect(try await cache.records(matching: byManet, inZoneWith: Gallery.zone).count == 25)
+                try await cache.writer.write { try $0.execute(sql: "DROP INDEX refs_by_target") }
+                #expect(try await Self.hasReferenceIndex(try RecordCache(path: directory + "/cache.sqlite")))
+            }
+            // A fetch that fails on its third page (its token read ahead is not the one it
+            // decodes to) builds the index again too.
+            let pages = LockedTally()
+            try await withTamperingProxy(to: server.url, tamper: { path, answer in
+                guard path.hasSuffix("/records/changes"), String(decoding: answer, as: UTF8.self).contains(#""zoneName":"Gallery""#),
+                      pages.next() == 3 else { return answer }
+                var text = String(decoding: answer, as: UTF8.self)
+                text.removeLast()
+                return Data((text + #","syncToken":"not-the-one-read-ahead"}"#).utf8)
+            }) { proxy in
+                let cache = try RecordCache(path: ":memory:")
+                let container = Container(serverURL: proxy, identifier: "iCloud.test", credentials: .bearerToken(token))
+                let engine = SyncEngine(database: container.privateCloudDatabase, cache: cache, configuration: configuration)
+                await #expect(throws: RecordSyncError.self) { try await engine.fetchChanges() }
+                #expect(cache.referenceIndexSuspensions == 1)
+                #expect(try await Self.hasReferenceIndex(cache))
+            }
+        }
+    }
+
+    /// Counts calls from any thread.
+    final class LockedTally: @unchecked Sendable {
+        private let lock = NSLock()
+        private var count = 0
+        func next() -> Int { lock.withLock { count += 1; return count } }
+    }
+
     @Test func aSourceFailedOnlyBecauseItsTargetConflictedIsSentAgain() async throws {
         try await withServer { server in
             let token = try await server.token(forNewUser: "alice")

@@ -24,9 +24,10 @@ public final class RecordCache: Sendable {
     public init(path: String) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(30)
-        // Checkpoints every 4,000 log pages (16 MB) rather than 1,000: a large fetch rewrites the
-        // same leaves of the references-by-target index in commit after commit, and each
-        // checkpoint copies a page once however often it was rewritten.
+        // Checkpoints every 4,000 log pages (16 MB) rather than 1,000: a large fetch (with the
+        // references-by-target index kept, see suspendReferenceIndex()) rewrites the same
+        // leaves of that index in commit after commit, and each checkpoint copies a page once
+        // however often it was rewritten.
         let checkpointer = path == ":memory:" ? nil : WALCheckpointer(path: path, threshold: 4000)
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = FULL")
@@ -39,6 +40,9 @@ public final class RecordCache: Sendable {
             writer = try DatabasePool(path: path, configuration: configuration)
         }
         try Self.migrator.migrate(writer)
+        // A fetch that suspended the references-by-target index and never finished (the process
+        // ended) left it out.
+        try writer.write { db in try db.execute(sql: Self.createReferenceIndexSQL) }
     }
 
     /// The schema, as named migrations; a shipped migration is never edited.
@@ -97,6 +101,45 @@ public final class RecordCache: Sendable {
                 """)
         }
         return migrator
+    }
+
+    /// Creates the references-by-target index, as migration `v1` did, if it is missing.
+    static let createReferenceIndexSQL = "CREATE INDEX IF NOT EXISTS refs_by_target ON refs(zone_id, target, action, field, source)"
+
+    /// How many references the cache may hold for ``suspendReferenceIndex()`` to drop the
+    /// index: building it again then costs less than keeping it during a large fetch.
+    static let referenceIndexSuspensionLimit = 10_000
+
+    /// How many times the references-by-target index was suspended (read by tests).
+    var referenceIndexSuspensions: Int { suspensions.value }
+    private let suspensions = LockedCount()
+
+    /// Drops the index of references by target for the rest of a large fetch from scratch,
+    /// if the cache holds at most ``referenceIndexSuspensionLimit`` references.
+    ///
+    /// A fetch writes references in feed order, so the index, ordered by target, takes them
+    /// all over its B-tree: commit after commit rewrites most of its pages (about a third of
+    /// the pages a first fetch writes, measured from Python). Built once at the end
+    /// (``restoreReferenceIndex()``) from the whole table, it costs a sort. Meanwhile queries
+    /// by reference scan the references instead. Opening the cache builds the index if a
+    /// fetch left it out.
+    ///
+    /// - Returns: whether the index was dropped.
+    func suspendReferenceIndex() async throws -> Bool {
+        let dropped = try await writer.write { db -> Bool in
+            let held = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM (SELECT 1 FROM refs LIMIT ?)",
+                                        arguments: [Self.referenceIndexSuspensionLimit + 1]) ?? 0
+            guard held <= Self.referenceIndexSuspensionLimit else { return false }
+            try db.execute(sql: "DROP INDEX IF EXISTS refs_by_target")
+            return true
+        }
+        if dropped { suspensions.increment() }
+        return dropped
+    }
+
+    /// Builds the index of references by target again after ``suspendReferenceIndex()``.
+    func restoreReferenceIndex() async throws {
+        try await writer.write { db in try db.execute(sql: Self.createReferenceIndexSQL) }
     }
 
     // MARK: Reading
@@ -303,4 +346,13 @@ public final class RecordCache: Sendable {
         try db.cachedStatement(sql: "DELETE FROM records WHERE zone_id = ? AND name = ?").execute(arguments: [zone, name])
         try db.cachedStatement(sql: Self.clearReferencesSQL).execute(arguments: [zone, name])
     }
+}
+
+/// A count that any thread may read and add to.
+final class LockedCount: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+
+    var value: Int { lock.withLock { count } }
+    func increment() { lock.withLock { count += 1 } }
 }

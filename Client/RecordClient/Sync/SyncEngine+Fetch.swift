@@ -66,7 +66,23 @@ extension SyncEngine {
     /// is purged) are acted on at once. Every stage is a child task of this fetch: if it fails
     /// or is cancelled, so are they, and it ends after them. (The requests of a fetch started
     /// over are not cancelled: their answers are dropped when they come.)
+    ///
+    /// A fetch from scratch (no token, or an expired one) that takes more than one page
+    /// suspends the cache's index of references by target until it ends, whether it completes
+    /// or fails (``RecordCache/suspendReferenceIndex()``): building it once costs less than
+    /// keeping it through every page.
     func fetchZone(_ zoneID: ZoneID, into report: inout FetchReport) async throws {
+        var suspended = false
+        do {
+            try await fetchZonePages(zoneID, into: &report, suspending: &suspended)
+        } catch {
+            if suspended { try? await cache.restoreReferenceIndex() }
+            throw error
+        }
+        if suspended { try await cache.restoreReferenceIndex() }
+    }
+
+    private func fetchZonePages(_ zoneID: ZoneID, into report: inout FetchReport, suspending suspended: inout Bool) async throws {
         let saved = try await cache.changeToken(for: zoneID)
         report.fetchedZones.append(zoneID)
         let database = database, cache = cache, pageSize = configuration.pageSize
@@ -155,6 +171,9 @@ extension SyncEngine {
                     report.changedRecordCount += written.changed
                     report.deletedRecordCount += written.deleted
                     if !written.moreComing { return }
+                    if nextToApply == 0, since[0] == .some(nil), !suspended {
+                        suspended = try await cache.suspendReferenceIndex()
+                    }
                     nextToApply += 1
                     if let waiting = deferred {
                         deferred = nil
