@@ -140,6 +140,13 @@ extension JSONParser {
         return values
     }
 
+    /// A field's `type` member: a known type name, or null.
+    mutating func directFieldType() throws -> FieldType? {
+        guard let name = try directOptionalString() else { return nil }
+        guard let known = FieldType(rawValue: name) else { throw JSONDirectMiss() }
+        return known
+    }
+
     /// Reads and discards a value (a member the type does not know).
     mutating func skipValue() throws {
         skipWhitespace()
@@ -184,13 +191,7 @@ extension RawFieldValue: JSONDirectDecodable {
         try parser.forEachMember { parser, key in
             switch key {
             case "value": parser.skipWhitespace(); value = try parser.value()
-            case "type":
-                if let name = try parser.directOptionalString() {
-                    guard let known = FieldType(rawValue: name) else { throw JSONDirectMiss() }
-                    type = known
-                } else {
-                    type = nil
-                }
+            case "type": type = try parser.directFieldType()
             default: try parser.skipValue()
             }
         }
@@ -234,13 +235,7 @@ extension FieldValue: JSONDirectDecodable {
                     }
                 default: read = .other(try parser.value())
                 }
-            case "type":
-                if let name = try parser.directOptionalString() {
-                    guard let known = FieldType(rawValue: name) else { throw JSONDirectMiss() }
-                    type = known
-                } else {
-                    type = nil
-                }
+            case "type": type = try parser.directFieldType()
             default: try parser.skipValue()
             }
         }
