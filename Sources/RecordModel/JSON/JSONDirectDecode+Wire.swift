@@ -239,14 +239,29 @@ extension FieldValue: JSONDirectDecodable {
             default: try parser.skipValue()
             }
         }
-        switch (read, type?.isList == true ? nil : type?.scalar) {
-        case (.string(let value), .string?), (.string(let value), nil) where type == nil: self = .string(value)
-        case (.int(let value), .int64?), (.int(let value), nil) where type == nil: self = .int64(value)
+        // The scalar type the value is read as: the given one, or without one, the type
+        // ``FieldValue/inferredType(of:)`` gives these values; nil for a list or another value.
+        let scalar: ScalarType?
+        if let type {
+            scalar = type.isList ? nil : type.scalar
+        } else {
+            switch read {
+            case .string: scalar = .string
+            case .int: scalar = .int64
+            case .double: scalar = .double
+            case .bool: scalar = .boolean
+            case .reference: scalar = .reference
+            case .other: scalar = nil
+            }
+        }
+        switch (read, scalar) {
+        case (.string(let value), .string?): self = .string(value)
+        case (.int(let value), .int64?): self = .int64(value)
         case (.int(let value), .timestamp?): self = .timestamp(value)
         case (.int(let value), .double?): self = .double(Double(value))
-        case (.double(let value), .double?), (.double(let value), nil) where type == nil: self = .double(value)
-        case (.bool(let value), .boolean?), (.bool(let value), nil) where type == nil: self = .boolean(value)
-        case (.reference(let reference), .reference?), (.reference(let reference), nil) where type == nil:
+        case (.double(let value), .double?): self = .double(value)
+        case (.bool(let value), .boolean?): self = .boolean(value)
+        case (.reference(let reference), .reference?):
             guard NameRules.problem(withName: reference.recordName, kind: "referenced recordName") == nil else { throw JSONDirectMiss() }
             self = .reference(reference)
         default:
