@@ -54,6 +54,21 @@ import Testing
         }
     }
 
+    /// Stopped (at the server's shutdown), it drops and cancels what it read ahead and reads
+    /// nothing more ahead; requests are still answered.
+    @Test func stoppedItReadsNothingAhead() async throws {
+        try await withArtists(5) { store, scope in
+            let readAhead = ChangePageReadAhead()
+            let first = try await page(since: nil, readAhead, store, scope)
+            readAhead.stop()
+            let second = try await page(since: first.syncToken, readAhead, store, scope)
+            #expect(second.records.map(\.recordName) == ["a2", "a3"])
+            let third = try await page(since: second.syncToken, readAhead, store, scope)
+            #expect(third.records.map(\.recordName) == ["a4"] && !third.moreComing)
+            #expect(readAhead.statistics.served == 0 && readAhead.statistics.readAgain == 0)
+        }
+    }
+
     /// A page read ahead before a change to its zone is read again: the answer is never older
     /// than the request (a client that saves, then fetches, sees its save).
     @Test func aPageReadBeforeItsZoneChangedIsReadAgain() async throws {

@@ -28,7 +28,9 @@ public func buildApplication(
     let router = Router()
     router.add(middleware: ErrorMiddleware())
     let notifier = ChangeNotifier(keepAliveInterval: configuration.keepAliveInterval)
-    DatabaseRoutes(store: store, limits: configuration.limits, maximumBodyBytes: configuration.maximumBodyBytes, notifier: notifier)
+    let readAhead = ChangePageReadAhead()
+    DatabaseRoutes(store: store, limits: configuration.limits, maximumBodyBytes: configuration.maximumBodyBytes, notifier: notifier,
+                   readAhead: readAhead)
         .register(on: router)
 
     let logger = configuration.logger
@@ -38,7 +40,7 @@ public func buildApplication(
     return Application(
         router: router,
         configuration: .init(address: .hostname(host, port: configuration.port), serverName: "recordserver"),
-        services: [notifier],
+        services: [notifier, readAhead],
         onServerRunning: { channel in
             let port = channel.localAddress?.port ?? configuration.port
             logger.notice("listening on http://\(host):\(port)")

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import RecordModel
+import ServiceLifecycle
 
 /// Reads the next page of a zone's change feed while the client is busy with the page just
 /// answered, so that a client catching up on a large zone does not wait for each page's read.
@@ -17,7 +18,12 @@ import RecordModel
 ///
 /// At most ``capacity`` pages are kept, each for at most ``lifetime``; a page nobody asks for
 /// costs one read. Only a store that can mark its feed (``StoredChangePages``) reads ahead.
-final class ChangePageReadAhead: @unchecked Sendable {
+///
+/// Each read runs in a task this object owns: a read dropped (expired, past the capacity, or
+/// replaced by a newer read of the same request) is cancelled. It is a `Service` of the
+/// application: at graceful shutdown ``run()`` returns after ``stop()``, which cancels every
+/// read still kept and ends reading ahead (requests are then answered by reading their page).
+final class ChangePageReadAhead: Service, @unchecked Sendable {
     /// What a page was read for: the request, whose user, and whether the answer is gzipped.
     struct Key: Hashable, Sendable {
         var scope: DatabaseScope
@@ -41,6 +47,8 @@ final class ChangePageReadAhead: @unchecked Sendable {
     private let lock = NSLock()
     private var pages: [Key: (read: Task<Prepared, any Error>, until: ContinuousClock.Instant)] = [:]
     private var counts = (served: 0, readAgain: 0)
+    /// Set by ``stop()``: nothing more is read ahead.
+    private var stopped = false
 
     init(lifetime: Duration = .seconds(30), capacity: Int = 64) {
         self.lifetime = lifetime
@@ -50,6 +58,22 @@ final class ChangePageReadAhead: @unchecked Sendable {
     /// How many requests got a page read ahead, and how many found theirs stale (its zone
     /// changed since) and read it again.
     var statistics: (served: Int, readAgain: Int) { lock.withLock { counts } }
+
+    /// Reads ahead until graceful shutdown, then stops (``stop()``).
+    func run() async {
+        try? await gracefulShutdown()
+        stop()
+    }
+
+    /// Cancels every read kept and reads nothing ahead from now on.
+    func stop() {
+        let reads = lock.withLock {
+            stopped = true
+            defer { pages = [:] }
+            return pages.values.map(\.read)
+        }
+        for read in reads { read.cancel() }
+    }
 
     /// Waits until the pages being read ahead are read (tests use it to change a zone after
     /// its next page was read).
@@ -63,7 +87,8 @@ final class ChangePageReadAhead: @unchecked Sendable {
         let key = Key(scope: scope, request: request, gzip: gzip)
         let now = ContinuousClock.now
         let waiting = lock.withLock { pages.removeValue(forKey: key).flatMap { $0.until > now ? $0.read : nil } }
-        if let waiting, let prepared = try? await waiting.value {
+        // Taken, the read belongs to this request: cancelled with it.
+        if let waiting, let prepared = try? await withTaskCancellationHandler(operation: { try await waiting.value }, onCancel: { waiting.cancel() }) {
             // A failed check (the zone was deleted, say) reads the page again, which answers the error.
             if let mark = try? await store.changeFeedMark(of: request.zoneID, in: scope), mark == prepared.mark {
                 lock.withLock { counts.served += 1 }
@@ -92,14 +117,22 @@ final class ChangePageReadAhead: @unchecked Sendable {
     /// Starts reading the page after `prepared`, if more is coming.
     private func readAhead(after prepared: Prepared, in scope: DatabaseScope, from store: any StoredChangePages, gzip: Bool) {
         guard let next = prepared.next else { return }
-        let read = Task { try await Self.prepare(next, in: scope, from: store, gzip: gzip) }
         let now = ContinuousClock.now
-        lock.withLock {
+        let dropped: [Task<Prepared, any Error>] = lock.withLock {
+            guard !stopped else { return [] }
+            // Owned by this object from here: kept in `pages` until taken, or cancelled when dropped.
+            let read = Task { try await Self.prepare(next, in: scope, from: store, gzip: gzip) }
+            var dropped = pages.filter { $0.value.until <= now }.map(\.value.read)
             pages = pages.filter { $0.value.until > now }
-            if pages.count >= capacity, let oldest = pages.min(by: { $0.value.until < $1.value.until })?.key {
-                pages.removeValue(forKey: oldest)
+            if pages.count >= capacity, let oldest = pages.min(by: { $0.value.until < $1.value.until })?.key,
+               let evicted = pages.removeValue(forKey: oldest) {
+                dropped.append(evicted.read)
             }
-            pages[Key(scope: scope, request: next, gzip: gzip)] = (read, now + lifetime)
+            if let replaced = pages.updateValue((read, now + lifetime), forKey: Key(scope: scope, request: next, gzip: gzip)) {
+                dropped.append(replaced.read)
+            }
+            return dropped
         }
+        for read in dropped { read.cancel() }
     }
 }

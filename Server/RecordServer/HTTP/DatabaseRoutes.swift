@@ -11,8 +11,9 @@ struct DatabaseRoutes: Sendable {
     let notifier: ChangeNotifier
     /// The users of recently seen tokens.
     let tokens = TokenCache()
-    /// Change pages read before they are asked for.
-    let readAhead = ChangePageReadAhead()
+    /// Change pages read before they are asked for (a service of the application, stopped at
+    /// shutdown).
+    let readAhead: ChangePageReadAhead
 
     /// An endpoint: reads its body (if any) for a scope and answers.
     typealias Endpoint = @Sendable (DatabaseRoutes, Data, DatabaseScope) async throws -> Response
