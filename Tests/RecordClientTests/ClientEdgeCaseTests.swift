@@ -177,6 +177,28 @@ import Testing
         }
     }
 
+    /// A fetch cancelled after it suspended the index (an app stopping sync) builds it again
+    /// on its way out, although its task is cancelled.
+    @Test func aCancelledFetchBuildsTheReferenceIndexAgain() async throws {
+        try await withServer { server in
+            let token = try await server.token(forNewUser: "alice")
+            let database = Container(serverURL: server.url, identifier: "iCloud.test", credentials: .bearerToken(token)).privateCloudDatabase
+            try await database.save(RecordZone(zoneID: Gallery.zone))
+            let works = (0..<300).map { Gallery.artwork("w\($0)", by: "monet") }
+            _ = try await database.modifyRecords(saving: [Gallery.artist("monet")] + works, deleting: [])
+            var configuration = SyncEngine.Configuration()
+            configuration.pageSize = 10
+            let cache = try RecordCache(path: ":memory:")
+            let engine = SyncEngine(database: database, cache: cache, configuration: configuration)
+            let fetch = Task { try await engine.fetchChanges() }
+            while cache.referenceIndexSuspensions == 0 { try await Task.sleep(for: .milliseconds(1)) }
+            fetch.cancel()
+            // Cancelled with 30 pages to go: it ends with an error, not a completed fetch.
+            await #expect(throws: (any Error).self) { try await fetch.value }
+            #expect(try await Self.hasReferenceIndex(cache))
+        }
+    }
+
     /// Counts calls from any thread.
     final class LockedTally: @unchecked Sendable {
         private let lock = NSLock()

@@ -137,9 +137,15 @@ public final class RecordCache: Sendable {
         return dropped
     }
 
-    /// Builds the index of references by target again after ``suspendReferenceIndex()``.
+    /// Builds the index of references by target again after ``suspendReferenceIndex()``,
+    /// even when the calling task is cancelled (a cancelled fetch restores it on its way out:
+    /// GRDB's async `write` would refuse to start in a cancelled task).
     func restoreReferenceIndex() async throws {
-        try await writer.write { db in try db.execute(sql: Self.createReferenceIndexSQL) }
+        let writer = writer
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            writer.asyncWrite({ db in try db.execute(sql: Self.createReferenceIndexSQL) },
+                              completion: { _, result in continuation.resume(with: result) })
+        }
     }
 
     // MARK: Reading
