@@ -48,13 +48,10 @@ public final class WALCheckpointer: @unchecked Sendable {
     public let limit: Int32
 
     private let queue = DispatchQueue(label: "RecordSQL.WALCheckpointer")
-    /// Guards `scheduled` and `copiedThrough`.
+    /// Guards `schedule` and the counts.
     private let lock = NSLock()
-    /// Whether a checkpoint is queued or running.
-    private var scheduled = false
-    /// The log frames the last background checkpoint found (it copied what no reader needed
-    /// of them); 0 once the log has started over.
-    private var copiedThrough: Int32 = 0
+    /// When to ask for the next background checkpoint.
+    private var schedule: CheckpointSchedule
     /// Checkpoints run in the background, and by committing connections (read by tests).
     var checkpointCounts: (background: Int, inline: Int) { lock.withLock { (background, inline) } }
     private var background = 0
@@ -71,6 +68,7 @@ public final class WALCheckpointer: @unchecked Sendable {
         self.path = path
         self.threshold = threshold
         self.limit = max(limit, threshold)
+        schedule = CheckpointSchedule(threshold: threshold, limit: max(limit, threshold))
     }
 
     deinit {
@@ -88,25 +86,24 @@ public final class WALCheckpointer: @unchecked Sendable {
 
     /// After a commit of `connection`, whose log is now `pages` pages long.
     fileprivate func committed(_ connection: OpaquePointer?, pages: Int32) {
+        let ask = lock.withLock { schedule.committed(pages: pages) }
         if pages >= limit {
             sqlite3_wal_checkpoint_v2(connection, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
             lock.withLock { inline += 1 }
-        } else if pages >= threshold {
-            let schedule = lock.withLock {
-                // The log only grows until it starts over: a shorter one has started over.
-                if pages < copiedThrough { copiedThrough = 0 }
-                guard !scheduled, pages - copiedThrough >= threshold else { return false }
-                scheduled = true
-                return true
-            }
-            if schedule { queue.async { self.checkpoint() } }
+        } else if ask {
+            queue.async { self.checkpoint() }
         }
     }
 
     /// Runs one passive checkpoint on the checkpointer's connection (opened on first use).
     private func checkpoint() {
-        var done = false
-        defer { lock.withLock { scheduled = false; if done { background += 1 } } }
+        var logPages: Int32 = -1
+        defer {
+            lock.withLock {
+                schedule.checkpointed(logPages: logPages >= 0 ? logPages : nil)
+                if logPages >= 0 { background += 1 }
+            }
+        }
         if connection == nil {
             var opened: OpaquePointer?
             // Kept only once it has read the database (which opens its view of the log): a
@@ -123,9 +120,45 @@ public final class WALCheckpointer: @unchecked Sendable {
         // A failure (SQLITE_BUSY while another checkpoint runs, say) leaves the log for the
         // next one; the limit keeps it bounded. A log size of -1 means the file is not in WAL
         // mode: nothing was checkpointed.
-        var logPages: Int32 = -1
-        done = sqlite3_wal_checkpoint_v2(connection, nil, SQLITE_CHECKPOINT_PASSIVE, &logPages, nil) == SQLITE_OK && logPages >= 0
-        if done { lock.withLock { copiedThrough = logPages } }
+        if sqlite3_wal_checkpoint_v2(connection, nil, SQLITE_CHECKPOINT_PASSIVE, &logPages, nil) != SQLITE_OK { logPages = -1 }
+    }
+}
+
+/// When a ``WALCheckpointer`` asks for a background checkpoint: once `threshold` log pages
+/// were written since the last one, and only one at a time.
+struct CheckpointSchedule {
+    let threshold: Int32
+    /// From this log size the committing connection checkpoints itself instead.
+    let limit: Int32
+    /// Whether a checkpoint is queued or running.
+    private(set) var scheduled = false
+    /// The log pages the last background checkpoint found (it copied what no reader needed of
+    /// them); 0 once the log has started over.
+    private var copiedThrough: Int32 = 0
+    /// The log's length after the last commit.
+    private var lastCommitPages: Int32 = 0
+
+    init(threshold: Int32, limit: Int32) {
+        self.threshold = threshold
+        self.limit = limit
+    }
+
+    /// After a commit that left the log `pages` long: whether to ask for a checkpoint now.
+    mutating func committed(pages: Int32) -> Bool {
+        // The log only grows until it starts over: a log shorter than at the last commit has
+        // started over, and what was copied of the old one says nothing of the new.
+        if pages < lastCommitPages { copiedThrough = 0 }
+        lastCommitPages = pages
+        guard pages < limit, pages >= threshold, !scheduled, pages - copiedThrough >= threshold else { return false }
+        scheduled = true
+        return true
+    }
+
+    /// After the checkpoint asked for ran: `logPages` is the log size it found, or `nil` if it
+    /// failed (nothing known to be copied).
+    mutating func checkpointed(logPages: Int32?) {
+        scheduled = false
+        if let logPages { copiedThrough = logPages }
     }
 }
 

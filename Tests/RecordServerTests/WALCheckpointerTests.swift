@@ -65,6 +65,29 @@ import Testing
         }
     }
 
+    /// A checkpoint is asked for once `threshold` pages were written since the last one, one
+    /// at a time, and a log that started over is noticed at the first shorter commit, even if
+    /// the next commit takes it past where the last checkpoint stopped.
+    @Test func theScheduleCountsPagesSinceTheLastCheckpoint() {
+        var schedule = CheckpointSchedule(threshold: 4000, limit: 16000)
+        func commit(_ pages: Int32) -> Bool { schedule.committed(pages: pages) }
+        #expect(!commit(3999))
+        #expect(commit(4200))
+        #expect(!commit(4500))  // one at a time
+        schedule.checkpointed(logPages: 4500)
+        #expect(!commit(8000))  // 3,500 since
+        #expect(commit(8600))
+        schedule.checkpointed(logPages: 8600)
+        // The log starts over; a commit leaves it at 300 pages, the next past 8,600 again.
+        #expect(!commit(300))
+        #expect(commit(8700))
+        schedule.checkpointed(logPages: nil)  // failed: nothing known to be copied
+        #expect(commit(8800))
+        // At the limit the committing connection checkpoints itself.
+        schedule.checkpointed(logPages: 8800)
+        #expect(!commit(16000))
+    }
+
     @Test func theLogStaysBoundedWhenCheckpointsFallBehind() async throws {
         try await withTemporaryDirectory { directory in
             let path = directory + "/db.sqlite"
