@@ -179,7 +179,7 @@ import Testing
             let yielding = try Self.client(Container(serverURL: server.url, identifier: "iCloud.test", credentials: .bearerToken(token)), resolver: { _ in nil })
             try await yielding.fetchChanges()
             var stale = try #require(try await yielding.cache.record(for: counter.recordID))
-            counter = try #require(try await a.database.record(for: counter.recordID))
+            counter = try await a.database.record(for: counter.recordID)
             counter["count"] = .int64(9)
             try await a.database.save(counter)
             stale["count"] = .int64(100)

@@ -67,7 +67,7 @@ import Testing
     @Test func theBinderStoresWhatItIsGiven() async throws {
         try await withTemporaryDirectory { directory in
             let store = try SQLiteRecordStore(path: directory + "/records.sqlite")
-            let rows = try await store.pool.write { db in
+            let rows = try store.pool.write { db in
                 try db.execute(sql: "CREATE TABLE t(a TEXT, b TEXT, c TEXT, n INTEGER, UNIQUE(a))")
                 let insert = try db.cachedStatement(sql: "INSERT INTO t VALUES (?, ?, ?, ?)")
                 try insert.run(in: db) { $0.bind(""); $0.bind("Water lilies é 🌸"); $0.bind("a\u{0}b"); $0.bind(Int64.max) }
