@@ -99,6 +99,59 @@ import Testing
         }
     }
 
+    /// Every reference the store writes carries its source's rowid, on insert and on update;
+    /// a cascade reads it from the index it walks (a covering search), not from `records`.
+    @Test func referencesCarryTheirSourcesRowID() async throws {
+        try await withTemporaryDirectory { directory in
+            let store = try SQLiteRecordStore(path: directory + "/records.sqlite")
+            let user = try await store.createUser(named: "alice", tokenHash: Credentials.hash(Credentials.newToken()))
+            let scope = DatabaseScope(container: "iCloud.test", environment: "development", kind: .private, user: user)
+            _ = try await store.modifyRecords(ModifyRecordsRequest(operations: [Record.artist("monet"), Record.artist("manet"),
+                                                                                Record.artwork("lilies", by: "monet")].map { RecordOperation(.create, RecordPayload($0)) }), in: scope)
+            _ = try await store.modifyRecords(ModifyRecordsRequest(operations: [RecordOperation(.forceReplace, RecordPayload(Record.artwork("lilies", by: "manet")))]), in: scope)
+            let (rows, plan) = try await store.pool.write { db in
+                let rows = try Row.fetchAll(db, sql: "SELECT refs.source, refs.target, refs.source_id, records.id FROM refs JOIN records ON records.zone_id = refs.zone_id AND records.name = refs.source")
+                try db.execute(sql: "CREATE TEMP TABLE doomed(pos INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, rid INTEGER)")
+                let plan = try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + Cascade.collectSQL, arguments: ["monet", 1, 1]).map { $0["detail"] as String }
+                return (rows, plan)
+            }
+            #expect(rows.count == 1 && rows[0][1] as String == "manet" && rows[0][2] as Int64? == rows[0][3] as Int64?, "\(rows)")
+            #expect(plan.contains { $0.contains("SEARCH refs USING COVERING INDEX refs_by_target") }, "\(plan)")
+        }
+    }
+
+    /// A store written before references carried their source's rowid gets it on opening
+    /// (migration `v3-refs-source-id`), for every reference whose source exists.
+    @Test func openingAnOlderStoreFillsInTheReferencesRowIDs() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = directory + "/records.sqlite"
+            let queue = try DatabaseQueue(path: path)
+            try SQLiteRecordStore.migrator.migrate(queue, upTo: "v2-validating-refs")
+            try await queue.write { db in
+                for (zone, name) in [(1, "a"), (1, "b"), (2, "a")] {
+                    try db.execute(sql: "INSERT INTO records(zone_id, name, type, tag, fields, created_at, created_by, modified_at, modified_by, seq) VALUES (?, ?, 'T', 't', '{}', 0, 'u', 0, 'u', 1)",
+                                   arguments: [zone, name])
+                }
+                for (zone, source, target) in [(1, "a", "b"), (1, "b", "a"), (2, "a", "x"), (1, "gone", "a")] {
+                    try db.execute(sql: "INSERT INTO refs(zone_id, source, field, target, action) VALUES (?, ?, 'f', ?, 1)", arguments: [zone, source, target])
+                }
+            }
+            try queue.close()
+            let store = try SQLiteRecordStore(path: path)
+            let rows = try await store.pool.read { db in
+                try Row.fetchAll(db, sql: """
+                    SELECT refs.zone_id, refs.source, refs.source_id, records.id FROM refs
+                    LEFT JOIN records ON records.zone_id = refs.zone_id AND records.name = refs.source ORDER BY refs.zone_id, refs.source
+                    """)
+            }
+            #expect(rows.count == 4)
+            for row in rows {
+                #expect(row[2] as Int64? == row[3] as Int64?, "\(row)")
+                #expect((row[2] as Int64? == nil) == (row[1] as String == "gone"), "\(row)")
+            }
+        }
+    }
+
     /// A batch is validated on a reader before it takes the write lock; if another write
     /// changed the stored schema in between, the batch is validated again against the new one.
     @Test func aBatchValidatedAgainstAnOlderSchemaIsValidatedAgainWhenWritten() async throws {
@@ -134,7 +187,9 @@ import Testing
 
     /// 10,000 children, each with 9 grandchildren, all owned (DELETE_SELF) by one root. The
     /// tree is written straight into the tables to keep the test quick; the delete goes
-    /// through the store like any request.
+    /// through the store like any request. The children's references carry their rowid
+    /// (`source_id`) as the store writes them; the grandchildren's do not, so the cascade looks
+    /// those up by name.
     @Test func aCascadeOverAHundredThousandRecordsCompletes() async throws {
         try await withTemporaryDirectory { directory in
             let store = try SQLiteRecordStore(path: directory + "/records.sqlite")
@@ -146,16 +201,16 @@ import Testing
                 let zone = try Int64.fetchOne(db, sql: "SELECT zone_id FROM records WHERE name = 'root'")!
                 var sequence = try Int64.fetchOne(db, sql: "SELECT seq FROM zones WHERE id = ?", arguments: [zone])!
                 let insert = try db.makeStatement(sql: "INSERT INTO records(zone_id, name, type, tag, fields, created_at, created_by, modified_at, modified_by, seq) VALUES (?, ?, 'Node', ?, ?, 0, 'u', 0, 'u', ?)")
-                let reference = try db.makeStatement(sql: "INSERT INTO refs(zone_id, source, field, target, action) VALUES (?, ?, 'owner', ?, 1)")
+                let reference = try db.makeStatement(sql: "INSERT INTO refs(zone_id, source, field, target, action, source_id) VALUES (?, ?, 'owner', ?, 1, ?)")
                 for child in 0..<10_000 {
                     let childName = "c\(child)"
                     sequence += 1
                     try insert.execute(arguments: [zone, childName, "t", fields, sequence])
-                    try reference.execute(arguments: [zone, childName, "root"])
+                    try reference.execute(arguments: [zone, childName, "root", db.lastInsertedRowID])
                     for grandchild in 0..<9 {
                         sequence += 1
                         try insert.execute(arguments: [zone, "\(childName)-\(grandchild)", "t", fields, sequence])
-                        try reference.execute(arguments: [zone, "\(childName)-\(grandchild)", childName])
+                        try reference.execute(arguments: [zone, "\(childName)-\(grandchild)", childName, nil])
                     }
                 }
                 try db.execute(sql: "UPDATE zones SET seq = ? WHERE id = ?", arguments: [sequence, zone])

@@ -6,28 +6,33 @@ import RecordModel
 /// over the `refs_by_target` index and removed by a handful of set statements, never by
 /// loading the zone.
 enum Cascade {
-    /// Fills the temporary table `doomed` with `root` and every record that holds a
-    /// `DELETE_SELF` reference to a doomed record, transitively, numbered (`pos`, from 1) in the
-    /// order the recursion reached them: `root` first, then breadth first; `rid` is the record's
-    /// rowid, looked up once so the later statements need no name lookups. `UNION` (not
-    /// `UNION ALL`) makes the recursion stop on cycles.
+    /// Fills the temporary table `doomed` with `root` (whose row is `rowID`) and every record
+    /// that holds a `DELETE_SELF` reference to a doomed record, transitively, numbered (`pos`,
+    /// from 1) in the order the recursion reached them: `root` first, then breadth first; `rid`
+    /// is the record's rowid, read with the reference from `refs_by_target` (`source_id`), so
+    /// the later statements need no name lookups. A reference without it (none is written so)
+    /// has it looked up by name. `UNION` (not `UNION ALL`) makes the recursion stop on cycles.
     ///
     /// - Returns: how many records are doomed, `root` included.
-    static func collect(root: String, zoneKey: Int64, in db: Database) throws -> Int {
+    static func collect(root: String, rowID: Int64, zoneKey: Int64, in db: Database) throws -> Int {
         try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS doomed(pos INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, rid INTEGER)")
         try db.execute(sql: "DELETE FROM temp.doomed")
-        try db.execute(sql: """
-            INSERT INTO temp.doomed(name, rid)
-            WITH RECURSIVE cascade(name) AS (
-                SELECT ?
-                UNION
-                SELECT refs.source FROM refs JOIN cascade
-                ON refs.zone_id = ? AND refs.target = cascade.name AND refs.action = 1
-            )
-            SELECT cascade.name, records.id FROM cascade LEFT JOIN records ON records.zone_id = ? AND records.name = cascade.name
-            """, arguments: [root, zoneKey, zoneKey])
+        try db.execute(sql: collectSQL, arguments: [root, rowID, zoneKey])
         return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM temp.doomed") ?? 0
     }
+
+    /// The recursion of ``collect(root:rowID:zoneKey:in:)``: the root's name and rowid, then
+    /// the zone. `OR IGNORE`: a name reached with and without its rowid is kept once.
+    static let collectSQL = """
+        INSERT OR IGNORE INTO temp.doomed(name, rid)
+        WITH RECURSIVE cascade(name, rid) AS (
+            SELECT ?, ?
+            UNION
+            SELECT refs.source, refs.source_id FROM refs JOIN cascade
+            ON refs.zone_id = ?3 AND refs.target = cascade.name AND refs.action = 1
+        )
+        SELECT name, COALESCE(rid, (SELECT id FROM records WHERE records.zone_id = ?3 AND records.name = cascade.name)) FROM cascade
+        """
 
     /// Whether any record of the zone (argument) holds a `VALIDATE` reference: one probe of the
     /// partial index `refs_validating`.

@@ -230,7 +230,9 @@ extension ModifyBatch {
                 .execute(arguments: [containerID, operation.recordType, field, value.type.rawValue])
         }
         let created: Stamp
+        let rowID: Int64
         if let current {
+            rowID = current.id
             created = current.record.created ?? Stamp(timestamp: now, userRecordName: user)
             try db.cachedStatement(sql: "UPDATE records SET tag = ?, fields = ?, modified_at = ?, modified_by = ?, modified_device = NULL, seq = ? WHERE id = ?")
                 .execute(arguments: [tag, encoded, now, user, sequence, current.id])
@@ -244,6 +246,7 @@ extension ModifyBatch {
                     row.bind(zone.id); row.bind(name); row.bind(operation.recordType); row.bind(tag); row.bind(encoded)
                     row.bind(now); row.bind(user); row.bind(now); row.bind(user); row.bind(sequence)
                 }
+            rowID = db.lastInsertedRowID
             if savePhase?.zoneHasTombstones ?? true {
                 try db.cachedStatement(sql: "DELETE FROM tombstones WHERE zone_id = ? AND name = ?").execute(arguments: [zone.id, name])
             }
@@ -252,8 +255,9 @@ extension ModifyBatch {
                             fields: fields, created: created, modified: Stamp(timestamp: now, userRecordName: user))
         // An update keeps the stored fields it does not name: their references are worked out here.
         for (field, reference) in merged ? record.references : operation.references {
-            try db.cachedStatement(sql: "INSERT OR IGNORE INTO refs(zone_id, source, field, target, action) VALUES (?, ?, ?, ?, ?)").run(in: db) { row in
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO refs(zone_id, source, field, target, action, source_id) VALUES (?, ?, ?, ?, ?, ?)").run(in: db) { row in
                 row.bind(zone.id); row.bind(name); row.bind(field); row.bind(reference.recordName); row.bind(RecordRow.code(reference.action))
+                row.bind(rowID)
             }
         }
         return record
@@ -325,7 +329,7 @@ extension ModifyBatch {
         if scope.kind == .public, current.record.created?.userRecordName != scope.user.userRecordName {
             throw RecordSyncError(.accessDenied, "record \(NameRules.quoted(name)) of the public database belongs to another user", recordName: name)
         }
-        let count = try Cascade.collect(root: name, zoneKey: zone.id, in: db)
+        let count = try Cascade.collect(root: name, rowID: current.id, zoneKey: zone.id, in: db)
         // Only the doomed records that something holds a VALIDATE reference to can block the
         // batch (references are only removed while deleting, never added), so only they are
         // noted; in a zone without VALIDATE references (one probe of `refs_validating`) none are.

@@ -99,6 +99,18 @@ extension SQLiteRecordStore {
         migrator.registerMigration("v2-validating-refs") { db in
             try db.execute(sql: "CREATE INDEX refs_validating ON refs(zone_id, target) WHERE action = 2")
         }
+        // Each reference carries its source's rowid (`source_id`, in `refs_by_target` too), so
+        // that a cascade reads the rows it deletes from the index it walks, without looking
+        // each doomed name up in `records`. A record's references are written and deleted with
+        // its row, so the rowid stays its row's.
+        migrator.registerMigration("v3-refs-source-id") { db in
+            try db.execute(sql: """
+                ALTER TABLE refs ADD COLUMN source_id INTEGER;
+                UPDATE refs SET source_id = (SELECT id FROM records WHERE records.zone_id = refs.zone_id AND records.name = refs.source);
+                DROP INDEX refs_by_target;
+                CREATE INDEX refs_by_target ON refs(zone_id, target, action, field, source, source_id);
+                """)
+        }
         return migrator
     }
 }
