@@ -145,9 +145,11 @@ struct CheckpointSchedule {
 
     /// After a commit that left the log `pages` long: whether to ask for a checkpoint now.
     mutating func committed(pages: Int32) -> Bool {
-        // The log only grows until it starts over: a log shorter than at the last commit has
-        // started over, and what was copied of the old one says nothing of the new.
-        if pages < lastCommitPages { copiedThrough = 0 }
+        // The log only grows until it starts over: a log shorter than at the last commit, or
+        // than the last checkpoint found it, has started over, and what was copied of the old
+        // one says nothing of the new. (The second catches a restart and commit that came
+        // between a checkpoint's reading of the log and its report.)
+        if pages < lastCommitPages || pages < copiedThrough { copiedThrough = 0 }
         lastCommitPages = pages
         guard pages < limit, pages >= threshold, !scheduled, pages - copiedThrough >= threshold else { return false }
         scheduled = true

@@ -86,6 +86,14 @@ import Testing
         // At the limit the committing connection checkpoints itself.
         schedule.checkpointed(logPages: 8800)
         #expect(!commit(16000))
+        // A checkpoint reports a log that has started over (and had a commit) since it read it:
+        // the next commit, shorter than what it reported, counts from the new log's start.
+        schedule = CheckpointSchedule(threshold: 4000, limit: 16000)
+        #expect(commit(4200))
+        #expect(!commit(300))
+        schedule.checkpointed(logPages: 4200)
+        #expect(!commit(600))
+        #expect(commit(4100))
     }
 
     @Test func theLogStaysBoundedWhenCheckpointsFallBehind() async throws {

@@ -86,7 +86,9 @@ final class ChangePageReadAhead: Service, @unchecked Sendable {
     func answer(_ request: RecordChangesRequest, in scope: DatabaseScope, from store: any StoredChangePages, gzip: Bool) async throws -> PreparedResponse {
         let key = Key(scope: scope, request: request, gzip: gzip)
         let now = ContinuousClock.now
-        let waiting = lock.withLock { pages.removeValue(forKey: key).flatMap { $0.until > now ? $0.read : nil } }
+        let kept = lock.withLock { pages.removeValue(forKey: key) }
+        if let kept, kept.until <= now { kept.read.cancel() }  // expired: dropped
+        let waiting = kept.flatMap { $0.until > now ? $0.read : nil }
         // Taken, the read belongs to this request: cancelled with it.
         if let waiting, let prepared = try? await withTaskCancellationHandler(operation: { try await waiting.value }, onCancel: { waiting.cancel() }) {
             // A failed check (the zone was deleted, say) reads the page again, which answers the error.
