@@ -36,7 +36,21 @@ public struct Container: Sendable {
         self.identifier = identifier
         self.environment = environment
         self.credentials = credentials
-        self.session = session ?? URLSession(configuration: .ephemeral)
+        self.session = session ?? URLSession(configuration: Self.sessionConfiguration())
+    }
+
+    /// The configuration of the sessions the library makes: ephemeral, without a URL cache.
+    /// Nothing it asks for may be answered from a cache (every request is a `POST` or a stream),
+    /// and on Linux a session with a cache can trap when a request is cancelled (a Swift task
+    /// cancelled while its request is under way, an app stopping sync, say): FoundationNetworking
+    /// looks in the cache on another queue, and a cancellation landing then reaches a task its
+    /// registry has already dropped ("Trying to access a behaviour for a task that in not in the
+    /// registry", swift-corelibs-foundation issue 3296).
+    static func sessionConfiguration() -> URLSessionConfiguration {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.urlCache = nil
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        return configuration
     }
 
     /// The signed-in user's private database.

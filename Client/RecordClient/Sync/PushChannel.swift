@@ -38,7 +38,7 @@ final class PushChannel: NSObject, URLSessionDataDelegate, @unchecked Sendable {
 
     private func sessionEvents() -> AsyncThrowingStream<ChangeNotification, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: ChangeNotification.self)
-        let configuration = URLSessionConfiguration.ephemeral
+        let configuration = Container.sessionConfiguration()
         // The server sends a keep-alive every 15 s: 45 s of silence means the connection is dead.
         configuration.timeoutIntervalForRequest = 45
         configuration.timeoutIntervalForResource = 365 * 24 * 3600
