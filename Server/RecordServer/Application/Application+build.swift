@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import Logging
 import NIOCore
+import ServiceLifecycle
 
 /// Builds the RecordSync server: opens the store under the data directory and wires the
 /// routes. Both `recordserver` and the tests call this.
@@ -55,17 +56,34 @@ public func buildApplication(
 /// `body` receives the server's URL (`http://HOST:PORT`, with the port the server actually
 /// bound when `configuration.port` is 0). Tests and `recordbench` use this to drive a real
 /// server over real sockets.
+///
+/// The server is stopped with a graceful shutdown (as `recordserver` is on SIGTERM), and
+/// cancelled only if that has not finished within `shutdownGrace` (a request that never ends,
+/// such as an open push stream). Cancelling alone can trap in SwiftNIO when a connection was
+/// accepted but not yet served ("Deinited NIOAsyncWriter without calling finish()",
+/// swift-nio issue 2637): a client that cancelled its requests may still be connecting.
 public func withRunningServer<T: Sendable>(
     configuration: ServerConfiguration,
     store: any RecordStore,
+    shutdownGrace: Duration = .seconds(2),
     _ body: @escaping @Sendable (_ url: URL) async throws -> T
 ) async throws -> T {
     let (ports, announce) = AsyncStream.makeStream(of: Int.self)
     let app = buildApplication(configuration: configuration, store: store) { port in announce.yield(port) }
+    let services = ServiceGroup(configuration: .init(services: [app], logger: configuration.logger))
     return try await withThrowingTaskGroup(of: T?.self) { group in
         group.addTask {
-            try await app.run()
+            try await services.run()
             return nil
+        }
+        func stop() async {
+            await services.triggerGracefulShutdown()
+            group.addTask {
+                try? await Task.sleep(for: shutdownGrace)
+                return nil
+            }
+            _ = try? await group.next()  // stopped, or out of time
+            group.cancelAll()
         }
         var iterator = ports.makeAsyncIterator()
         guard let port = await iterator.next(), let url = URL(string: "http://\(configuration.host):\(port)") else {
@@ -74,10 +92,10 @@ public func withRunningServer<T: Sendable>(
         }
         do {
             let result = try await body(url)
-            group.cancelAll()
+            await stop()
             return result
         } catch {
-            group.cancelAll()
+            await stop()
             throw error
         }
     }
