@@ -167,6 +167,7 @@ let package = Package(
                 "recordserver",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Tests/RecordServerTests",
             swiftSettings: swiftSettings

@@ -1,6 +1,8 @@
 import Foundation
 @testable import RecordServer
+import Logging
 import RecordModel
+import ServiceLifecycle
 import TestSupport
 import Testing
 
@@ -66,6 +68,38 @@ import Testing
             let third = try await page(since: second.syncToken, readAhead, store, scope)
             #expect(third.records.map(\.recordName) == ["a4"] && !third.moreComing)
             #expect(readAhead.statistics.served == 0 && readAhead.statistics.readAgain == 0)
+        }
+    }
+
+    /// As a service, it lives until graceful shutdown: then the reads it kept are cancelled
+    /// and dropped, and nothing more is read ahead.
+    @Test func gracefulShutdownCancelsTheReadsItKept() async throws {
+        try await withArtists(5) { store, scope in
+            let readAhead = ChangePageReadAhead()
+            let first = try await page(since: nil, readAhead, store, scope)
+            let kept = readAhead.keptReads
+            #expect(kept.count == 1)
+            let services = ServiceGroup(configuration: .init(services: [readAhead], logger: Logger(label: "test")))
+            async let running: Void = services.run()
+            await services.triggerGracefulShutdown()
+            try await running
+            #expect(kept.allSatisfy(\.isCancelled) && readAhead.keptReads.isEmpty)
+            let second = try await page(since: first.syncToken, readAhead, store, scope)
+            #expect(second.records.map(\.recordName) == ["a2", "a3"] && readAhead.keptReads.isEmpty)
+            #expect(readAhead.statistics.served == 0)
+        }
+    }
+
+    /// A read dropped to keep within the capacity is cancelled, not left running.
+    @Test func aReadDroppedPastTheCapacityIsCancelled() async throws {
+        try await withArtists(5) { store, scope in
+            let readAhead = ChangePageReadAhead(capacity: 1)
+            _ = try await page(since: nil, readAhead, store, scope)
+            let first = readAhead.keptReads
+            // Another request (3 records a page) takes the only slot.
+            _ = try await readAhead.answer(RecordChangesRequest(syncToken: nil, resultsLimit: 3), in: scope, from: store, gzip: false)
+            #expect(first.count == 1 && first.allSatisfy(\.isCancelled))
+            #expect(readAhead.keptReads.count == 1 && !readAhead.keptReads.allSatisfy(\.isCancelled))
         }
     }
 

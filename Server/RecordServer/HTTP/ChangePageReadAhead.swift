@@ -75,10 +75,14 @@ final class ChangePageReadAhead: Service, @unchecked Sendable {
         for read in reads { read.cancel() }
     }
 
+    /// The reads kept now, each until a request takes it or it is dropped (tests check that
+    /// dropped reads are cancelled).
+    var keptReads: [Task<Prepared, any Error>] { lock.withLock { pages.values.map(\.read) } }
+
     /// Waits until the pages being read ahead are read (tests use it to change a zone after
     /// its next page was read).
     func settle() async {
-        for read in lock.withLock({ pages.values.map(\.read) }) { _ = try? await read.value }
+        for read in keptReads { _ = try? await read.value }
     }
 
     /// The answer to `request`: the page read ahead for it if its zone has not changed since,
