@@ -159,7 +159,7 @@ import Testing
             }
             // A fetch that fails on its third page (its token read ahead is not the one it
             // decodes to) builds the index again too.
-            let pages = LockedTally()
+            let pages = LockedCounter()
             try await withTamperingProxy(to: server.url, tamper: { path, answer in
                 guard path.hasSuffix("/records/changes"), String(decoding: answer, as: UTF8.self).contains(#""zoneName":"Gallery""#),
                       pages.next() == 3 else { return answer }
@@ -217,13 +217,6 @@ import Testing
                 _ = await request.result
             }
         }
-    }
-
-    /// Counts calls from any thread.
-    final class LockedTally: @unchecked Sendable {
-        private let lock = NSLock()
-        private var count = 0
-        func next() -> Int { lock.withLock { count += 1; return count } }
     }
 
     @Test func aSourceFailedOnlyBecauseItsTargetConflictedIsSentAgain() async throws {

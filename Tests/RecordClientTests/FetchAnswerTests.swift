@@ -20,7 +20,7 @@ import Testing
             let saved = try await direct.modifyRecords(saving: [Gallery.artist("monet")] + (0..<30).map { Gallery.artwork("w\($0)", by: "monet") },
                                                        deleting: [])
             #expect(saved.saveResults.values.allSatisfy { (try? $0.get()) != nil })
-            let count = Counter()
+            let count = LockedCounter()
             let zone = #""zoneName":"\#(Gallery.zone.zoneName)""#
             try await withTamperingProxy(to: server.url, tamper: { path, answer in
                 // The gallery zone's pages (the default zone is fetched too, and empty).
@@ -65,19 +65,6 @@ import Testing
             #expect(try await engine.cache.changeToken(for: Gallery.zone) == nil)
             #expect(try await engine.fetchChanges().changedRecordCount == 31)
             #expect(try await engine.cache.allRecords(inZoneWith: Gallery.zone).count == 31)
-        }
-    }
-}
-
-/// Counts, from 1.
-private final class Counter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count = 0
-    var value: Int { lock.withLock { count } }
-    func next() -> Int {
-        lock.withLock {
-            count += 1
-            return count
         }
     }
 }

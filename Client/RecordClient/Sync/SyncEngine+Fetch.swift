@@ -68,9 +68,9 @@ extension SyncEngine {
     /// over are not cancelled: their answers are dropped when they come.)
     ///
     /// A fetch from scratch (no token, or an expired one) that takes more than one page
-    /// suspends the cache's index of references by target until it ends, whether it completes
-    /// or fails (``RecordCache/suspendReferenceIndex()``): building it once costs less than
-    /// keeping it through every page.
+    /// suspends the cache's index of references by target until it ends, whether it completes,
+    /// fails or is cancelled (``RecordCache/suspendReferenceIndex()``): building it once costs
+    /// less than keeping it through every page.
     func fetchZone(_ zoneID: ZoneID, into report: inout FetchReport) async throws {
         var suspended = false
         do {

@@ -44,3 +44,16 @@ func eventually(within seconds: Double = 30, _ condition: @Sendable () async thr
     }
     return try await condition()
 }
+
+/// Counts, from 1, calls from any thread (a tampering proxy's closure is synchronous).
+final class LockedCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    var value: Int { lock.withLock { count } }
+    func next() -> Int {
+        lock.withLock {
+            count += 1
+            return count
+        }
+    }
+}
