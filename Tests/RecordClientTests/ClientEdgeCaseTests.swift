@@ -277,6 +277,39 @@ import Testing
             #expect((try fetched[Record.ID(recordName: "n")]?.get())?.fields == ["a": .int64(1)])
         }
     }
+
+    /// If watching the outbox fails, the engine logs it and watches again after
+    /// `reconnectDelay`. Here the observation fails for real: the outbox table is swapped for
+    /// one its query cannot read, then put back. Polling is every 5 minutes and nothing changes
+    /// on the server, so an edit made afterwards is sent only if the outbox is watched again.
+    @Test func aRunningEngineWatchesTheOutboxAgainAfterWatchingFails() async throws {
+        try await withServer { server in
+            let token = try await server.token(forNewUser: "alice")
+            let engine = try SyncEngineTests.client(Container(serverURL: server.url, identifier: "iCloud.test", credentials: .bearerToken(token)),
+                                         configure: { $0.pollInterval = .seconds(300); $0.connectedPollInterval = .seconds(300); $0.reconnectDelay = .milliseconds(100) })
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await engine.run() }
+                try await engine.save(Gallery.artist("before", in: .defaultZone))
+                #expect(try await eventually(within: 30) { try await engine.cache.pendingChangeCount() == 0 })
+                try await engine.cache.writer.write { db in
+                    try db.execute(sql: "ALTER TABLE outbox RENAME TO outbox_away; CREATE TABLE outbox(x); INSERT INTO outbox(x) VALUES (1)")
+                }
+                // Long enough for the observation to fail and fail again on restarting.
+                try await Task.sleep(for: .milliseconds(500))
+                try await engine.cache.writer.write { db in
+                    try db.execute(sql: "DROP TABLE outbox; ALTER TABLE outbox_away RENAME TO outbox")
+                }
+                // Passes that failed meanwhile (a fetch or send reading the swapped table) are
+                // retried after `reconnectDelay` until one succeeds; let them settle first, so that
+                // no retry sends the next edit.
+                try await Task.sleep(for: .seconds(1))
+                try await engine.save(Gallery.artist("after", in: .defaultZone))
+                #expect(try await eventually(within: 30) { try await engine.cache.pendingChangeCount() == 0 })
+                #expect(try await engine.database.record(for: Record.ID(recordName: "after"))["name"] == .string("after"))
+                group.cancelAll()
+            }
+        }
+    }
 }
 
 @Suite struct BatchPlannerTests {

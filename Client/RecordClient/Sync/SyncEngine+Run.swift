@@ -14,9 +14,9 @@ extension SyncEngine {
     /// The engine owns no unstructured tasks: everything runs in a task group inside this call.
     public func run() async throws {
         let work = WorkSignal()
-        try await withThrowingTaskGroup(of: Void.self) { group in
+        await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.listenForPushes(work) }
-            group.addTask { try await self.watchOutbox(work) }
+            group.addTask { await self.watchOutbox(work) }
             group.addTask { await self.poll(work) }
             work.raise(fetch: true, send: true)
             for await _ in work.doorbell {
@@ -60,9 +60,22 @@ extension SyncEngine {
         }
     }
 
-    private func watchOutbox(_ work: WorkSignal) async throws {
-        for try await _ in cache.outboxState().values(in: cache.writer) {
-            work.raise(fetch: false, send: true)
+    /// Raises a send whenever the outbox changes (and once when it starts watching). If the
+    /// observation fails, the failure is logged and it watches again after
+    /// ``Configuration/reconnectDelay``, as ``listenForPushes(_:)`` reconnects: otherwise edits
+    /// would wait for a poll.
+    private func watchOutbox(_ work: WorkSignal) async {
+        while !Task.isCancelled {
+            do {
+                for try await _ in cache.outboxState().values(in: cache.writer) {
+                    work.raise(fetch: false, send: true)
+                }
+            } catch is CancellationError {
+                return
+            } catch {
+                configuration.logger.warning("watching the outbox failed", metadata: ["sync.error": "\(error)"])
+            }
+            try? await Task.sleep(for: configuration.reconnectDelay)
         }
     }
 
