@@ -99,9 +99,10 @@ import Testing
         }
     }
 
-    /// Every reference the store writes carries its source's rowid, on insert and on update;
-    /// a cascade reads it from the index it walks (a covering search), not from `records`.
-    @Test func referencesCarryTheirSourcesRowID() async throws {
+    /// `records` is keyed by (zone, name) without a rowid, and every statement that reaches a
+    /// row by name (a save's read of the stored rows, an update, a cascade's tombstones and
+    /// deletes) searches that key; the cascade's recursion walks `refs_by_target` alone.
+    @Test func recordsAreKeyedByZoneAndName() async throws {
         try await withTemporaryDirectory { directory in
             let store = try SQLiteRecordStore(path: directory + "/records.sqlite")
             let user = try await store.createUser(named: "alice", tokenHash: Credentials.hash(Credentials.newToken()))
@@ -110,51 +111,68 @@ import Testing
                                                                                 Record.artwork("lilies", by: "monet"), Record.artwork("haystacks", by: "monet")]
                                                                                 .map { RecordOperation(.create, RecordPayload($0)) }), in: scope)
             _ = try await store.modifyRecords(ModifyRecordsRequest(operations: [RecordOperation(.forceReplace, RecordPayload(Record.artwork("lilies", by: "manet")))]), in: scope)
-            let (rows, plan) = try store.pool.write { db in
-                let rows = try Row.fetchAll(db, sql: """
-                    SELECT refs.source, refs.target, refs.source_id, records.id FROM refs
-                    JOIN records ON records.zone_id = refs.zone_id AND records.name = refs.source ORDER BY refs.source
-                    """)
-                try db.execute(sql: "CREATE TEMP TABLE doomed(pos INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, rid INTEGER)")
-                let plan = try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + Cascade.collectSQL, arguments: ["monet", 1, 1]).map { $0["detail"] as String }
-                return (rows, plan)
+            let (table, indexes, refs, plans) = try store.pool.write { db in
+                let table = try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'records'") ?? ""
+                let indexes = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'records' ORDER BY name")
+                let refs = try Row.fetchAll(db, sql: "SELECT source, target FROM refs ORDER BY source")
+                try db.execute(sql: "CREATE TEMP TABLE doomed(pos INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)")
+                func plan(_ sql: String, _ arguments: StatementArguments) throws -> [String] {
+                    try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: arguments).map { $0["detail"] as String }
+                }
+                return (table, indexes, refs, [
+                    "collect": try plan(Cascade.collectSQL, ["monet", 1]),
+                    "stored rows": try plan(ModifyBatch.storedRowsSQL, ["[\"lilies\"]", 1]),
+                    "tombstones": try plan(Cascade.tombstonesSQL, [1, 1]),
+                    "rows": try plan(Cascade.deleteRowsSQL, [1]),
+                ])
             }
-            // haystacks' reference was written on insert, lilies' on update.
-            #expect(rows.map { $0[0] as String } == ["haystacks", "lilies"] && rows.map { $0[1] as String } == ["monet", "manet"], "\(rows)")
-            #expect(rows.allSatisfy { $0[2] as Int64? != nil && $0[2] as Int64? == $0[3] as Int64? }, "\(rows)")
-            #expect(plan.contains { $0.contains("SEARCH refs USING COVERING INDEX refs_by_target") }, "\(plan)")
+            #expect(table.contains("PRIMARY KEY(zone_id, name)) WITHOUT ROWID"), "\(table)")
+            // No unique index beside the key: one B-tree fewer per save and per delete.
+            #expect(indexes == ["records_by_seq", "records_by_type"], "\(indexes)")
+            // haystacks' reference was written on insert, lilies' replaced on update.
+            #expect(refs.map { $0[0] as String } == ["haystacks", "lilies"] && refs.map { $0[1] as String } == ["monet", "manet"], "\(refs)")
+            #expect(plans["collect"]!.contains { $0.contains("SEARCH refs USING COVERING INDEX refs_by_target") }, "\(plans)")
+            for statement in ["stored rows", "tombstones", "rows"] {
+                #expect(plans[statement]!.contains { $0.contains("USING PRIMARY KEY (zone_id=? AND name=?)") }, "\(statement): \(plans[statement]!)")
+                #expect(!plans[statement]!.contains { $0.hasPrefix("SCAN r") || $0.contains("INDEX records_by") }, "\(statement): \(plans[statement]!)")
+            }
         }
     }
 
-    /// A store written before references carried their source's rowid gets it on opening
-    /// (migration `v3-refs-source-id`), for every reference whose source exists.
-    @Test func openingAnOlderStoreFillsInTheReferencesRowIDs() async throws {
+    /// A store written before `records` was keyed by (zone, name) keeps every row, column for
+    /// column, when it is opened (migration `v4-records-without-rowid`), and its references lose
+    /// the rowid column (`source_id`) that only that layout needed.
+    @Test func openingAnOlderStoreKeysItsRecordsByZoneAndName() async throws {
         try await withTemporaryDirectory { directory in
             let path = directory + "/records.sqlite"
             let queue = try DatabaseQueue(path: path)
-            try SQLiteRecordStore.migrator.migrate(queue, upTo: "v2-validating-refs")
-            try await queue.write { db in
-                for (zone, name) in [(1, "a"), (1, "b"), (2, "a")] {
-                    try db.execute(sql: "INSERT INTO records(zone_id, name, type, tag, fields, created_at, created_by, modified_at, modified_by, seq) VALUES (?, ?, 'T', 't', '{}', 0, 'u', 0, 'u', 1)",
-                                   arguments: [zone, name])
+            try SQLiteRecordStore.migrator.migrate(queue, upTo: "v3-refs-source-id")
+            let dump = "SELECT zone_id, name, type, tag, fields, created_at, created_by, created_device, modified_at, modified_by, modified_device, seq FROM records ORDER BY zone_id, name"
+            let before = try queue.write { db in
+                for (zone, name, device) in [(2, "b", "phone"), (1, "b", nil), (1, "a", nil), (2, "a", "laptop")] {
+                    try db.execute(sql: "INSERT INTO records(zone_id, name, type, tag, fields, created_at, created_by, created_device, modified_at, modified_by, modified_device, seq) VALUES (?, ?, 'T', ?, '{}', 1, 'u', ?, 2, 'v', ?, ?)",
+                                   arguments: [zone, name, "t-\(name)", device, device, zone * 10])
                 }
-                for (zone, source, target) in [(1, "a", "b"), (1, "b", "a"), (2, "a", "x"), (1, "gone", "a")] {
-                    try db.execute(sql: "INSERT INTO refs(zone_id, source, field, target, action) VALUES (?, ?, 'f', ?, 1)", arguments: [zone, source, target])
+                for (zone, source, target) in [(1, "a", "b"), (1, "b", "a"), (2, "a", "x")] {
+                    try db.execute(sql: "INSERT INTO refs(zone_id, source, field, target, action, source_id) VALUES (?, ?, 'f', ?, 1, 7)", arguments: [zone, source, target])
                 }
+                return try Row.fetchAll(db, sql: dump)
             }
             try queue.close()
             let store = try SQLiteRecordStore(path: path)
-            let rows = try store.pool.read { db in
-                try Row.fetchAll(db, sql: """
-                    SELECT refs.zone_id, refs.source, refs.source_id, records.id FROM refs
-                    LEFT JOIN records ON records.zone_id = refs.zone_id AND records.name = refs.source ORDER BY refs.zone_id, refs.source
-                    """)
+            let (after, table, refColumns, refs, indexes) = try store.pool.read { db in
+                (try Row.fetchAll(db, sql: dump),
+                 try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'records'") ?? "",
+                 try Row.fetchAll(db, sql: "PRAGMA table_info(refs)").map { $0["name"] as String },
+                 try Row.fetchAll(db, sql: "SELECT zone_id, source, target FROM refs ORDER BY zone_id, source").map { "\($0[0] as Int64)/\($0[1] as String)->\($0[2] as String)" },
+                 try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND name IN ('records_by_seq', 'records_by_type', 'refs_by_target', 'refs_validating') ORDER BY name"))
             }
-            #expect(rows.count == 4)
-            for row in rows {
-                #expect(row[2] as Int64? == row[3] as Int64?, "\(row)")
-                #expect((row[2] as Int64? == nil) == (row[1] as String == "gone"), "\(row)")
-            }
+            #expect(before.count == 4)
+            #expect(after == before)
+            #expect(table.contains("WITHOUT ROWID"), "\(table)")
+            #expect(!refColumns.contains("source_id"), "\(refColumns)")
+            #expect(refs == ["1/a->b", "1/b->a", "2/a->x"])
+            #expect(indexes == ["records_by_seq", "records_by_type", "refs_by_target", "refs_validating"])
         }
     }
 
@@ -193,9 +211,7 @@ import Testing
 
     /// 10,000 children, each with 9 grandchildren, all owned (DELETE_SELF) by one root. The
     /// tree is written straight into the tables to keep the test quick; the delete goes
-    /// through the store like any request. The children's references carry their rowid
-    /// (`source_id`) as the store writes them; the grandchildren's do not, so the cascade looks
-    /// those up by name.
+    /// through the store like any request.
     @Test func aCascadeOverAHundredThousandRecordsCompletes() async throws {
         try await withTemporaryDirectory { directory in
             let store = try SQLiteRecordStore(path: directory + "/records.sqlite")
@@ -207,16 +223,16 @@ import Testing
                 let zone = try Int64.fetchOne(db, sql: "SELECT zone_id FROM records WHERE name = 'root'")!
                 var sequence = try Int64.fetchOne(db, sql: "SELECT seq FROM zones WHERE id = ?", arguments: [zone])!
                 let insert = try db.makeStatement(sql: "INSERT INTO records(zone_id, name, type, tag, fields, created_at, created_by, modified_at, modified_by, seq) VALUES (?, ?, 'Node', ?, ?, 0, 'u', 0, 'u', ?)")
-                let reference = try db.makeStatement(sql: "INSERT INTO refs(zone_id, source, field, target, action, source_id) VALUES (?, ?, 'owner', ?, 1, ?)")
+                let reference = try db.makeStatement(sql: "INSERT INTO refs(zone_id, source, field, target, action) VALUES (?, ?, 'owner', ?, 1)")
                 for child in 0..<10_000 {
                     let childName = "c\(child)"
                     sequence += 1
                     try insert.execute(arguments: [zone, childName, "t", fields, sequence])
-                    try reference.execute(arguments: [zone, childName, "root", db.lastInsertedRowID])
+                    try reference.execute(arguments: [zone, childName, "root"])
                     for grandchild in 0..<9 {
                         sequence += 1
                         try insert.execute(arguments: [zone, "\(childName)-\(grandchild)", "t", fields, sequence])
-                        try reference.execute(arguments: [zone, "\(childName)-\(grandchild)", childName, nil])
+                        try reference.execute(arguments: [zone, "\(childName)-\(grandchild)", childName])
                     }
                 }
                 try db.execute(sql: "UPDATE zones SET seq = ? WHERE id = ?", arguments: [sequence, zone])

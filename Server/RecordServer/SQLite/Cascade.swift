@@ -6,32 +6,30 @@ import RecordModel
 /// over the `refs_by_target` index and removed by a handful of set statements, never by
 /// loading the zone.
 enum Cascade {
-    /// Fills the temporary table `doomed` with `root` (whose row is `rowID`) and every record
-    /// that holds a `DELETE_SELF` reference to a doomed record, transitively, numbered (`pos`,
-    /// from 1) in the order the recursion reached them: `root` first, then breadth first; `rid`
-    /// is the record's rowid, read with the reference from `refs_by_target` (`source_id`), so
-    /// the later statements need no name lookups. A reference without it (none is written so)
-    /// has it looked up by name. `UNION` (not `UNION ALL`) makes the recursion stop on cycles.
+    /// Fills the temporary table `doomed` with `root` and every record that holds a
+    /// `DELETE_SELF` reference to a doomed record, transitively, numbered (`pos`, from 1) in the
+    /// order the recursion reached them: `root` first, then breadth first. The recursion walks
+    /// `refs_by_target` alone (a covering search); the later statements reach each doomed row
+    /// by its key, (zone, name). `UNION` (not `UNION ALL`) makes the recursion stop on cycles.
     ///
     /// - Returns: how many records are doomed, `root` included.
-    static func collect(root: String, rowID: Int64, zoneKey: Int64, in db: Database) throws -> Int {
-        try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS doomed(pos INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, rid INTEGER)")
+    static func collect(root: String, zoneKey: Int64, in db: Database) throws -> Int {
+        try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS doomed(pos INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)")
         try db.execute(sql: "DELETE FROM temp.doomed")
-        try db.execute(sql: collectSQL, arguments: [root, rowID, zoneKey])
+        try db.execute(sql: collectSQL, arguments: [root, zoneKey])
         return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM temp.doomed") ?? 0
     }
 
-    /// The recursion of ``collect(root:rowID:zoneKey:in:)``: the root's name and rowid, then
-    /// the zone. `OR IGNORE`: a name reached with and without its rowid is kept once.
+    /// The recursion of ``collect(root:zoneKey:in:)``: the root's name, then the zone.
     static let collectSQL = """
-        INSERT OR IGNORE INTO temp.doomed(name, rid)
-        WITH RECURSIVE cascade(name, rid) AS (
-            SELECT ?, ?
+        INSERT INTO temp.doomed(name)
+        WITH RECURSIVE cascade(name) AS (
+            SELECT ?
             UNION
-            SELECT refs.source, refs.source_id FROM refs JOIN cascade
-            ON refs.zone_id = ?3 AND refs.target = cascade.name AND refs.action = 1
+            SELECT refs.source FROM refs JOIN cascade
+            ON refs.zone_id = ?2 AND refs.target = cascade.name AND refs.action = 1
         )
-        SELECT name, COALESCE(rid, (SELECT id FROM records WHERE records.zone_id = ?3 AND records.name = cascade.name)) FROM cascade
+        SELECT name FROM cascade
         """
 
     /// Whether any record of the zone (argument) holds a `VALIDATE` reference: one probe of the
@@ -46,6 +44,18 @@ enum Cascade {
         WHERE EXISTS (SELECT 1 FROM refs WHERE refs.zone_id = ? AND refs.target = d.name AND refs.action = 2)
         """
 
+    /// The tombstones of the doomed records (first sequence, zone). CROSS JOIN keeps `doomed`
+    /// the outer loop, each row one search of the records' key; left to itself, SQLite walked
+    /// the zone's `records_by_type` index and probed `doomed` for every record of the zone.
+    static let tombstonesSQL = """
+        INSERT OR REPLACE INTO tombstones(zone_id, name, type, seq)
+        SELECT r.zone_id, r.name, r.type, ? + d.pos - 1
+        FROM temp.doomed d CROSS JOIN records r ON r.zone_id = ?2 AND r.name = d.name
+        """
+
+    /// The doomed rows of the zone (argument), each one search of the records' key.
+    static let deleteRowsSQL = "DELETE FROM records WHERE zone_id = ? AND name IN (SELECT name FROM temp.doomed)"
+
     /// Deletes every doomed record: tombstones numbered `firstSequence`, `firstSequence + 1`, …
     /// in `doomed` order (root first), their references, then the rows.
     ///
@@ -54,13 +64,9 @@ enum Cascade {
     ///
     /// - Returns: the names deleted besides `root`, sorted.
     static func deleteDoomed(root: String, zoneKey: Int64, firstSequence: Int64, in db: Database) throws -> [String] {
-        try db.execute(sql: """
-            INSERT OR REPLACE INTO tombstones(zone_id, name, type, seq)
-            SELECT r.zone_id, r.name, r.type, ? + d.pos - 1
-            FROM temp.doomed d JOIN records r ON r.id = d.rid
-            """, arguments: [firstSequence])
+        try db.execute(sql: tombstonesSQL, arguments: [firstSequence, zoneKey])
         try db.execute(sql: "DELETE FROM refs WHERE zone_id = ? AND source IN (SELECT name FROM temp.doomed)", arguments: [zoneKey])
-        try db.execute(sql: "DELETE FROM records WHERE id IN (SELECT rid FROM temp.doomed)")
+        try db.execute(sql: deleteRowsSQL, arguments: [zoneKey])
         return try String.fetchAll(db, sql: "SELECT name FROM temp.doomed WHERE name <> ? ORDER BY name", arguments: [root])
     }
 }

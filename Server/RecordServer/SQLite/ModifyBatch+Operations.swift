@@ -111,30 +111,28 @@ extension ModifyBatch {
 
     // MARK: Saving
 
-    private func existing(_ name: String) throws -> Existing? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT id, \(RecordRow.columns) FROM records WHERE zone_id = ? AND name = ?"),
-                         arguments: [zone.id, name]).map { row in
-            Existing(id: row[0], record: try RecordRow.record(from: row, zoneID: zone.zoneID, offset: 1))
-        }
+    private func existing(_ name: String) throws -> Record? {
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(RecordRow.columns) FROM records WHERE zone_id = ? AND name = ?"),
+                         arguments: [zone.id, name]).map { try RecordRow.record(from: $0, zoneID: zone.zoneID) }
     }
 
-    /// The stored rows (`id`, then ``RecordRow/columns``) of the names in a JSON array (first
-    /// argument) in a zone (second). CROSS JOIN keeps the list as the outer loop, so each name
-    /// is one lookup in the `(zone_id, name)` index rather than a walk of the zone.
+    /// The stored rows (``RecordRow/columns``) of the names in a JSON array (first argument) in
+    /// a zone (second). CROSS JOIN keeps the list as the outer loop, so each name is one search
+    /// of the table's `(zone_id, name)` key rather than a walk of the zone.
     static let storedRowsSQL = """
-        SELECT r.id, \(RecordRow.columns(alias: "r")) FROM json_each(?) AS j CROSS JOIN records r ON r.zone_id = ? AND r.name = j.value
+        SELECT \(RecordRow.columns(alias: "r")) FROM json_each(?) AS j CROSS JOIN records r ON r.zone_id = ? AND r.name = j.value
         """
 
     /// What the saves of the batch need to know before any is written, read with two queries
     /// instead of a lookup (and a tombstone delete) per record: the stored rows of `names`, and
     /// whether the zone holds any tombstone.
     func readBeforeSaving(_ names: [String]) throws -> SavePhase {
-        var rows: [String: Existing] = [:]
+        var rows: [String: Record] = [:]
         let cursor = try Row.fetchCursor(db.cachedStatement(sql: Self.storedRowsSQL),
                                          arguments: [try JSONValue.array(names.map(JSONValue.string)).serializedString(), zone.id])
         while let row = try cursor.next() {
-            let existing = Existing(id: row[0], record: try RecordRow.record(from: row, zoneID: zone.zoneID, offset: 1))
-            rows[existing.record.recordName] = existing
+            let record = try RecordRow.record(from: row, zoneID: zone.zoneID)
+            rows[record.recordName] = record
         }
         let tombstones = try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM tombstones WHERE zone_id = ?)"), arguments: [zone.id]) ?? true
         return SavePhase(rows: rows, zoneHasTombstones: tombstones)
@@ -190,20 +188,20 @@ extension ModifyBatch {
             schema[operation.recordType, default: [:]][field] = value.type
         }
         let name = operation.name
-        let current: Existing?
+        let current: Record?
         if let savePhase { current = savePhase.rows[name] } else { current = try existing(name) }
         if let current {
             if operation.type == .create {
-                throw RecordSyncError(.exists, "record \(NameRules.quoted(name)) already exists", recordName: name, serverRecord: current.record)
+                throw RecordSyncError(.exists, "record \(NameRules.quoted(name)) already exists", recordName: name, serverRecord: current)
             }
-            if operation.type.checksChangeTag, operation.changeTag != current.record.recordChangeTag {
-                throw RecordSyncError(.conflict, "record \(NameRules.quoted(name)) has changed on the server: recordChangeTag \(operation.changeTag ?? "") is stale, the server's is \(current.record.recordChangeTag ?? "")", recordName: name, serverRecord: current.record)
+            if operation.type.checksChangeTag, operation.changeTag != current.recordChangeTag {
+                throw RecordSyncError(.conflict, "record \(NameRules.quoted(name)) has changed on the server: recordChangeTag \(operation.changeTag ?? "") is stale, the server's is \(current.recordChangeTag ?? "")", recordName: name, serverRecord: current)
             }
-            if scope.kind == .public, current.record.created?.userRecordName != scope.user.userRecordName {
+            if scope.kind == .public, current.created?.userRecordName != scope.user.userRecordName {
                 throw RecordSyncError(.accessDenied, "record \(NameRules.quoted(name)) of the public database belongs to another user", recordName: name)
             }
-            if current.record.recordType != operation.recordType {
-                throw RecordSyncError(.badRequest, "record \(NameRules.quoted(name)) is a \(current.record.recordType), not a \(operation.recordType)", recordName: name)
+            if current.recordType != operation.recordType {
+                throw RecordSyncError(.badRequest, "record \(NameRules.quoted(name)) is a \(current.recordType), not a \(operation.recordType)", recordName: name)
             }
         } else if operation.type == .update || operation.type == .replace {
             throw RecordSyncError(.notFound, "record \(NameRules.quoted(name)) does not exist", recordName: name)
@@ -212,7 +210,7 @@ extension ModifyBatch {
         var fields = operation.fields
         var merged = false
         if let current, operation.type == .update || operation.type == .forceUpdate {
-            fields = current.record.fields.filter { !operation.removals.contains($0.key) }.merging(operation.fields) { $1 }
+            fields = current.fields.filter { !operation.removals.contains($0.key) }.merging(operation.fields) { $1 }
             merged = true
         }
         let encoded = try merged ? RecordRow.encodeFields(fields) : operation.encodedFields ?? RecordRow.encodeFields(fields)
@@ -230,12 +228,10 @@ extension ModifyBatch {
                 .execute(arguments: [containerID, operation.recordType, field, value.type.rawValue])
         }
         let created: Stamp
-        let rowID: Int64
         if let current {
-            rowID = current.id
-            created = current.record.created ?? Stamp(timestamp: now, userRecordName: user)
-            try db.cachedStatement(sql: "UPDATE records SET tag = ?, fields = ?, modified_at = ?, modified_by = ?, modified_device = NULL, seq = ? WHERE id = ?")
-                .execute(arguments: [tag, encoded, now, user, sequence, current.id])
+            created = current.created ?? Stamp(timestamp: now, userRecordName: user)
+            try db.cachedStatement(sql: "UPDATE records SET tag = ?, fields = ?, modified_at = ?, modified_by = ?, modified_device = NULL, seq = ? WHERE zone_id = ? AND name = ?")
+                .execute(arguments: [tag, encoded, now, user, sequence, zone.id, name])
             try db.cachedStatement(sql: "DELETE FROM refs WHERE zone_id = ? AND source = ?").execute(arguments: [zone.id, name])
         } else {
             created = Stamp(timestamp: now, userRecordName: user)
@@ -246,7 +242,6 @@ extension ModifyBatch {
                     row.bind(zone.id); row.bind(name); row.bind(operation.recordType); row.bind(tag); row.bind(encoded)
                     row.bind(now); row.bind(user); row.bind(now); row.bind(user); row.bind(sequence)
                 }
-            rowID = db.lastInsertedRowID
             if savePhase?.zoneHasTombstones ?? true {
                 try db.cachedStatement(sql: "DELETE FROM tombstones WHERE zone_id = ? AND name = ?").execute(arguments: [zone.id, name])
             }
@@ -255,9 +250,8 @@ extension ModifyBatch {
                             fields: fields, created: created, modified: Stamp(timestamp: now, userRecordName: user))
         // An update keeps the stored fields it does not name: their references are worked out here.
         for (field, reference) in merged ? record.references : operation.references {
-            try db.cachedStatement(sql: "INSERT OR IGNORE INTO refs(zone_id, source, field, target, action, source_id) VALUES (?, ?, ?, ?, ?, ?)").run(in: db) { row in
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO refs(zone_id, source, field, target, action) VALUES (?, ?, ?, ?, ?)").run(in: db) { row in
                 row.bind(zone.id); row.bind(name); row.bind(field); row.bind(reference.recordName); row.bind(RecordRow.code(reference.action))
-                row.bind(rowID)
             }
         }
         return record
@@ -323,13 +317,13 @@ extension ModifyBatch {
         guard let current = try existing(name) else {
             throw RecordSyncError(.notFound, "record \(NameRules.quoted(name)) does not exist", recordName: name)
         }
-        if operation.type == .delete, operation.changeTag != current.record.recordChangeTag {
-            throw RecordSyncError(.conflict, "record \(NameRules.quoted(name)) has changed on the server: recordChangeTag \(operation.changeTag ?? "") is stale, the server's is \(current.record.recordChangeTag ?? "")", recordName: name, serverRecord: current.record)
+        if operation.type == .delete, operation.changeTag != current.recordChangeTag {
+            throw RecordSyncError(.conflict, "record \(NameRules.quoted(name)) has changed on the server: recordChangeTag \(operation.changeTag ?? "") is stale, the server's is \(current.recordChangeTag ?? "")", recordName: name, serverRecord: current)
         }
-        if scope.kind == .public, current.record.created?.userRecordName != scope.user.userRecordName {
+        if scope.kind == .public, current.created?.userRecordName != scope.user.userRecordName {
             throw RecordSyncError(.accessDenied, "record \(NameRules.quoted(name)) of the public database belongs to another user", recordName: name)
         }
-        let count = try Cascade.collect(root: name, rowID: current.id, zoneKey: zone.id, in: db)
+        let count = try Cascade.collect(root: name, zoneKey: zone.id, in: db)
         // Only the doomed records that something holds a VALIDATE reference to can block the
         // batch (references are only removed while deleting, never added), so only they are
         // noted; in a zone without VALIDATE references (one probe of `refs_validating`) none are.
@@ -340,7 +334,7 @@ extension ModifyBatch {
         sequence += Int64(count)
         // Later deletes of the batch skip what this one cascaded to; the last needs no note.
         if !isLast { cascadedNames.formUnion(cascaded) }
-        results[index] = .success(Record(recordName: name, recordType: current.record.recordType, zoneID: zone.zoneID, deleted: true),
+        results[index] = .success(Record(recordName: name, recordType: current.recordType, zoneID: zone.zoneID, deleted: true),
                                   cascadedRecordNames: cascaded)
     }
 }

@@ -46,17 +46,11 @@ struct ModifyBatch {
     var operations: [Operation?]
     var results: [RecordResult?]
     var sequence: Int64
-    /// The stored state of a record that a save or delete needs.
-    struct Existing {
-        var id: Int64
-        var record: Record
-    }
-
     /// What the saves know before the first is written (``readBeforeSaving(_:)``): a save
     /// changes only its own row, names are unique in a batch, and every save runs before the
     /// deletes, so this stays true for the whole save phase (a rolled-back group only restores it).
     struct SavePhase {
-        var rows: [String: Existing]
+        var rows: [String: Record]
         var zoneHasTombstones: Bool
     }
     var savePhase: SavePhase?

@@ -111,6 +111,38 @@ extension SQLiteRecordStore {
                 CREATE INDEX refs_by_target ON refs(zone_id, target, action, field, source, source_id);
                 """)
         }
+        // `records` keyed by (zone, name) without a rowid: every save and every delete writes
+        // one B-tree fewer (the table was a rowid table plus a unique index on (zone, name)),
+        // and a lookup by name is one search instead of two. Nothing names a record by rowid
+        // any more, so `refs.source_id` (v3) goes too.
+        migrator.registerMigration("v4-records-without-rowid") { db in
+            try db.execute(sql: """
+                CREATE TABLE records_v4(
+                    zone_id INTEGER NOT NULL,
+                    name TEXT NOT NULL,
+                    type TEXT NOT NULL,
+                    tag TEXT NOT NULL,
+                    fields TEXT NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    created_by TEXT NOT NULL,
+                    created_device TEXT,
+                    modified_at INTEGER NOT NULL,
+                    modified_by TEXT NOT NULL,
+                    modified_device TEXT,
+                    seq INTEGER NOT NULL,
+                    PRIMARY KEY(zone_id, name)) WITHOUT ROWID;
+                INSERT INTO records_v4(zone_id, name, type, tag, fields, created_at, created_by, created_device, modified_at, modified_by, modified_device, seq)
+                    SELECT zone_id, name, type, tag, fields, created_at, created_by, created_device, modified_at, modified_by, modified_device, seq
+                    FROM records ORDER BY zone_id, name;
+                DROP TABLE records;
+                ALTER TABLE records_v4 RENAME TO records;
+                CREATE INDEX records_by_seq ON records(zone_id, seq);
+                CREATE INDEX records_by_type ON records(zone_id, type, name);
+                DROP INDEX refs_by_target;
+                ALTER TABLE refs DROP COLUMN source_id;
+                CREATE INDEX refs_by_target ON refs(zone_id, target, action, field, source);
+                """)
+        }
         return migrator
     }
 }
