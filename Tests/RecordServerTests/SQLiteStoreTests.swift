@@ -58,7 +58,7 @@ import Testing
                 try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + ModifyBatch.storedRowsSQL, arguments: [#"["a","b"]"#, 1]).map { $0["detail"] as String }
             }
             #expect(plan.first?.hasPrefix("SCAN j") == true, "\(plan)")
-            #expect(plan.contains { $0.hasPrefix("SEARCH r") && $0.contains("zone_id=? AND name=?") }, "\(plan)")
+            #expect(plan.contains { $0.hasPrefix("SEARCH r USING PRIMARY KEY") && $0.contains("name=? AND zone_id=?") }, "\(plan)")
         }
     }
 
@@ -99,10 +99,11 @@ import Testing
         }
     }
 
-    /// `records` is keyed by (zone, name) without a rowid, and every statement that reaches a
-    /// row by name (a save's read of the stored rows, an update, a cascade's tombstones and
-    /// deletes) searches that key; the cascade's recursion walks `refs_by_target` alone.
-    @Test func recordsAreKeyedByZoneAndName() async throws {
+    /// `records` is keyed by (name, zone) without a rowid, `refs` by source and `tombstones` by
+    /// name, and every statement that reaches a row by name (a save's read of the stored rows,
+    /// a cascade's tombstones and deletes) searches that key; the cascade's recursion walks
+    /// `refs_by_target` alone, and deleting a zone walks no other zone.
+    @Test func recordsAreKeyedByNameAndZone() async throws {
         try await withTemporaryDirectory { directory in
             let store = try SQLiteRecordStore(path: directory + "/records.sqlite")
             let user = try await store.createUser(named: "alice", tokenHash: Credentials.hash(Credentials.newToken()))
@@ -111,44 +112,54 @@ import Testing
                                                                                 Record.artwork("lilies", by: "monet"), Record.artwork("haystacks", by: "monet")]
                                                                                 .map { RecordOperation(.create, RecordPayload($0)) }), in: scope)
             _ = try await store.modifyRecords(ModifyRecordsRequest(operations: [RecordOperation(.forceReplace, RecordPayload(Record.artwork("lilies", by: "manet")))]), in: scope)
-            let (table, indexes, refs, plans) = try store.pool.write { db in
-                let table = try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'records'") ?? ""
+            let (tables, indexes, refs, plans) = try store.pool.write { db in
+                let tables = try String.fetchAll(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'table' AND name IN ('records', 'refs', 'tombstones') ORDER BY name")
                 let indexes = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'records' ORDER BY name")
                 let refs = try Row.fetchAll(db, sql: "SELECT source, target FROM refs ORDER BY source")
                 try db.execute(sql: "CREATE TEMP TABLE doomed(pos INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)")
                 func plan(_ sql: String, _ arguments: StatementArguments) throws -> [String] {
                     try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: arguments).map { $0["detail"] as String }
                 }
-                return (table, indexes, refs, [
+                return (tables, indexes, refs, [
+                    "zone refs": try plan(SQLiteRecordStore.deleteZoneContentsSQL[0], [1]),
+                    "zone records": try plan(SQLiteRecordStore.deleteZoneContentsSQL[1], [1]),
+                    "zone tombstones": try plan(SQLiteRecordStore.deleteZoneContentsSQL[2], [1]),
                     "collect": try plan(Cascade.collectSQL, ["monet", 1]),
                     "stored rows": try plan(ModifyBatch.storedRowsSQL, ["[\"lilies\"]", 1]),
                     "tombstones": try plan(Cascade.tombstonesSQL, [1, 1]),
                     "rows": try plan(Cascade.deleteRowsSQL, [1]),
                 ])
             }
-            #expect(table.contains("PRIMARY KEY(zone_id, name)) WITHOUT ROWID"), "\(table)")
+            #expect(tables.count == 3 && tables[0].contains("PRIMARY KEY(name, zone_id)) WITHOUT ROWID")
+                    && tables[1].contains("PRIMARY KEY(source, zone_id, field, target, action)) WITHOUT ROWID")
+                    && tables[2].contains("PRIMARY KEY(name, zone_id)) WITHOUT ROWID"), "\(tables)")
             // No unique index beside the key: one B-tree fewer per save and per delete.
             #expect(indexes == ["records_by_seq", "records_by_type"], "\(indexes)")
             // haystacks' reference was written on insert, lilies' replaced on update.
             #expect(refs.map { $0[0] as String } == ["haystacks", "lilies"] && refs.map { $0[1] as String } == ["monet", "manet"], "\(refs)")
-            #expect(plans["collect"]!.contains { $0.contains("SEARCH refs USING COVERING INDEX refs_by_target") }, "\(plans)")
+            #expect(plans["collect"]!.contains { $0.contains("SEARCH refs USING COVERING INDEX refs_by_target (target=? AND zone_id=? AND action=?)") }, "\(plans)")
             for statement in ["stored rows", "tombstones", "rows"] {
-                #expect(plans[statement]!.contains { $0.contains("USING PRIMARY KEY (zone_id=? AND name=?)") }, "\(statement): \(plans[statement]!)")
+                #expect(plans[statement]!.contains { $0.contains("USING PRIMARY KEY (name=? AND zone_id=?)") }, "\(statement): \(plans[statement]!)")
                 #expect(!plans[statement]!.contains { $0.hasPrefix("SCAN r") || $0.contains("INDEX records_by") }, "\(statement): \(plans[statement]!)")
+            }
+            #expect(plans["zone refs"]!.contains { $0.contains("SEARCH refs USING PRIMARY KEY (source=? AND zone_id=?)") }, "\(plans["zone refs"]!)")
+            for statement in ["zone refs", "zone records", "zone tombstones"] {
+                #expect(!plans[statement]!.contains { $0.hasPrefix("SCAN") }, "\(statement): \(plans[statement]!)")
             }
         }
     }
 
-    /// A store written before `records` was keyed by (zone, name) keeps every row, column for
-    /// column, when it is opened (migration `v4-records-without-rowid`), and its references lose
-    /// the rowid column (`source_id`) that only that layout needed.
-    @Test func openingAnOlderStoreKeysItsRecordsByZoneAndName() async throws {
+    /// A store written before the name-led keys keeps every record, reference and tombstone,
+    /// column for column, when it is opened (migration `v4-name-led-keys`), and its references
+    /// lose the rowid column (`source_id`) that only the old layout needed.
+    @Test func openingAnOlderStoreKeysItsRowsByName() async throws {
         try await withTemporaryDirectory { directory in
             let path = directory + "/records.sqlite"
             let queue = try DatabaseQueue(path: path)
             try SQLiteRecordStore.migrator.migrate(queue, upTo: "v3-refs-source-id")
             let dump = "SELECT zone_id, name, type, tag, fields, created_at, created_by, created_device, modified_at, modified_by, modified_device, seq FROM records ORDER BY zone_id, name"
-            let before = try queue.write { db in
+            let tombstoneDump = "SELECT zone_id, name, type, seq FROM tombstones ORDER BY zone_id, name"
+            let (before, tombstonesBefore) = try queue.write { db in
                 for (zone, name, device) in [(2, "b", "phone"), (1, "b", nil), (1, "a", nil), (2, "a", "laptop")] {
                     try db.execute(sql: "INSERT INTO records(zone_id, name, type, tag, fields, created_at, created_by, created_device, modified_at, modified_by, modified_device, seq) VALUES (?, ?, 'T', ?, '{}', 1, 'u', ?, 2, 'v', ?, ?)",
                                    arguments: [zone, name, "t-\(name)", device, device, zone * 10])
@@ -156,23 +167,27 @@ import Testing
                 for (zone, source, target) in [(1, "a", "b"), (1, "b", "a"), (2, "a", "x")] {
                     try db.execute(sql: "INSERT INTO refs(zone_id, source, field, target, action, source_id) VALUES (?, ?, 'f', ?, 1, 7)", arguments: [zone, source, target])
                 }
-                return try Row.fetchAll(db, sql: dump)
+                for (zone, name, seq) in [(1, "z", 5), (2, "y", 6)] {
+                    try db.execute(sql: "INSERT INTO tombstones(zone_id, name, type, seq) VALUES (?, ?, 'T', ?)", arguments: [zone, name, seq])
+                }
+                return (try Row.fetchAll(db, sql: dump), try Row.fetchAll(db, sql: tombstoneDump))
             }
             try queue.close()
             let store = try SQLiteRecordStore(path: path)
-            let (after, table, refColumns, refs, indexes) = try store.pool.read { db in
-                (try Row.fetchAll(db, sql: dump),
+            let (after, tombstonesAfter, table, refColumns, refs, indexes) = try store.pool.read { db in
+                (try Row.fetchAll(db, sql: dump), try Row.fetchAll(db, sql: tombstoneDump),
                  try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'records'") ?? "",
                  try Row.fetchAll(db, sql: "PRAGMA table_info(refs)").map { $0["name"] as String },
                  try Row.fetchAll(db, sql: "SELECT zone_id, source, target FROM refs ORDER BY zone_id, source").map { "\($0[0] as Int64)/\($0[1] as String)->\($0[2] as String)" },
-                 try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND name IN ('records_by_seq', 'records_by_type', 'refs_by_target', 'refs_validating') ORDER BY name"))
+                 try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_autoindex%' AND tbl_name IN ('records', 'refs', 'tombstones') ORDER BY name"))
             }
             #expect(before.count == 4)
             #expect(after == before)
+            #expect(tombstonesBefore.count == 2 && tombstonesAfter == tombstonesBefore)
             #expect(table.contains("WITHOUT ROWID"), "\(table)")
             #expect(!refColumns.contains("source_id"), "\(refColumns)")
             #expect(refs == ["1/a->b", "1/b->a", "2/a->x"])
-            #expect(indexes == ["records_by_seq", "records_by_type", "refs_by_target", "refs_validating"])
+            #expect(indexes == ["records_by_seq", "records_by_type", "refs_by_target", "refs_validating", "tombstones_by_seq"])
         }
     }
 

@@ -10,7 +10,7 @@ enum Cascade {
     /// `DELETE_SELF` reference to a doomed record, transitively, numbered (`pos`, from 1) in the
     /// order the recursion reached them: `root` first, then breadth first. The recursion walks
     /// `refs_by_target` alone (a covering search); the later statements reach each doomed row
-    /// by its key, (zone, name). `UNION` (not `UNION ALL`) makes the recursion stop on cycles.
+    /// by its key, (name, zone). `UNION` (not `UNION ALL`) makes the recursion stop on cycles.
     ///
     /// - Returns: how many records are doomed, `root` included.
     static func collect(root: String, zoneKey: Int64, in db: Database) throws -> Int {

@@ -118,7 +118,7 @@ extension ModifyBatch {
 
     /// The stored rows (``RecordRow/columns``) of the names in a JSON array (first argument) in
     /// a zone (second). CROSS JOIN keeps the list as the outer loop, so each name is one search
-    /// of the table's `(zone_id, name)` key rather than a walk of the zone.
+    /// of the table's `(name, zone_id)` key rather than a walk of the zone.
     static let storedRowsSQL = """
         SELECT \(RecordRow.columns(alias: "r")) FROM json_each(?) AS j CROSS JOIN records r ON r.zone_id = ? AND r.name = j.value
         """

@@ -111,11 +111,19 @@ extension SQLiteRecordStore {
                 CREATE INDEX refs_by_target ON refs(zone_id, target, action, field, source, source_id);
                 """)
         }
-        // `records` keyed by (zone, name) without a rowid: every save and every delete writes
+        // `records` keyed by (name, zone) without a rowid: every save and every delete writes
         // one B-tree fewer (the table was a rowid table plus a unique index on (zone, name)),
         // and a lookup by name is one search instead of two. Nothing names a record by rowid
         // any more, so `refs.source_id` (v3) goes too.
-        migrator.registerMigration("v4-records-without-rowid") { db in
+        //
+        // The keys that are only ever searched by equality (a record's or tombstone's name, a
+        // reference's source or target) lead with the name, not the zone: a zone's keys all
+        // share their first column, so every comparison in a search of a zone-led key ties on
+        // it and takes SQLite's slow general path, where a name-led key is told apart by its
+        // first column (7% fewer instructions for a save, 14% for a cascade, counted with
+        // callgrind; see docs/performance.md). What walks a zone uses the zone-led indexes:
+        // `records_by_seq`, `records_by_type`, `tombstones_by_seq`, `refs_validating`.
+        migrator.registerMigration("v4-name-led-keys") { db in
             try db.execute(sql: """
                 CREATE TABLE records_v4(
                     zone_id INTEGER NOT NULL,
@@ -130,17 +138,40 @@ extension SQLiteRecordStore {
                     modified_by TEXT NOT NULL,
                     modified_device TEXT,
                     seq INTEGER NOT NULL,
-                    PRIMARY KEY(zone_id, name)) WITHOUT ROWID;
+                    PRIMARY KEY(name, zone_id)) WITHOUT ROWID;
                 INSERT INTO records_v4(zone_id, name, type, tag, fields, created_at, created_by, created_device, modified_at, modified_by, modified_device, seq)
                     SELECT zone_id, name, type, tag, fields, created_at, created_by, created_device, modified_at, modified_by, modified_device, seq
-                    FROM records ORDER BY zone_id, name;
+                    FROM records ORDER BY name, zone_id;
                 DROP TABLE records;
                 ALTER TABLE records_v4 RENAME TO records;
                 CREATE INDEX records_by_seq ON records(zone_id, seq);
                 CREATE INDEX records_by_type ON records(zone_id, type, name);
-                DROP INDEX refs_by_target;
-                ALTER TABLE refs DROP COLUMN source_id;
-                CREATE INDEX refs_by_target ON refs(zone_id, target, action, field, source);
+
+                CREATE TABLE refs_v4(
+                    zone_id INTEGER NOT NULL,
+                    source TEXT NOT NULL,
+                    field TEXT NOT NULL,
+                    target TEXT NOT NULL,
+                    action INTEGER NOT NULL,
+                    PRIMARY KEY(source, zone_id, field, target, action)) WITHOUT ROWID;
+                INSERT INTO refs_v4(zone_id, source, field, target, action)
+                    SELECT zone_id, source, field, target, action FROM refs ORDER BY source, zone_id, field, target, action;
+                DROP TABLE refs;
+                ALTER TABLE refs_v4 RENAME TO refs;
+                CREATE INDEX refs_by_target ON refs(target, zone_id, action, field, source);
+                CREATE INDEX refs_validating ON refs(zone_id, target) WHERE action = 2;
+
+                CREATE TABLE tombstones_v4(
+                    zone_id INTEGER NOT NULL,
+                    name TEXT NOT NULL,
+                    type TEXT NOT NULL,
+                    seq INTEGER NOT NULL,
+                    PRIMARY KEY(name, zone_id)) WITHOUT ROWID;
+                INSERT INTO tombstones_v4(zone_id, name, type, seq)
+                    SELECT zone_id, name, type, seq FROM tombstones ORDER BY name, zone_id;
+                DROP TABLE tombstones;
+                ALTER TABLE tombstones_v4 RENAME TO tombstones;
+                CREATE INDEX tombstones_by_seq ON tombstones(zone_id, seq);
                 """)
         }
         return migrator

@@ -67,14 +67,24 @@ extension SQLiteRecordStore {
             } catch let error as RecordSyncError {
                 return .failure(error)
             }
-            for table in ["records", "refs", "tombstones"] {
-                try db.execute(sql: "DELETE FROM \(table) WHERE zone_id = ?", arguments: [zone.id])
+            for sql in Self.deleteZoneContentsSQL {
+                try db.execute(sql: sql, arguments: [zone.id])
             }
             let databaseSequence = try Self.nextDatabaseSequence(databaseID, in: db)
             try db.execute(sql: "UPDATE zones SET deleted = 1, db_seq = ? WHERE id = ?", arguments: [databaseSequence, zone.id])
             return .success(Zone(zoneID: zone.zoneID, syncToken: nil, atomic: nil, deleted: true))
         }
     }
+
+    /// The statements that delete a zone's (each one's argument) records, references and
+    /// tombstones. The references go first, found through their sources' names (the `refs` key
+    /// leads with the source, and a record's references live and die with its row); the rows
+    /// and tombstones through their zone's sequence indexes. None of them walks another zone.
+    static let deleteZoneContentsSQL = [
+        "DELETE FROM refs WHERE zone_id = ?1 AND source IN (SELECT name FROM records WHERE zone_id = ?1)",
+        "DELETE FROM records WHERE zone_id = ?",
+        "DELETE FROM tombstones WHERE zone_id = ?",
+    ]
 
     static func describe(name: String, uid: UUID, sequence: Int64, scope: DatabaseScope) -> Zone {
         Zone(zoneID: ZoneID(zoneName: name, ownerRecordName: scope.ownerRecordName),
