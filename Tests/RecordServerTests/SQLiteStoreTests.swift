@@ -149,6 +149,36 @@ import Testing
         }
     }
 
+    /// Deleting a zone removes its records, references and tombstones (the references found
+    /// through its records' names, since their key leads with the source) and nothing of a
+    /// zone holding the same names.
+    @Test func deletingAZoneRemovesItsReferencesAndLeavesAnotherZonesAlone() async throws {
+        try await withTemporaryDirectory { directory in
+            let store = try SQLiteRecordStore(path: directory + "/records.sqlite")
+            let user = try await store.createUser(named: "alice", tokenHash: Credentials.hash(Credentials.newToken()))
+            let scope = DatabaseScope(container: "iCloud.test", environment: "development", kind: .private, user: user)
+            let zones = [ZoneID(zoneName: "A"), ZoneID(zoneName: "B")]
+            _ = try await store.modifyZones(ModifyZonesRequest(operations: zones.map { .init(.create, $0) }), in: scope)
+            for zone in zones {
+                _ = try await store.modifyRecords(ModifyRecordsRequest(operations: [Record.artist("monet"), Record.artwork("lilies", by: "monet"),
+                                                                                    Record.artwork("haystacks", by: "monet"), Record.artist("gone")]
+                                                                                    .map { RecordOperation(.create, RecordPayload($0)) }, zoneID: zone), in: scope)
+                _ = try await store.modifyRecords(ModifyRecordsRequest(operations: [RecordOperation(.forceDelete, RecordPayload(recordName: "gone"))], zoneID: zone), in: scope)
+            }
+            func counts() throws -> [String] {
+                try store.pool.read { db in
+                    try ["records", "refs", "tombstones"].map { table in
+                        let perZone = try Row.fetchAll(db, sql: "SELECT z.name, COUNT(*) FROM \(table) t JOIN zones z ON z.id = t.zone_id GROUP BY z.name ORDER BY z.name")
+                        return "\(table): " + perZone.map { "\($0[0] as String)=\($0[1] as Int)" }.joined(separator: " ")
+                    }
+                }
+            }
+            #expect(try counts() == ["records: A=3 B=3", "refs: A=2 B=2", "tombstones: A=1 B=1"])
+            _ = try await store.modifyZones(ModifyZonesRequest(operations: [.init(.delete, zones[0])]), in: scope)
+            #expect(try counts() == ["records: B=3", "refs: B=2", "tombstones: B=1"])
+        }
+    }
+
     /// A store written before the name-led keys keeps every record, reference and tombstone,
     /// column for column, when it is opened (migration `v4-name-led-keys`), and its references
     /// lose the rowid column (`source_id`) that only the old layout needed.

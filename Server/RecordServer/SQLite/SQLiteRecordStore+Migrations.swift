@@ -120,7 +120,7 @@ extension SQLiteRecordStore {
         // reference's source or target) lead with the name, not the zone: a zone's keys all
         // share their first column, so every comparison in a search of a zone-led key ties on
         // it and takes SQLite's slow general path, where a name-led key is told apart by its
-        // first column (7% fewer instructions for a save, 14% for a cascade, counted with
+        // first column (6% fewer instructions for a save, 14% for a cascade, counted with
         // callgrind; see docs/performance.md). What walks a zone uses the zone-led indexes:
         // `records_by_seq`, `records_by_type`, `tombstones_by_seq`, `refs_validating`.
         migrator.registerMigration("v4-name-led-keys") { db in
