@@ -11,7 +11,8 @@ struct Measurement: Codable, Sendable {
     var figure: Double
     /// The floor's median (same unit), or nil for scenarios judged on an absolute target.
     var floor: Double?
-    /// The figure the target judges: figure / floor, or the scenario's own ratio.
+    /// The figure the target judges: the median of each repetition's figure over its own floor
+    /// (``pairedRatio(_:over:)``), or the scenario's own ratio.
     var ratio: Double
     /// The target, in words.
     var target: String
@@ -63,6 +64,15 @@ extension Duration {
 /// The median of some values.
 func median(_ values: [Double]) -> Double {
     percentile(values, 50)
+}
+
+/// The median of the ratios of paired figures and floors (`figures[i] / floors[i]`, each floor
+/// measured around its figure, ``Floor/bracketed(seconds:_:)``). A pair shares a minute of this
+/// machine's drifting speed; a ratio of two medians could set a figure from one repetition
+/// against a floor from another.
+func pairedRatio(_ figures: [Double], over floors: [Double]) -> Double {
+    precondition(figures.count == floors.count, "a floor for every figure")
+    return median(zip(figures, floors).map { $0 / $1 })
 }
 
 /// Percentile `p` (0…100) of some values, by linear interpolation between the nearest ranks.

@@ -10,7 +10,7 @@ struct RecordBench: AsyncParsableCommand {
         discussion: """
             Each scenario starts a real server on a loopback port with a fresh SQLite data directory \
             and drives it through the client library over HTTP; figures with a floor are ratios against \
-            plain SQLite measured in the same run, as medians of the repetitions. Build in release: \
+            plain SQLite measured around them in the same run, as medians of the repetitions. Build in release: \
             swift run -c release recordbench --scale full. See docs/performance.md.
 
             Scenarios: \(Scenario.allCases.map(\.rawValue).joined(separator: ", ")).
@@ -38,8 +38,8 @@ extension RecordBench {
         @Option(help: "Run only these scenarios (repeatable).")
         var only: [Scenario] = []
 
-        @Option(help: "Repetitions of each measurement; the median is reported.")
-        var repetitions: Int = 3
+        @Option(help: "Repetitions of each measurement; the median is reported (of the ratios, for the scenarios with a floor).")
+        var repetitions: Int = 5
 
         @Flag(help: "Print the results as JSON instead of a table.")
         var json = false

@@ -47,7 +47,7 @@ enum Scenarios {
             figures.append(figure)
             floors.append(floor)
         }
-        let ratio = median(figures) / median(floors)
+        let ratio = pairedRatio(figures, over: floors)
         return Measurement(scenario: "save", unit: "records/s", figure: median(figures), floor: median(floors), ratio: ratio,
                            target: "≥ 0.25 of floor", met: ratio >= 0.25)
     }
@@ -129,7 +129,7 @@ enum Scenarios {
             floors.append(floor)
             fetches.append(fetch)
         }
-        let ratio = median(deletes) / median(floors)
+        let ratio = pairedRatio(deletes, over: floors)
         return Measurement(scenario: "cascade", unit: "s to delete \(total)", figure: median(deletes), floor: median(floors), ratio: ratio,
                            target: "≤ 3× floor", met: ratio <= 3,
                            notes: String(format: "tombstones fetched in %.2f s", median(fetches)))
@@ -187,7 +187,7 @@ enum Scenarios {
                 let floorAfter = try Floor.insert(count: count, batch: engine.configuration.pageSize, in: server.directory)
                 floors.append(Floor.bracketed(rate: floorBefore, floorAfter))
             }
-            let ratio = median(figures) / median(floors)
+            let ratio = pairedRatio(figures, over: floors)
             return Measurement(scenario: "cache-apply", unit: "records/s", figure: median(figures), floor: median(floors), ratio: ratio,
                                target: "≥ 0.40 of floor", met: ratio >= 0.4)
         }

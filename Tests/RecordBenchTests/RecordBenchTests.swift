@@ -32,6 +32,18 @@ import Testing
         #expect(Floor.bracketed(rate: 100, 300) == 150)  // 10 ms and 3.33 ms a row: 6.67 ms
     }
 
+    /// A ratio against a floor is the median of each repetition's own ratio, never a figure of
+    /// one repetition over a floor of another.
+    @Test func ratiosPairEachFigureWithItsOwnFloor() {
+        // The machine ran twice as fast in the second repetition: both figure and floor doubled.
+        #expect(pairedRatio([10, 20, 12], over: [40, 80, 48]) == 0.25)
+        #expect(median([10, 20, 12]) / median([40, 80, 48]) == 0.25)
+        // Here the median figure is the second repetition's and the median floor the third's:
+        // their ratio (20 / 90) matches no repetition; the paired ratios are 0.25, 0.2, 0.33.
+        #expect(pairedRatio([10, 20, 30], over: [40, 100, 90]) == 0.25)
+        #expect(median([10, 20, 30]) / median([40, 100, 90]) < 0.223)
+    }
+
     @Test func theTableHasARowPerScenario() throws {
         let run = try RecordBench.Run.parse(["--scale", "small"])
         let table = run.table([Measurement(scenario: "save", unit: "records/s", figure: 1000, floor: 4000, ratio: 0.25, target: "≥ 0.25 of floor", met: true)])
