@@ -3,7 +3,7 @@ import GRDB
 import RecordModel
 
 /// Compiles a ``Query`` into one SQL statement over the `records` and `refs` tables (see
-/// ``RecordTables``), the same statement for the server's store and the client's cache.
+/// <doc:TableShape>), the same statement for the server's store and the client's cache.
 ///
 /// Field filters read the stored JSON with `json_extract`; filters on a reference field go
 /// through the `refs_by_target` index, so "children of X" is an index search, not a scan.

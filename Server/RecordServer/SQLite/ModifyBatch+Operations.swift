@@ -259,6 +259,16 @@ extension ModifyBatch {
 
     // MARK: Deleting
 
+    /// For each delete operation of the batch, one record left in the zone (argument) that holds
+    /// a `VALIDATE` reference to a record it deleted. CROSS JOIN keeps the noted names the outer
+    /// loop, each one search of `refs_by_target`; otherwise SQLite walked every `VALIDATE`
+    /// reference of the zone, even with nothing noted.
+    static let blockersSQL = """
+        SELECT b.operation, refs.source, refs.target FROM temp.batch_deleted b CROSS JOIN refs
+        ON refs.zone_id = ? AND refs.target = b.name AND refs.action = 2
+        GROUP BY b.operation
+        """
+
     /// Runs the deletes, then checks that no record left holds a `VALIDATE` reference to a record
     /// the batch deleted. If one does, every delete is undone, the operations that deleted a
     /// blocked record fail, and the rest run again (in a non-atomic batch; an atomic one stops).
@@ -283,11 +293,7 @@ extension ModifyBatch {
                         return .rollback
                     }
                 }
-                blockers = try Row.fetchAll(db, sql: """
-                    SELECT b.operation, refs.source, refs.target FROM temp.batch_deleted b JOIN refs
-                    ON refs.zone_id = ? AND refs.target = b.name AND refs.action = 2
-                    GROUP BY b.operation
-                    """, arguments: [zone.id]).map { ($0[0], $0[1], $0[2]) }
+                blockers = try Row.fetchAll(db, sql: Self.blockersSQL, arguments: [zone.id]).map { ($0[0], $0[1], $0[2]) }
                 return blockers.isEmpty ? .commit : .rollback
             }
             if stop { return false }
