@@ -44,6 +44,26 @@ import Testing
         #expect(median([10, 20, 30]) / median([40, 100, 90]) < 0.223)
     }
 
+    /// The program itself, as a process: `--only` runs just the scenarios named (in the
+    /// table's order), the table has one row each, and `--json` prints the same measurements
+    /// as JSON.
+    @Test func onlyRunsTheNamedScenariosAndJSONCarriesTheSameData() async throws {
+        let table = try await ChildProcess.run("recordbench", ["--scale", "tiny", "--repetitions", "1", "--only", "cascade", "--only", "save"])
+        #expect(table.status == 0, "\(table.output)")
+        let rows = table.output.split(separator: "\n")
+        #expect(rows.count == 3 && rows[0].hasPrefix("scenario") && rows[1].hasPrefix("save") && rows[2].hasPrefix("cascade"), "\(table.output)")
+
+        let json = try await ChildProcess.run("recordbench", ["--scale", "tiny", "--repetitions", "1", "--only", "cascade", "--json"])
+        #expect(json.status == 0, "\(json.output)")
+        let measurements = try JSONDecoder().decode([recordbench.Measurement].self, from: Data(json.output.utf8))
+        #expect(measurements.map(\.scenario) == ["cascade"])
+        let cascade = try #require(measurements.first)
+        #expect(cascade.figure > 0 && (cascade.floor ?? 0) > 0 && cascade.ratio > 0 && cascade.met == (cascade.ratio <= 3), "\(cascade)")
+
+        let bad = try await ChildProcess.run("recordbench", ["--only", "nonsense"], mergeErrors: true)
+        #expect(bad.status != 0 && bad.output.contains("nonsense"), "\(bad.output)")
+    }
+
     @Test func theTableHasARowPerScenario() throws {
         let run = try RecordBench.Run.parse(["--scale", "small"])
         let table = run.table([Measurement(scenario: "save", unit: "records/s", figure: 1000, floor: 4000, ratio: 0.25, target: "≥ 0.25 of floor", met: true)])
