@@ -16,6 +16,30 @@ import Testing
         }
     }
 
+    /// An acknowledged write survives a crash of the machine: the writer syncs the log at every
+    /// commit. (GRDB's DatabasePool sets its writer to `synchronous = NORMAL` when it turns WAL
+    /// on, after `prepareDatabase`; in WAL mode NORMAL syncs the log only at checkpoints.)
+    @Test func theWriterSyncsTheLogAtEveryCommit() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = directory + "/records.sqlite"
+            let store = try SQLiteRecordStore(path: path)
+            let level = try await store.pool.write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") }
+            #expect(level == 2, "synchronous is \(String(describing: level)), not FULL (2)")
+            let journal = try await store.pool.read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") }
+            #expect(journal == "wal")
+        }
+        // The same for any pool opened this way, reopened included.
+        try await withTemporaryDirectory { directory in
+            let path = directory + "/plain.sqlite"
+            _ = try DatabasePool.durable(path: path, configuration: Configuration())
+            let reopened = try DatabasePool.durable(path: path, configuration: Configuration())
+            #expect(try await reopened.write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") } == 2)
+            // What it works around: a plain pool's writer commits with NORMAL (1).
+            let plain = try DatabasePool(path: path, configuration: Configuration())
+            #expect(try await plain.write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") } == 1)
+        }
+    }
+
     @Test func childrenByReferenceAreFoundThroughTheIndexNotAScan() async throws {
         try await withTemporaryDirectory { directory in
             let store = try SQLiteRecordStore(path: directory + "/records.sqlite")

@@ -30,14 +30,15 @@ public final class RecordCache: Sendable {
         // however often it was rewritten.
         let checkpointer = path == ":memory:" ? nil : WALCheckpointer(path: path, threshold: 4000)
         configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = FULL")
             checkpointer?.install(in: db)
         }
         self.checkpointer = checkpointer
         if path == ":memory:" {
             writer = try DatabaseQueue(configuration: configuration)
         } else {
-            writer = try DatabasePool(path: path, configuration: configuration)
+            // Not DatabasePool(path:configuration:): its writer would commit with
+            // synchronous = NORMAL, and a local edit could be lost in a crash of the machine.
+            writer = try DatabasePool.durable(path: path, configuration: configuration)
         }
         try Self.migrator.migrate(writer)
         // A fetch that suspended the references-by-target index and never finished (the process

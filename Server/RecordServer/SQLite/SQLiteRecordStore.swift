@@ -23,12 +23,12 @@ public final class SQLiteRecordStore: RecordStore {
         configuration.busyMode = .timeout(30)
         let checkpointer = WALCheckpointer(path: path)
         configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = FULL")
             try db.execute(sql: "PRAGMA temp_store = MEMORY")
             checkpointer.install(in: db)
         }
         self.checkpointer = checkpointer
-        pool = try DatabasePool(path: path, configuration: configuration)
+        // Not DatabasePool(path:configuration:): its writer would commit with synchronous = NORMAL.
+        pool = try DatabasePool.durable(path: path, configuration: configuration)
         self.limits = limits
         try Self.migrator.migrate(pool)
     }
