@@ -80,6 +80,10 @@ public struct Record: Sendable, Hashable {
     public func restricted(to desiredKeys: [String]?) -> Record {
         guard let desiredKeys else { return self }
         var copy = self
+        if desiredKeys.isEmpty {
+            copy.fields = [:]
+            return copy
+        }
         let wanted = Set(desiredKeys)
         copy.fields = fields.filter { wanted.contains($0.key) }
         return copy

@@ -177,14 +177,14 @@ extension ModifyBatch {
     /// Writes one record; `beforeWriting` runs after every check and before the first write.
     private mutating func saveOne(_ operation: Operation, beforeWriting: ((ModifyBatch) throws -> Void)?) throws -> Record {
         var operation = operation
-        let known = try writtenSchema(of: operation.recordType)
         // Resolved against the stored schema when prepared; again only if an operation written
         // before it in this batch introduced the type of one of its fields.
         let storedTypes = try storedSchema(of: operation.recordType)
         if let added = schema[operation.recordType], operation.rawFields.keys.contains(where: { storedTypes[$0] == nil && added[$0] != nil }) {
-            operation.fields = try resolveFields(operation, against: known)
+            operation.fields = try resolveFields(operation, against: try writtenSchema(of: operation.recordType))
         }
-        for (field, value) in operation.fields where known[field] == nil {
+        // The types this batch introduces (what writtenSchema(of:) adds to the stored ones).
+        for (field, value) in operation.fields where storedTypes[field] == nil && schema[operation.recordType]?[field] == nil {
             schema[operation.recordType, default: [:]][field] = value.type
         }
         let name = operation.name
@@ -278,6 +278,7 @@ extension ModifyBatch {
     ///
     /// - Returns: `false` when an atomic batch must stop.
     mutating func runDeletes(_ indices: [Int]) throws -> Bool {
+        if indices.isEmpty { return true }
         var excluded: Set<Int> = []
         while true {
             let before = self

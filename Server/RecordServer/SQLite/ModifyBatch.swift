@@ -80,6 +80,8 @@ struct ModifyBatch {
         var results: [RecordResult?]
         var failedNames: Set<String>
         var stored: [String: [String: FieldType]]
+        /// The saves' groups in saving order (``savingGroups()``), worked out on the reader too.
+        var savingGroups: [[Int]]
     }
 
     /// Checks every operation and resolves its fields against the stored schema, writing
@@ -100,7 +102,18 @@ struct ModifyBatch {
                 if atomic { return .failure(AtomicFailure(response: atomicFailure())) }
             }
         }
-        return .success(Validation(operations: operations, results: results, failedNames: failedNames, stored: stored))
+        return .success(Validation(operations: operations, results: results, failedNames: failedNames, stored: stored,
+                                   savingGroups: savingGroups()))
+    }
+
+    /// The validated saves, as groups of operation indices (a single record, or a reference
+    /// cycle), every group after the groups whose records it references.
+    func savingGroups() -> [[Int]] {
+        let saves = operations.indices.filter { operations[$0].map { !$0.type.isDelete } ?? false }
+        let order = DependencyOrder.savingOrder(saves.compactMap { index in
+            operations[index].map { ($0.name, $0.references.map(\.reference.recordName)) }
+        })
+        return order.map { group in group.map { saves[$0] } }
     }
 
     /// An atomic batch that failed validation: its answer.
@@ -115,25 +128,25 @@ struct ModifyBatch {
     ///   operations are validated again here.
     /// - Returns: the per-record results, and whether the transaction should commit.
     mutating func run(_ request: ModifyRecordsRequest, validated validation: Validation? = nil) throws -> (RecordsResponse, commit: Bool) {
+        let groups: [[Int]]
         if let validation, try validation.stored.allSatisfy({ type, schema in try storedSchema(of: type) == schema }) {
             operations = validation.operations
             results = validation.results
             failedNames = validation.failedNames
+            groups = validation.savingGroups
         } else {
             stored = [:]
             operations = Array(repeating: nil, count: request.operations.count)
             results = Array(repeating: nil, count: request.operations.count)
             failedNames = []
-            if case .failure(let failure) = try validate(request) { return (failure.response, false) }
+            switch try validate(request) {
+            case .failure(let failure): return (failure.response, false)
+            case .success(let validation): groups = validation.savingGroups
+            }
         }
 
-        let saves = operations.indices.filter { operations[$0].map { !$0.type.isDelete } ?? false }
-        let order = DependencyOrder.savingOrder(saves.compactMap { index in
-            operations[index].map { ($0.name, $0.references.map(\.reference.recordName)) }
-        })
-        if !saves.isEmpty { savePhase = try readBeforeSaving(saves.compactMap { operations[$0]?.name }) }
-        for group in order {
-            let indices = group.map { saves[$0] }
+        if !groups.isEmpty { savePhase = try readBeforeSaving(groups.flatMap { $0 }.compactMap { operations[$0]?.name }) }
+        for indices in groups {
             // A single record is checked completely before it is written, so a failure leaves
             // nothing to undo and needs no savepoint; a cycle is checked after writing.
             guard try attempt(indices, savepoint: indices.count > 1, { batch in try batch.save(indices) }) else { return (atomicFailure(), false) }
