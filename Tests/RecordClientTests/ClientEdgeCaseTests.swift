@@ -325,6 +325,21 @@ import Testing
         #expect(requests.map(\.count) == [3, 3, 3, 1])
     }
 
+    /// A batch that fits one request is sent as given (sources before their targets here): the
+    /// server orders a request's saves itself, so the client works out no order for it.
+    @Test func aBatchThatFitsOneRequestIsSentAsGiven() throws {
+        let saves = (0..<6).map { Self.save("s\($0)", target: "t\($0 % 2)") } + (0..<2).map { Self.save("t\($0)") }
+        let old = RecordOperation(.forceDelete, RecordPayload(recordName: "old"))
+        let requests = try BatchPlanner(limit: 9).plan(saves: saves, deletes: [old])
+        #expect(requests.map { $0.map { $0.record.recordName ?? "" } } == [saves.map { $0.record.recordName ?? "" } + ["old"]])
+        // One operation more than a request holds: ordered and split, targets first.
+        let split = try BatchPlanner(limit: 8).plan(saves: saves, deletes: [old])
+        let sent = split.flatMap { $0.map { $0.record.recordName ?? "" } }
+        #expect(split.count == 2 && sent.count == 9)
+        for i in 0..<6 { #expect(sent.firstIndex(of: "t\(i % 2)")! < sent.firstIndex(of: "s\(i)")!) }
+        #expect(try BatchPlanner(limit: 9).plan(saves: [], deletes: []).isEmpty)
+    }
+
     @Test func targetsAreSentInTheSameOrAnEarlierRequestThanTheirSources() throws {
         let saves = (0..<9).map { Self.save("s\($0)", target: "t\($0 % 3)") } + (0..<3).map { Self.save("t\($0)") }
         let requests = try BatchPlanner(limit: 4).plan(saves: saves, deletes: [RecordOperation(.forceDelete, RecordPayload(recordName: "old"))])

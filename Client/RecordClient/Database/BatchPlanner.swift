@@ -20,9 +20,26 @@ struct BatchPlanner {
     /// those bytes), in sending order. An operation that cannot be encoded counts as empty here;
     /// its request fails when it is sent (``EncodedOperation/failure``).
     ///
+    /// A batch that fits one request is that request, saves then deletes in the order given:
+    /// the server saves targets before sources whatever the order, so only a batch split
+    /// across requests needs ordering here.
+    ///
     /// - Throws: `LIMIT_EXCEEDED` when a reference cycle is larger than one request can hold.
     func planEncoded(saves: [RecordOperation], deletes: [RecordOperation]) throws -> [[EncodedOperation]] {
-        let groups = DependencyOrder.savingOrder(saves.map { operation in
+        if saves.count + deletes.count <= limit {
+            let encoded = saves.map(EncodedOperation.init)
+            if encoded.reduce(0, { $0 + $1.json.count }) <= maximumBytes {
+                return encoded.isEmpty && deletes.isEmpty ? [] : [encoded + deletes.map(EncodedOperation.init)]
+            }
+            return try planOrdered(encoded, deletes: deletes)
+        }
+        return try planOrdered(saves.map(EncodedOperation.init), deletes: deletes)
+    }
+
+    /// ``planEncoded(saves:deletes:)`` for a batch that needs more than one request: the saves
+    /// (already encoded) in dependency order, split by count and bytes.
+    private func planOrdered(_ saves: [EncodedOperation], deletes: [RecordOperation]) throws -> [[EncodedOperation]] {
+        let groups = DependencyOrder.savingOrder(saves.map(\.operation).map { operation in
             (operation.record.recordName ?? "", Self.targets(of: operation.record))
         })
         var requests: [[EncodedOperation]] = []
@@ -32,7 +49,7 @@ struct BatchPlanner {
             guard group.count <= limit else {
                 throw RecordSyncError(.limitExceeded, "a reference cycle of \(group.count) records cannot be split across requests of at most \(limit) operations")
             }
-            let encoded = group.map { EncodedOperation(saves[$0]) }
+            let encoded = group.map { saves[$0] }
             let bytes = encoded.reduce(0) { $0 + $1.json.count }
             if !current.isEmpty && (current.count + group.count > limit || currentBytes + bytes > maximumBytes) {
                 requests.append(current)

@@ -243,8 +243,9 @@ extension Array where Element: Hashable {
 
 extension Database {
     /// Sends wire operations (fields whose type may be omitted, so the server's schema types
-    /// them) to one zone, split into server-sized requests with every record after the records
-    /// it references, saves before deletes.
+    /// them) to one zone, split into server-sized requests with every record in the same or a
+    /// later request than the records it references, saves before deletes (the server saves a
+    /// request's targets before their sources, whatever their order in it).
     ///
     /// - Returns: each operation with its result, in sending order.
     /// - Throws: a request-level error raised before anything was applied.
