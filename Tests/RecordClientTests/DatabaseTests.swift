@@ -35,6 +35,11 @@ import Testing
             #expect(saves.count == 1000)
             let failures = saves.values.compactMap { result -> RecordSyncError? in if case .failure(let error) = result { error } else { nil } }
             #expect(failures.isEmpty, "\(failures.prefix(3))")
+            // The answers carry system fields only; each saved record comes back with the
+            // fields it was sent with (filled in by the client), in every request.
+            let sent = Dictionary(uniqueKeysWithValues: (artworks + artists).map { ($0.recordID, $0.fields) })
+            let wrong = saves.keys.filter { (try? saves[$0]?.get())?.fields != sent[$0] }.map(\.recordName)
+            #expect(wrong.count == 0, "fields differ for \(wrong.prefix(3))")
             let query = RecordQuery(recordType: "Artwork", predicate: try RecordPredicate(format: "artist == %@", Record.ID(recordName: "a3", zoneID: Gallery.zone)))
             #expect(try await database.allRecords(matching: query, inZoneWith: Gallery.zone).count == 99)
         }

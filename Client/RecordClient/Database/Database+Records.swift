@@ -75,6 +75,7 @@ extension Database {
             wire.desiredKeys = []
             return wire
         }
+        let trimmedNames = trimmed
         let requests = try BatchPlanner(limit: maximumOperationsPerRequest, maximumBytes: maximumRequestBytes).planEncoded(saves: saves, deletes: deletes)
         let total = saves.count + deletes.count
         var results: [(RecordOperation, Result<Record, RecordSyncError>, [String])] = []
@@ -92,6 +93,12 @@ extension Database {
                 }
                 continue
             }
+            // The fields the answer leaves out, worked out while the request is on its way
+            // (a child task: off the request's chain of steps).
+            async let knownFields: [[String: FieldValue]?] = operations.map { operation in
+                guard let name = operation.record.recordName, trimmedNames.contains(name) else { return nil }
+                return Self.fieldsKnownLocally(operation)
+            }
             let answer: RecordsResponse
             do {
                 answer = try await transport.post("records/modify", EncodedModifyRecordsRequest(operations: encoded, zoneID: zone, atomic: atomically), as: RecordsResponse.self)
@@ -105,6 +112,7 @@ extension Database {
                 if atomically { stopped = error }
                 continue
             }
+            let known = await knownFields
             for (position, operation) in operations.enumerated() {
                 guard position < answer.records.count else {
                     results.append((operation, .failure(RecordSyncError(.internalError, "the server did not answer for this record", recordName: operation.record.recordName, zoneID: zone)), []))
@@ -112,8 +120,7 @@ extension Database {
                 }
                 switch answer.records[position] {
                 case .success(var record, let cascaded):
-                    if let name = operation.record.recordName, trimmed.contains(name), record.fields.isEmpty,
-                       let fields = Self.fieldsKnownLocally(operation) {
+                    if record.fields.isEmpty, let fields = known[position] {
                         record.fields = fields
                     }
                     results.append((operation, .success(record), cascaded ?? []))
