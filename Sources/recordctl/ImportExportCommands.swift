@@ -44,7 +44,7 @@ struct ImportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "import",
         abstract: "Save every record of an NDJSON file (export's format, or the batch format) into a zone, references intact.",
-        discussion: "Records may be listed in any order: they are sent targets before sources. A progress line shows counts and rate on a terminal. Exit status 2 if any record failed."
+        discussion: "Records may be listed in any order: the server saves targets before sources, and a file split into several requests sends every record in the same or a later request than the records it references. A progress line shows counts and rate on a terminal. Exit status 2 if any record failed."
     )
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var zone: ZoneOption

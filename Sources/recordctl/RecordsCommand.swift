@@ -16,7 +16,7 @@ struct RecordsCommand: AsyncParsableCommand {
                   {"recordName": "lilies", "recordType": "Artwork", "fields": {"artist": {"ref": "monet", "action": "deleteSelf"}}}
                   {"op": "delete", "recordName": "old"}
                 Field values are plain JSON (typed by the server's schema); {"value": …, "type": "…"} is accepted too.
-                Batches of any size are split into requests, targets before sources. Exit status 2 if any record failed.
+                Batches of any size are split into requests, every record in the same or a later request than the records it references. Exit status 2 if any record failed.
                 """
         )
         @OptionGroup var connection: ConnectionOptions

@@ -18,8 +18,8 @@ public struct SendReport: Sendable {
 
 extension SyncEngine {
     /// Sends the outbox: each record's queued edits folded into one operation (a save then a
-    /// delete sends only the delete), in server-sized batches with every record after the
-    /// records it references. Conflicts (`CONFLICT`, or `EXISTS` for a record created on two
+    /// delete sends only the delete), in server-sized batches with every record in the same or
+    /// a later batch than the records it references. Conflicts (`CONFLICT`, or `EXISTS` for a record created on two
     /// clients) go through the resolution policy and are sent again in the next round.
     ///
     /// - Throws: only request-level failures that outlast the retries (the server unreachable).
