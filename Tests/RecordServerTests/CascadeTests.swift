@@ -80,6 +80,32 @@ import Testing
         }
     }
 
+    /// The cascade walks one level at a time: its tombstones enter the change feed root first,
+    /// then level by level (each level's records in name order), and a record reached on two
+    /// levels (here `deep`, owned by the root and by a grandchild) is deleted once, on the first.
+    @Test func aCascadesTombstonesFollowItsWalkLevelByLevel() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            try await alice.createZones("Tree")
+            let node = { (name: String, owners: [String]) in
+                Record(recordName: name, recordType: "Node", fields: Dictionary(uniqueKeysWithValues: owners.enumerated().map { index, owner in
+                    ("owner\(index)", FieldValue.reference(Reference(recordName: owner, action: .deleteSelf)))
+                }))
+            }
+            // root ← b, a ← a1 ← a1x ← a1xy; deep ← root and a1.
+            try await alice.save([node("root", []), node("b", ["root"]), node("a", ["root"]), node("a1", ["a"]), node("a1x", ["a1"]),
+                                  node("a1xy", ["a1x"]), node("deep", ["a1", "root"]), node("other", [])], zone: "Tree")
+            let before = try await alice.allChanges(zone: "Tree")
+            let results = try await alice.modify([RecordOperation(.forceDelete, RecordPayload(recordName: "root"))], zone: "Tree")
+            guard case .success(_, let cascaded)? = results.first else { Issue.record("delete failed: \(results)"); return }
+            #expect(cascaded == ["a", "a1", "a1x", "a1xy", "b", "deep"])
+            let after = try await alice.allChanges(zone: "Tree", since: before.token)
+            #expect(after.records.map(\.recordName) == ["root", "a", "b", "deep", "a1", "a1x", "a1xy"])
+            #expect(after.records.allSatisfy { $0.deleted })
+            #expect(try await alice.queryNames(Query(recordType: "Node"), zone: "Tree") == ["other"])
+        }
+    }
+
     @Test func aCascadeIsBlockedByAValidateReferenceFromOutside() async throws {
         try await withServer { server in
             let alice = try await server.user("alice")
