@@ -35,11 +35,17 @@ public struct QueryCompiler: Sendable {
     /// The schema of the queried record type.
     public let schema: [String: FieldType]
 
+    /// Whether `refs.field` holds a key of the `ref_fields` table (the server's store, since
+    /// its migration `v5-reference-field-keys`) rather than the field's name (the client's cache).
+    public let keyedReferenceFields: Bool
+
     /// Creates a compiler for the zones `zoneKeys` (the `zone_id` values of `records`) and the
-    /// schema of the queried record type.
-    public init(zoneKeys: [Int64], schema: [String: FieldType]) {
+    /// schema of the queried record type; `keyedReferenceFields` when `refs.field` holds keys
+    /// of `ref_fields`.
+    public init(zoneKeys: [Int64], schema: [String: FieldType], keyedReferenceFields: Bool = false) {
         self.zoneKeys = zoneKeys
         self.schema = schema
+        self.keyedReferenceFields = keyedReferenceFields
     }
 
     private var zoneCondition: (sql: String, arguments: StatementArguments) {
@@ -56,11 +62,13 @@ public struct QueryCompiler: Sendable {
     /// 1,000,000 (recordbench `query-by-reference`).
     private func referencedBy(_ field: String, targets: String, _ targetArguments: StatementArguments) -> (String, StatementArguments) {
         let zone = zoneCondition
+        // A field name the store has no key for matches nothing, like a name no reference holds.
+        let fieldSQL = keyedReferenceFields ? "field = (SELECT id FROM ref_fields WHERE name = ?)" : "field = ?"
         if zoneKeys.count == 1 {
-            return ("r.name IN (SELECT source FROM refs WHERE zone_id = ? AND target IN (\(targets)) AND field = ?)",
+            return ("r.name IN (SELECT source FROM refs WHERE zone_id = ? AND target IN (\(targets)) AND \(fieldSQL))",
                     zone.arguments + targetArguments + [field])
         }
-        return ("(r.zone_id, r.name) IN (SELECT zone_id, source FROM refs WHERE zone_id \(zone.sql) AND target IN (\(targets)) AND field = ?)",
+        return ("(r.zone_id, r.name) IN (SELECT zone_id, source FROM refs WHERE zone_id \(zone.sql) AND target IN (\(targets)) AND \(fieldSQL))",
                 zone.arguments + targetArguments + [field])
     }
 

@@ -10,7 +10,8 @@ import Testing
 @Suite struct SQLiteStoreTests {
     static func plan(_ query: Query, in store: SQLiteRecordStore) async throws -> [String] {
         try await store.pool.read { db in
-            let statement = try QueryCompiler(zoneKeys: [1], schema: ["artist": FieldType(.reference), "tags": FieldType(.reference, isList: true)])
+            let statement = try QueryCompiler(zoneKeys: [1], schema: ["artist": FieldType(.reference), "tags": FieldType(.reference, isList: true)],
+                                          keyedReferenceFields: true)
                 .compile(query, after: nil, limit: 10)
             return try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + statement.sql, arguments: statement.arguments).map { $0["detail"] as String }
         }
@@ -253,6 +254,67 @@ import Testing
         }
     }
 
+    /// A store written before reference fields had keys keeps every reference, each field name
+    /// now a key of `ref_fields` (migration `v5-reference-field-keys`), and a query by
+    /// reference finds the same children through the keys. Saves after it add keys for new
+    /// field names and reuse the stored ones.
+    @Test func openingAnOlderStoreKeysItsReferenceFields() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = directory + "/records.sqlite"
+            let queue = try DatabaseQueue(path: path)
+            try SQLiteRecordStore.migrator.migrate(queue, upTo: "v4-name-led-keys")
+            let references: [(zone: Int64, source: String, field: String, target: String, action: Int)] = [
+                (1, "lilies", "artist", "monet", 1), (1, "lilies", "tags", "water", 0), (1, "haystacks", "artist", "monet", 1),
+                (1, "olympia", "painter", "monet", 2), (2, "lilies", "artist", "monet", 1),
+            ]
+            let dump = "SELECT r.zone_id, r.source, f.name AS field, r.target, r.action FROM refs r JOIN ref_fields f ON f.id = r.field ORDER BY r.zone_id, r.source, f.name"
+            let before = try queue.write { db in
+                for (zone, source) in Set(references.map { "\($0.zone)/\($0.source)" }).sorted().map({ ($0.split(separator: "/")[0], String($0.split(separator: "/")[1])) }) {
+                    try db.execute(sql: "INSERT INTO records(zone_id, name, type, tag, fields, created_at, created_by, modified_at, modified_by, seq) VALUES (?, ?, 'Artwork', 't', '{}', 1, 'u', 1, 'u', 1)",
+                                   arguments: [Int64(zone)!, source])
+                }
+                for reference in references {
+                    try db.execute(sql: "INSERT INTO refs(zone_id, source, field, target, action) VALUES (?, ?, ?, ?, ?)",
+                                   arguments: [reference.zone, reference.source, reference.field, reference.target, reference.action])
+                }
+                return try Row.fetchAll(db, sql: "SELECT zone_id, source, field, target, action FROM refs ORDER BY zone_id, source, field")
+            }
+            try queue.close()
+            let store = try SQLiteRecordStore(path: path)
+            let (after, keys, fieldTypes, children) = try await store.pool.read { db in
+                let statement = try QueryCompiler(zoneKeys: [1], schema: ["artist": FieldType(.reference)], keyedReferenceFields: true)
+                    .compile(Query(recordType: "Artwork", filterBy: [QueryFilter("artist", .equals, RawFieldValue(value: .object(["recordName": .string("monet")])))]),
+                             after: nil, limit: 10)
+                return (try Row.fetchAll(db, sql: dump),
+                        try String.fetchAll(db, sql: "SELECT name FROM ref_fields ORDER BY id"),
+                        try String.fetchAll(db, sql: "SELECT DISTINCT typeof(field) FROM refs"),
+                        try Row.fetchAll(db, sql: statement.sql, arguments: statement.arguments).map { $0["name"] as String }.sorted())
+            }
+            #expect(before.count == 5)
+            #expect(after == before, "\(after)")
+            #expect(keys == ["artist", "painter", "tags"])
+            #expect(fieldTypes == ["integer"])
+            // `olympia` references monet through another field.
+            #expect(children == ["haystacks", "lilies"])
+
+            // A save reuses the stored key of `artist` and adds one for `subject`.
+            let user = try await store.createUser(named: "alice", tokenHash: Credentials.hash(Credentials.newToken()))
+            let scope = DatabaseScope(container: "iCloud.test", environment: "development", kind: .private, user: user)
+            let sketch = Record(recordName: "sketch", recordType: "Artwork", fields: [
+                "artist": .reference(Reference(recordName: "monet", action: .none)),
+                "subject": .reference(Reference(recordName: "monet", action: .none)),
+            ])
+            _ = try await store.modifyRecords(ModifyRecordsRequest(operations: [RecordOperation(.create, RecordPayload(Record.artist("monet"))),
+                                                                                RecordOperation(.create, RecordPayload(sketch))]), in: scope)
+            let (keysAfterSave, sketchFields) = try await store.pool.read { db in
+                (try String.fetchAll(db, sql: "SELECT name FROM ref_fields ORDER BY id"),
+                 try String.fetchAll(db, sql: "SELECT f.name FROM refs r JOIN ref_fields f ON f.id = r.field WHERE r.source = 'sketch' ORDER BY f.name"))
+            }
+            #expect(keysAfterSave == ["artist", "painter", "tags", "subject"])
+            #expect(sketchFields == ["artist", "subject"])
+        }
+    }
+
     /// A batch is validated on a reader before it takes the write lock; if another write
     /// changed the stored schema in between, the batch is validated again against the new one.
     @Test func aBatchValidatedAgainstAnOlderSchemaIsValidatedAgainWhenWritten() async throws {
@@ -300,16 +362,18 @@ import Testing
                 let zone = try Int64.fetchOne(db, sql: "SELECT zone_id FROM records WHERE name = 'root'")!
                 var sequence = try Int64.fetchOne(db, sql: "SELECT seq FROM zones WHERE id = ?", arguments: [zone])!
                 let insert = try db.makeStatement(sql: "INSERT INTO records(zone_id, name, type, tag, fields, created_at, created_by, modified_at, modified_by, seq) VALUES (?, ?, 'Node', ?, ?, 0, 'u', 0, 'u', ?)")
-                let reference = try db.makeStatement(sql: "INSERT INTO refs(zone_id, source, field, target, action) VALUES (?, ?, 'owner', ?, 1)")
+                try db.execute(sql: "INSERT INTO ref_fields(name) VALUES ('owner')")
+                let reference = try db.makeStatement(sql: "INSERT INTO refs(zone_id, source, field, target, action) VALUES (?, ?, ?, ?, 1)")
+                let owner = db.lastInsertedRowID
                 for child in 0..<10_000 {
                     let childName = "c\(child)"
                     sequence += 1
                     try insert.execute(arguments: [zone, childName, "t", fields, sequence])
-                    try reference.execute(arguments: [zone, childName, "root"])
+                    try reference.execute(arguments: [zone, childName, owner, "root"])
                     for grandchild in 0..<9 {
                         sequence += 1
                         try insert.execute(arguments: [zone, "\(childName)-\(grandchild)", "t", fields, sequence])
-                        try reference.execute(arguments: [zone, "\(childName)-\(grandchild)", childName])
+                        try reference.execute(arguments: [zone, "\(childName)-\(grandchild)", owner, childName])
                     }
                 }
                 try db.execute(sql: "UPDATE zones SET seq = ? WHERE id = ?", arguments: [sequence, zone])

@@ -250,11 +250,29 @@ extension ModifyBatch {
                             fields: fields, created: created, modified: Stamp(timestamp: now, userRecordName: user))
         // An update keeps the stored fields it does not name: their references are worked out here.
         for (field, reference) in merged ? record.references : operation.references {
+            let key = try fieldKey(field)
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO refs(zone_id, source, field, target, action) VALUES (?, ?, ?, ?, ?)").run(in: db) { row in
-                row.bind(zone.id); row.bind(name); row.bind(field); row.bind(reference.recordName); row.bind(RecordRow.code(reference.action))
+                row.bind(zone.id); row.bind(name); row.bind(key); row.bind(reference.recordName); row.bind(RecordRow.code(reference.action))
             }
         }
         return record
+    }
+
+    /// The key of the reference field `name` in `ref_fields` (what `refs.field` holds), added
+    /// if the store has none yet. ``run(_:validated:)`` reads the keys a batch needs before
+    /// any savepoint; a key added later inside one is forgotten with it (``attempt(_:savepoint:_:)``).
+    mutating func fieldKey(_ name: String) throws -> Int64 {
+        if let key = fieldKeys[name] { return key }
+        let select = try db.cachedStatement(sql: "SELECT id FROM ref_fields WHERE name = ?")
+        let key: Int64
+        if let stored = try Int64.fetchOne(select, arguments: [name]) {
+            key = stored
+        } else {
+            try db.cachedStatement(sql: "INSERT INTO ref_fields(name) VALUES (?)").execute(arguments: [name])
+            key = db.lastInsertedRowID
+        }
+        fieldKeys[name] = key
+        return key
     }
 
     // MARK: Deleting

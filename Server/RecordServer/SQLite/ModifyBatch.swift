@@ -60,6 +60,9 @@ struct ModifyBatch {
     var stored: [String: [String: FieldType]] = [:]
     /// Field types introduced by the operations written so far, per record type.
     var schema: [String: [String: FieldType]] = [:]
+    /// The keys of reference field names in `ref_fields` (what `refs.field` holds), read or
+    /// added in this transaction (``fieldKey(_:)``).
+    var fieldKeys: [String: Int64] = [:]
 
     init(request: ModifyRecordsRequest, scope: DatabaseScope, zone: SQLiteRecordStore.ZoneRow, containerID: Int64, limits: StoreLimits, db: Database) {
         self.db = db
@@ -145,7 +148,18 @@ struct ModifyBatch {
             }
         }
 
-        if !groups.isEmpty { savePhase = try readBeforeSaving(groups.flatMap { $0 }.compactMap { operations[$0]?.name }) }
+        if !groups.isEmpty {
+            savePhase = try readBeforeSaving(groups.flatMap { $0 }.compactMap { operations[$0]?.name })
+            // The keys of the reference fields the saves will write, before any savepoint: a key
+            // added inside one that is rolled back would be remembered but gone.
+            var names: Set<String> = []
+            for index in groups.joined() {
+                guard let operation = operations[index] else { continue }
+                for (field, _) in operation.references { names.insert(field) }
+                for (field, _) in savePhase?.rows[operation.name]?.references ?? [] { names.insert(field) }
+            }
+            for name in names.sorted() { _ = try fieldKey(name) }
+        }
         for indices in groups {
             // A single record is checked completely before it is written, so a failure leaves
             // nothing to undo and needs no savepoint; a cycle is checked after writing.
@@ -186,6 +200,7 @@ struct ModifyBatch {
         let savedCascaded = cascadedNames
         let savedSchema = schema
         let savedStored = stored
+        let savedFieldKeys = fieldKeys
         if savepoint {
             try db.inSavepoint {
                 do {
@@ -208,6 +223,7 @@ struct ModifyBatch {
             cascadedNames = savedCascaded
             schema = savedSchema
             stored = savedStored
+            fieldKeys = savedFieldKeys
             for index in indices { results[index] = nil }
             failGroup(indices, failure)
         }

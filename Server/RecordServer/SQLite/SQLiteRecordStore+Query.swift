@@ -39,7 +39,7 @@ extension SQLiteRecordStore {
                                         arguments: [containerID, request.query.recordType]) {
                 if let type = FieldType(rawValue: row[1]) { schema[row[0]] = type }
             }
-            let compiler = QueryCompiler(zoneKeys: zones.keys.sorted(), schema: schema)
+            let compiler = QueryCompiler(zoneKeys: zones.keys.sorted(), schema: schema, keyedReferenceFields: true)
             let statement = try compiler.compile(request.query, after: marker, limit: limit + 1)
             var records: [Record] = []
             var last: ContinuationMarker?
