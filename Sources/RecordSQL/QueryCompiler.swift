@@ -3,7 +3,8 @@ import GRDB
 import RecordModel
 
 /// Compiles a ``Query`` into one SQL statement over the `records` and `refs` tables (see
-/// <doc:TableShape>), the same statement for the server's store and the client's cache.
+/// <doc:TableShape>), the same statement for the server's store and the client's cache (but for
+/// how a reference's field is matched: by its key in the store, by its name in the cache).
 ///
 /// Field filters read the stored JSON with `json_extract`; filters on a reference field go
 /// through the `refs_by_target` index, so "children of X" is an index search, not a scan.
@@ -41,8 +42,9 @@ public struct QueryCompiler: Sendable {
 
     /// Creates a compiler for the zones `zoneKeys` (the `zone_id` values of `records`) and the
     /// schema of the queried record type; `keyedReferenceFields` when `refs.field` holds keys
-    /// of `ref_fields`.
-    public init(zoneKeys: [Int64], schema: [String: FieldType], keyedReferenceFields: Bool = false) {
+    /// of `ref_fields`. (No default: a store's integer column never equals a name, so the wrong
+    /// choice would quietly match nothing.)
+    public init(zoneKeys: [Int64], schema: [String: FieldType], keyedReferenceFields: Bool) {
         self.zoneKeys = zoneKeys
         self.schema = schema
         self.keyedReferenceFields = keyedReferenceFields

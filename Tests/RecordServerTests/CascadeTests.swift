@@ -81,8 +81,9 @@ import Testing
     }
 
     /// The cascade walks one level at a time: its tombstones enter the change feed root first,
-    /// then level by level (each level's records in name order), and a record reached on two
-    /// levels (here `deep`, owned by the root and by a grandchild) is deleted once, on the first.
+    /// then level by level (each level's records in the order of the records they reference,
+    /// here in name order), and a record reached on two levels (here `deep`, owned by the root
+    /// and by a grandchild) is deleted once, on the first.
     @Test func aCascadesTombstonesFollowItsWalkLevelByLevel() async throws {
         try await withServer { server in
             let alice = try await server.user("alice")

@@ -36,7 +36,7 @@ extension RecordCache {
         for row in try Row.fetchAll(db, sql: "SELECT field, type FROM schema_fields WHERE record_type = ?", arguments: [query.recordType]) {
             if let type = FieldType(rawValue: row[1]) { schema[row[0]] = type }
         }
-        let statement = try QueryCompiler(zoneKeys: zones.keys.sorted(), schema: schema).compile(query, after: nil, limit: Int(Int32.max))
+        let statement = try QueryCompiler(zoneKeys: zones.keys.sorted(), schema: schema, keyedReferenceFields: false).compile(query, after: nil, limit: Int(Int32.max))
         return try Row.fetchAll(db, sql: statement.sql, arguments: statement.arguments).map { row in
             try RecordRow.record(from: row, zoneID: zones[row[0]] ?? .defaultZone, offset: 1)
         }

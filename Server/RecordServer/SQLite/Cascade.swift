@@ -9,15 +9,17 @@ enum Cascade {
     /// Fills the temporary table `doomed` with `root` and every record that holds a
     /// `DELETE_SELF` reference to a doomed record, transitively, numbered (`pos`, from 1) in the
     /// order they were reached: `root` first, then breadth first, each level in the order of
-    /// the level before and each record's sources in name order.
+    /// the level before and each record's sources in `refs_by_target` order (by field key,
+    /// then name).
     ///
     /// The walk goes one level at a time: one statement adds the sources of the level just
     /// added (a range of `pos`) through `refs_by_target` alone (a covering search), until a
     /// level adds nothing. The `UNIQUE` name of `doomed` makes it stop on cycles: a record
     /// already doomed is not added (`OR IGNORE`) and so not walked again. One recursive
     /// `WITH RECURSIVE … UNION` statement finds the same records in the same order, but keeps a
-    /// queue and a set of its own besides `doomed`: it took 2.5 times as long for a tree 10,000
-    /// wide (docs/performance.md, step 37). The walk costs a statement a level, about 10 µs, so
+    /// queue and a set of names of its own besides `doomed` (the walk keeps only a scratch copy
+    /// of each level, since each statement reads the table it fills): it took 2.5 times as long
+    /// for a tree 10,000 wide (docs/performance.md, step 37). The walk costs a statement a level, about 10 µs, so
     /// a chain one record wide is where the recursive statement would win: 0.21 s against 0.08 s
     /// for a chain 20,000 deep (from Python). The later statements reach each doomed row by its
     /// key, (name, zone).
