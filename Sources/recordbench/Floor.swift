@@ -50,9 +50,13 @@ enum Floor {
 
     /// Builds the cascade tree (a root, `children` children, `perChild` grandchildren each)
     /// in a table with a primary key and an index on the parent, then deletes the root and its
-    /// descendants with one set-based statement (a recursive query over the parent index).
+    /// descendants with one set-based statement (a recursive query over the parent index): the
+    /// floor the issue names. With `levelByLevel`, the descendants are first collected the way
+    /// the server collects a cascade (one statement a level into a temporary table with a
+    /// unique name, `Cascade.collect`), then deleted with one statement: a stronger floor,
+    /// reported beside the other.
     /// - Returns: the seconds the delete took, and how many rows it removed.
-    static func cascadeDelete(children: Int, perChild: Int, in directory: String) throws -> (seconds: Double, deleted: Int) {
+    static func cascadeDelete(children: Int, perChild: Int, levelByLevel: Bool = false, in directory: String) throws -> (seconds: Double, deleted: Int) {
         let queue = try database(in: directory, name: "floor-cascade-\(UUID().uuidString).sqlite")
         try queue.write { db in
             try db.execute(sql: "CREATE TABLE nodes(name TEXT PRIMARY KEY, parent TEXT) WITHOUT ROWID")
@@ -66,14 +70,35 @@ enum Floor {
                 }
             }
         }
+        // The server keeps its temporary tables in memory; so does the level walk's.
+        if levelByLevel { try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA temp_store = MEMORY") } }
         let start = ContinuousClock.now
         let deleted = try queue.write { db in
-            try db.execute(sql: """
-                WITH RECURSIVE doomed(name) AS (
-                    SELECT 'root' UNION SELECT nodes.name FROM nodes JOIN doomed ON nodes.parent = doomed.name)
-                DELETE FROM nodes WHERE name IN (SELECT name FROM doomed)
+            guard levelByLevel else {
+                try db.execute(sql: """
+                    WITH RECURSIVE doomed(name) AS (
+                        SELECT 'root' UNION SELECT nodes.name FROM nodes JOIN doomed ON nodes.parent = doomed.name)
+                    DELETE FROM nodes WHERE name IN (SELECT name FROM doomed)
+                    """)
+                return db.changesCount
+            }
+            try db.execute(sql: "CREATE TEMP TABLE doomed(pos INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)")
+            try db.execute(sql: "INSERT INTO temp.doomed(pos, name) VALUES (1, 'root')")
+            let level = try db.makeStatement(sql: """
+                INSERT OR IGNORE INTO temp.doomed(name)
+                SELECT nodes.name FROM temp.doomed d CROSS JOIN nodes ON nodes.parent = d.name WHERE d.pos > ? AND d.pos <= ?
                 """)
-            return db.changesCount
+            var count = 1, levelStart = 0
+            while true {
+                try level.execute(arguments: [levelStart, count])
+                if db.changesCount == 0 { break }
+                levelStart = count
+                count += db.changesCount
+            }
+            try db.execute(sql: "DELETE FROM nodes WHERE name IN (SELECT name FROM temp.doomed)")
+            let deleted = db.changesCount
+            try db.execute(sql: "DROP TABLE temp.doomed")
+            return deleted
         }
         return ((ContinuousClock.now - start).seconds, deleted)
     }
