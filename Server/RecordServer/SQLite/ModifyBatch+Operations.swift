@@ -37,22 +37,29 @@ extension ModifyBatch {
         // Checked against the stored schema here; resolved again when written (``resolveFields``),
         // against the types that operations written before it in this batch introduced.
         prepared.rawFields = payload.fields ?? [:]
-        prepared.fields = try resolveFields(prepared, against: try storedSchema(of: recordType))
+        let resolved = try resolveFields(prepared, against: try storedSchema(of: recordType))
+        prepared.fields = resolved.fields
+        prepared.namesUnstoredFields = resolved.namesUnknownFields
         return prepared
     }
 
     /// Resolves an operation's raw fields against `known` types; checks names and zones.
-    mutating func resolveFields(_ operation: Operation, against known: [String: FieldType]) throws -> [String: FieldValue] {
+    ///
+    /// - Returns: the fields, and whether a field with a value has no type in `known`.
+    mutating func resolveFields(_ operation: Operation, against known: [String: FieldType]) throws -> (fields: [String: FieldValue], namesUnknownFields: Bool) {
         let name = operation.name
         let recordType = operation.recordType
         var fields: [String: FieldValue] = [:]
+        var namesUnknownFields = false
         fields.reserveCapacity(operation.rawFields.count)
         for (field, raw) in operation.rawFields.sorted(by: { $0.key < $1.key }) {
             if let problem = NameRules.problem(withFieldName: field) {
                 throw RecordSyncError(.badRequest, problem, recordName: name)
             }
             if raw.value == .null { continue }
-            let value = try resolve(raw, field: field, recordType: recordType, schemaType: known[field], recordName: name)
+            let schemaType = known[field]
+            if schemaType == nil { namesUnknownFields = true }
+            let value = try resolve(raw, field: field, recordType: recordType, schemaType: schemaType, recordName: name)
             for reference in value.references {
                 if let target = reference.zoneID, target.zoneName != zone.name || !isThisZonesOwner(target.ownerRecordName) {
                     throw RecordSyncError(.badRequest, "field \(NameRules.quoted(field)) references \(NameRules.quoted(reference.recordName)) in zone \(NameRules.quoted(target.zoneName)) of \(NameRules.quoted(target.ownerRecordName ?? "")); a reference must stay in its record's zone (\(NameRules.quoted(zone.name)))", recordName: name)
@@ -60,7 +67,7 @@ extension ModifyBatch {
             }
             fields[field] = value
         }
-        return fields
+        return (fields, namesUnknownFields)
     }
 
     /// Whether a reference's `ownerRecordName` names this zone's owner (or is a placeholder).
@@ -144,10 +151,10 @@ extension ModifyBatch {
     mutating func save(_ indices: [Int]) throws {
         let single = indices.count == 1
         for index in indices {
-            let operation = try prepared(index)
+            var operation = try prepared(index)
             // A single record's references are checked after its own checks (so a stale tag is
             // still CONFLICT with the server record) and before its first write.
-            let record = try saveOne(operation, beforeWriting: single ? { try $0.checkReferences(of: operation) } : nil)
+            let record = try saveOne(&operation, checkingReferencesFirst: single)
             results[index] = .success(record.restricted(to: operation.desiredKeys))
         }
         if indices.count > 1 {
@@ -161,8 +168,8 @@ extension ModifyBatch {
     private func checkReferences(of operation: Operation) throws {
         // In the public database a DELETE_SELF target must exist too: otherwise another
         // user could create the missing target later and delete it, taking this record along.
-        let mustExist: Set<Reference.Action> = scope.kind == .public ? [.validate, .deleteSelf] : [.validate]
-        for (field, reference) in operation.references where mustExist.contains(reference.action) {
+        let deleteSelfMustExist = scope.kind == .public
+        for (field, reference) in operation.references where reference.action == .validate || (deleteSelfMustExist && reference.action == .deleteSelf) {
             let target = reference.recordName
             if target == operation.name { continue }
             if failedNames.contains(target) {
@@ -174,18 +181,21 @@ extension ModifyBatch {
         }
     }
 
-    /// Writes one record; `beforeWriting` runs after every check and before the first write.
-    private mutating func saveOne(_ operation: Operation, beforeWriting: ((ModifyBatch) throws -> Void)?) throws -> Record {
-        var operation = operation
+    /// Writes one record (`operation`, its fields resolved again if this batch changed their
+    /// schema); with `checkingReferencesFirst`, checks its references after every other check
+    /// and before the first write.
+    private mutating func saveOne(_ operation: inout Operation, checkingReferencesFirst: Bool) throws -> Record {
         // Resolved against the stored schema when prepared; again only if an operation written
         // before it in this batch introduced the type of one of its fields.
-        let storedTypes = try storedSchema(of: operation.recordType)
-        if let added = schema[operation.recordType], operation.rawFields.keys.contains(where: { storedTypes[$0] == nil && added[$0] != nil }) {
-            operation.fields = try resolveFields(operation, against: try writtenSchema(of: operation.recordType))
-        }
-        // The types this batch introduces (what writtenSchema(of:) adds to the stored ones).
-        for (field, value) in operation.fields where storedTypes[field] == nil && schema[operation.recordType]?[field] == nil {
-            schema[operation.recordType, default: [:]][field] = value.type
+        let storedTypes = operation.namesUnstoredFields ? try storedSchema(of: operation.recordType) : [:]
+        if operation.namesUnstoredFields {
+            if let added = schema[operation.recordType], operation.rawFields.keys.contains(where: { storedTypes[$0] == nil && added[$0] != nil }) {
+                operation.fields = try resolveFields(operation, against: try writtenSchema(of: operation.recordType)).fields
+            }
+            // The types this batch introduces (what writtenSchema(of:) adds to the stored ones).
+            for (field, value) in operation.fields where storedTypes[field] == nil && schema[operation.recordType]?[field] == nil {
+                schema[operation.recordType, default: [:]][field] = value.type
+            }
         }
         let name = operation.name
         let current: Record?
@@ -218,14 +228,16 @@ extension ModifyBatch {
             throw RecordSyncError(.limitExceeded, "record \(NameRules.quoted(name)) holds \(encoded.utf8.count) bytes of field data; the limit is \(limits.maximumRecordBytes)", recordName: name)
         }
 
-        try beforeWriting?(self)
+        if checkingReferencesFirst { try checkReferences(of: operation) }
         sequence += 1
         let tag = RecordRow.changeTag(sequence)
         let user = scope.user.userRecordName
         // Only fields the stored schema lacks (the batch's own additions included: the insert is idempotent).
-        for (field, value) in operation.fields where storedTypes[field] == nil {
-            try db.cachedStatement(sql: "INSERT OR IGNORE INTO schema_fields(container_id, record_type, field, type) VALUES (?, ?, ?, ?)")
-                .execute(arguments: [containerID, operation.recordType, field, value.type.rawValue])
+        if operation.namesUnstoredFields {
+            for (field, value) in operation.fields where storedTypes[field] == nil {
+                try db.cachedStatement(sql: "INSERT OR IGNORE INTO schema_fields(container_id, record_type, field, type) VALUES (?, ?, ?, ?)")
+                    .execute(arguments: [containerID, operation.recordType, field, value.type.rawValue])
+            }
         }
         let created: Stamp
         if let current {

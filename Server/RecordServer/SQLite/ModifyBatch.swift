@@ -32,6 +32,11 @@ struct ModifyBatch {
         /// reader that validates the batch, outside the write lock).
         private(set) var encodedFields: String?
         var desiredKeys: [String]?
+        /// Whether the request gives a value to a field the stored schema lacks (worked out
+        /// when prepared, against the stored schema, which the write checks is unchanged): only
+        /// such a save can introduce a field's type, so only it looks its fields up again when
+        /// written.
+        var namesUnstoredFields = false
         /// Fields to remove (an update's `null` values).
         var removals: Set<String> { Set(rawFields.filter { $0.value.value == .null }.keys) }
     }
@@ -154,9 +159,9 @@ struct ModifyBatch {
             // added inside one that is rolled back would be remembered but gone.
             var names: Set<String> = []
             for index in groups.joined() {
-                guard let operation = operations[index] else { continue }
-                for (field, _) in operation.references { names.insert(field) }
-                for (field, _) in savePhase?.rows[operation.name]?.references ?? [] { names.insert(field) }
+                guard let name = operations[index]?.name else { continue }
+                for (field, _) in operations[index]?.references ?? [] { names.insert(field) }
+                for (field, _) in savePhase?.rows[name]?.references ?? [] { names.insert(field) }
             }
             for name in names.sorted() { _ = try fieldKey(name) }
         }
