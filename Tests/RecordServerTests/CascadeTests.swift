@@ -20,6 +20,33 @@ import Testing
         }
     }
 
+    /// In a zone without VALIDATE references the deletes of a batch run without savepoints:
+    /// a failed delete of a non-atomic batch still changes nothing, and a failed delete of an
+    /// atomic one undoes the cascades before it.
+    @Test func failedDeletesChangeNothingInAZoneWithoutValidateReferences() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            let saved = try await alice.save([.artist("monet"), .artwork("lilies", by: "monet"), .artist("manet"), .artwork("olympia", by: "manet")])
+            let before = try await alice.allChanges()
+            // Atomic: the second delete's stale tag undoes the first delete and its cascade.
+            let atomic = try await alice.modify([RecordOperation(.forceDelete, RecordPayload(recordName: "monet")),
+                                                 RecordOperation(.delete, RecordPayload(recordName: "manet", recordChangeTag: "stale"))])
+            #expect(atomic.map { $0.error?.code } == [.atomicError, .conflict])
+            #expect(try await alice.allChanges(since: before.token).records.isEmpty)
+            // Non-atomic: the missing record and the stale tag fail alone.
+            let manetTag = try #require(saved.first { $0.recordName == "manet" }?.recordChangeTag)
+            let results = try await alice.modify([RecordOperation(.forceDelete, RecordPayload(recordName: "missing")),
+                                                  RecordOperation(.delete, RecordPayload(recordName: "monet", recordChangeTag: "stale")),
+                                                  RecordOperation(.delete, RecordPayload(recordName: "manet", recordChangeTag: manetTag))], atomic: false)
+            #expect(results.map { $0.error?.code } == [.notFound, .conflict, nil])
+            let after = try await alice.allChanges(since: before.token)
+            #expect(after.records.allSatisfy { $0.deleted })
+            #expect(after.records.map(\.recordName).sorted() == ["manet", "olympia"])
+            let lookup = try await alice.post("records/lookup", LookupRecordsRequest(records: [.init(recordName: "monet"), .init(recordName: "lilies")]))
+            #expect(try lookup.decode(RecordsResponse.self).records.map(\.error) == [nil, nil])
+        }
+    }
+
     @Test func aThreeLevelCascadeLeavesTombstonesInTheChangeFeed() async throws {
         try await withServer { server in
             let alice = try await server.user("alice")
