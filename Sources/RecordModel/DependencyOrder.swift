@@ -72,7 +72,12 @@ public enum DependencyOrder {
     /// - Returns: groups of indices into `references`, targets first.
     public static func savingOrder(_ references: [(name: String, targets: [String])]) -> [[Int]] {
         var position: [String: Int] = [:]
+        position.reserveCapacity(references.count)
         for (i, entry) in references.enumerated() where position[entry.name] == nil { position[entry.name] = i }
-        return groups(count: references.count) { i in references[i].targets.compactMap { position[$0] } }
+        let dependencies = references.map { entry in entry.targets.compactMap { position[$0] } }
+        // The usual batch: records that reference only records outside it. Each is its own
+        // group, in the order given, as the general walk would find.
+        if dependencies.allSatisfy(\.isEmpty) { return references.indices.map { [$0] } }
+        return groups(count: references.count) { dependencies[$0] }
     }
 }

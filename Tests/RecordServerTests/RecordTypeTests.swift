@@ -85,6 +85,21 @@ import Testing
         }
     }
 
+    /// Fields are resolved in any order, but a record with several bad fields is refused
+    /// naming the first by name, whatever order the request (or a dictionary) gives them in.
+    @Test func theFirstBadFieldByNameIsTheOneReported() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            var fields: [String: RawFieldValue] = [:]
+            for index in (0..<8).reversed() { fields["f\(index)"] = RawFieldValue(value: .string("not a number"), type: FieldType(.int64)) }
+            fields["aFineOne"] = RawFieldValue(FieldValue.string("fine"))
+            let results = try await alice.modify([RecordOperation(.create, RecordPayload(recordName: "bad", recordType: "Thing", fields: fields))])
+            let error = try #require(results.first?.error)
+            #expect(error.code == .badRequest)
+            #expect(error.reason.contains("'f0'"), "\(error.reason)")
+        }
+    }
+
     @Test func moreThanOneMegabyteOfFieldDataIsRefused() async throws {
         try await withServer { server in
             let alice = try await server.user("alice")

@@ -46,13 +46,26 @@ extension ModifyBatch {
     /// Resolves an operation's raw fields against `known` types; checks names and zones.
     ///
     /// - Returns: the fields, and whether a field with a value has no type in `known`.
-    mutating func resolveFields(_ operation: Operation, against known: [String: FieldType]) throws -> (fields: [String: FieldValue], namesUnknownFields: Bool) {
+    ///
+    /// The fields are resolved in any order; if one is refused, they are resolved again in name
+    /// order, so the error names the first bad field by name, whatever order the request gave.
+    func resolveFields(_ operation: Operation, against known: [String: FieldType]) throws -> (fields: [String: FieldValue], namesUnknownFields: Bool) {
+        do {
+            return try resolveFields(operation.rawFields, of: operation, against: known)
+        } catch {
+            return try resolveFields(operation.rawFields.sorted { $0.key < $1.key }, of: operation, against: known)
+        }
+    }
+
+    private func resolveFields<Fields: Sequence<(key: String, value: RawFieldValue)>>(
+        _ rawFields: Fields, of operation: Operation, against known: [String: FieldType]
+    ) throws -> (fields: [String: FieldValue], namesUnknownFields: Bool) {
         let name = operation.name
         let recordType = operation.recordType
         var fields: [String: FieldValue] = [:]
         var namesUnknownFields = false
         fields.reserveCapacity(operation.rawFields.count)
-        for (field, raw) in operation.rawFields.sorted(by: { $0.key < $1.key }) {
+        for (field, raw) in rawFields {
             if let problem = NameRules.problem(withFieldName: field) {
                 throw RecordSyncError(.badRequest, problem, recordName: name)
             }
