@@ -26,17 +26,28 @@ public struct Container: Sendable {
     /// The environment.
     public let environment: Environment
     let credentials: Credentials
+    /// The session of the push channel over `https://`, and of every request when the app gave it.
     let session: URLSession
+    /// Whether requests go through `session` (the app gave one, or on Apple platforms) rather
+    /// than AsyncHTTPClient (``HTTPTransport``).
+    let requestsUseSession: Bool
 
     /// Creates a container handle. Nothing is sent until a database is used.
     ///
-    /// - Parameter session: the URL session requests go through (a default one if omitted).
+    /// - Parameter session: the URL session requests go through. If omitted, requests go
+    ///   through the library's own session on Apple platforms and through AsyncHTTPClient on
+    ///   Linux, where FoundationNetworking's `URLSession` is slower.
     public init(serverURL: URL, identifier: String, environment: Environment = .development, credentials: Credentials, session: URLSession? = nil) {
         self.serverURL = serverURL
         self.identifier = identifier
         self.environment = environment
         self.credentials = credentials
         self.session = session ?? URLSession(configuration: Self.sessionConfiguration())
+        #if canImport(FoundationNetworking)
+        self.requestsUseSession = session != nil
+        #else
+        self.requestsUseSession = true
+        #endif
     }
 
     /// The configuration of the sessions the library makes: ephemeral, without a URL cache.

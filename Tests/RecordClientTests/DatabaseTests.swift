@@ -68,8 +68,9 @@ import Testing
         }
     }
 
-    /// An answer of 16 KiB or more travels gzip-compressed to URLSession (which asks for it and
-    /// decompresses it), and the client reads it whole.
+    /// An answer of 16 KiB or more travels gzip-compressed (to URLSession, which asks for it and
+    /// decompresses it, and to the client library, which does the same), and the client reads
+    /// it whole.
     @Test func aLargeAnswerArrivesCompressedAndReadsWhole() async throws {
         try await withServer { server in
             let token = try await server.token(forNewUser: "alice")

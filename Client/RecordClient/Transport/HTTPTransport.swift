@@ -1,17 +1,40 @@
+import AsyncHTTPClient
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import NIOCore
+import NIOFoundationCompat
 import RecordModel
 
-/// Sends requests to one database of a RecordSync server over HTTP (URLSession).
+/// Sends requests to one database of a RecordSync server over HTTP.
 ///
-/// The only part of the client that speaks HTTP.
+/// The only part of the client that speaks HTTP. Requests go through the `URLSession` the app
+/// gave `Container`, or else, on Linux, through AsyncHTTPClient (``client``): there
+/// FoundationNetworking's `URLSession` (libcurl) took about a millisecond more a request each
+/// way and busy-polls a socket during large uploads (docs/performance.md, step 42). On Apple
+/// platforms the library's own session is used.
 struct HTTPTransport: Sendable {
     /// The base of every endpoint: `{server}/database/1/{container}/{environment}/{database}/`.
     let baseURL: URL
     let token: String
-    let session: URLSession
+    /// The session requests go through, or `nil` for AsyncHTTPClient (``client``).
+    let session: URLSession?
+
+    /// The largest answer read (decompressed), well above any page the server sends.
+    static let maximumAnswerBytes = 1 << 30
+
+    /// The process's client for requests without a session: connections kept alive and pooled
+    /// per server, on NIO's shared event loops. It decompresses nothing itself (``exchange``
+    /// does, without `HTTPClient.shared`'s 25-fold ratio limit, which a page of similar records
+    /// exceeds); a server that refuses the connection fails the request at once (by default
+    /// the pool retries until the 10 s connect timeout, and an offline client would wait that
+    /// long for `NETWORK_FAILURE`). It lives as long as the process, so it is never shut down.
+    static let client: HTTPClient = {
+        var configuration = HTTPClient.Configuration(decompression: .disabled)
+        configuration.connectionPool.retryConnectionEstablishment = false
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
 
     /// Sends `body` to `endpoint` and decodes the answer.
     ///
@@ -46,25 +69,17 @@ struct HTTPTransport: Sendable {
     }
 
     private func send<Reply>(_ endpoint: String, _ body: Data, encoding: String?, reading read: (Data) throws -> Reply) async throws -> Reply {
-        var request = URLRequest(url: baseURL.appendingPathComponent(endpoint))
-        request.httpMethod = "POST"
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
-        if let encoding { request.setValue(encoding, forHTTPHeaderField: "Content-Encoding") }
-        request.timeoutInterval = 120
-        request.httpBody = body
-        let data: Data
-        let response: URLResponse
-        do {
-            (data, response) = try await Self.load(request, in: session)
-        } catch {
-            throw RecordSyncError(.networkFailure, "\(endpoint): \(error.localizedDescription)", retryAfter: 1)
+        let url = baseURL.appendingPathComponent(endpoint)
+        let status: Int, data: Data, retryAfter: String?
+        if let session {
+            (status, data, retryAfter) = try await exchange(url, body, encoding: encoding, endpoint: endpoint, in: session)
+        } else {
+            (status, data, retryAfter) = try await exchange(url, body, encoding: encoding, endpoint: endpoint)
         }
-        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
         guard status == 200 else {
             if var error = (try? JSONValueDecoder().decode(ErrorBody.self, from: data))?.error {
-                if error.retryAfter == nil, let header = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Retry-After") {
-                    error.retryAfter = Double(header)
+                if error.retryAfter == nil, let retryAfter {
+                    error.retryAfter = Double(retryAfter)
                 }
                 throw error
             }
@@ -128,6 +143,52 @@ private final class PendingLoad: @unchecked Sendable {
         let task = self.task
         lock.unlock()
         if let task { DispatchQueue.global().async { task.cancel() } }
+    }
+}
+
+extension HTTPTransport {
+    /// A request through ``client``: the status, the answer's bytes (a gzip answer
+    /// decompressed) and its `Retry-After` header. A cancelled task cancels the request.
+    ///
+    /// - Throws: ``ServerErrorCode/networkFailure`` when the server could not be reached or the
+    ///   answer could not be read.
+    private func exchange(_ url: URL, _ body: Data, encoding: String?, endpoint: String) async throws -> (Int, Data, String?) {
+        var request = HTTPClientRequest(url: url.absoluteString)
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.headers.add(name: "Authorization", value: "Bearer \(token)")
+        request.headers.add(name: "Accept-Encoding", value: "gzip")
+        if let encoding { request.headers.add(name: "Content-Encoding", value: encoding) }
+        request.body = .bytes(ByteBuffer(data: body))
+        do {
+            let response = try await Self.client.execute(request, timeout: .seconds(120))
+            var data = Data(buffer: try await response.body.collect(upTo: Self.maximumAnswerBytes))
+            if response.headers.first(name: "Content-Encoding")?.lowercased() == "gzip" {
+                data = try Gzip.decompress(data, limit: Self.maximumAnswerBytes)
+            }
+            return (Int(response.status.code), data, response.headers.first(name: "Retry-After"))
+        } catch {
+            throw RecordSyncError(.networkFailure, "\(endpoint): \(error)", retryAfter: 1)
+        }
+    }
+
+    /// A request through `session`: the status, the answer's bytes (URLSession decompresses
+    /// them) and its `Retry-After` header.
+    private func exchange(_ url: URL, _ body: Data, encoding: String?, endpoint: String, in session: URLSession) async throws -> (Int, Data, String?) {
+        var request = URLRequest(url: url)
+        request.httpMethod = "POST"
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+        if let encoding { request.setValue(encoding, forHTTPHeaderField: "Content-Encoding") }
+        request.timeoutInterval = 120
+        request.httpBody = body
+        do {
+            let (data, response) = try await Self.load(request, in: session)
+            let http = response as? HTTPURLResponse
+            return (http?.statusCode ?? 0, data, http?.value(forHTTPHeaderField: "Retry-After"))
+        } catch {
+            throw RecordSyncError(.networkFailure, "\(endpoint): \(error.localizedDescription)", retryAfter: 1)
+        }
     }
 }
 

@@ -3,8 +3,9 @@ import Foundation
 
 /// gzip for request bodies (`Content-Encoding: gzip`, an extension of the protocol).
 ///
-/// The client compresses large bodies because a smaller upload is cheaper everywhere, and on
-/// Linux because FoundationNetworking's `URLSession` keeps a socket's write source armed from
+/// The client compresses large bodies because a smaller upload is cheaper everywhere, and,
+/// when it goes through a `URLSession` on Linux (an app's own), because FoundationNetworking's
+/// `URLSession` keeps a socket's write source armed from
 /// the moment an upload needs a second write until the answer arrives: with a body larger than
 /// libcurl's 64 KiB upload buffer, the client spins a core while the server works. Compressed,
 /// a 400-operation save fits in one write.
