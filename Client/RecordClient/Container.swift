@@ -26,11 +26,9 @@ public struct Container: Sendable {
     /// The environment.
     public let environment: Environment
     let credentials: Credentials
-    /// The session of the push channel over `https://`, and of every request when the app gave it.
-    let session: URLSession
-    /// Whether requests go through `session` (the app gave one, or on Apple platforms) rather
-    /// than AsyncHTTPClient (``HTTPTransport``).
-    let requestsUseSession: Bool
+    /// The session requests go through: the app's, or on Apple platforms the library's own;
+    /// `nil` on Linux without one, where they go through AsyncHTTPClient (``HTTPTransport``).
+    let session: URLSession?
 
     /// Creates a container handle. Nothing is sent until a database is used.
     ///
@@ -42,11 +40,10 @@ public struct Container: Sendable {
         self.identifier = identifier
         self.environment = environment
         self.credentials = credentials
-        self.session = session ?? URLSession(configuration: Self.sessionConfiguration())
         #if canImport(FoundationNetworking)
-        self.requestsUseSession = session != nil
+        self.session = session
         #else
-        self.requestsUseSession = true
+        self.session = session ?? URLSession(configuration: Self.sessionConfiguration())
         #endif
     }
 

@@ -29,10 +29,14 @@ struct HTTPTransport: Sendable {
     /// does, without `HTTPClient.shared`'s 25-fold ratio limit, which a page of similar records
     /// exceeds); a server that refuses the connection fails the request at once (by default
     /// the pool retries until the 10 s connect timeout, and an offline client would wait that
-    /// long for `NETWORK_FAILURE`). It lives as long as the process, so it is never shut down.
+    /// long for `NETWORK_FAILURE`). Like URLSession's `timeoutInterval` of 120 s, its read and
+    /// write timeouts are idle times, reset by every byte, so a connection that stops
+    /// answering mid-page fails instead of hanging (the request's own deadline ends when the
+    /// answer's head arrives). It lives as long as the process, so it is never shut down.
     static let client: HTTPClient = {
         var configuration = HTTPClient.Configuration(decompression: .disabled)
         configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.timeout = .init(connect: .seconds(10), read: .seconds(120), write: .seconds(120))
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }()
 
@@ -47,9 +51,9 @@ struct HTTPTransport: Sendable {
 
     /// Sends `body` to `endpoint` and reads the answer's bytes with `read`.
     ///
-    /// Bodies of ``Gzip/threshold`` bytes or more travel gzip-compressed (see ``Gzip``: on
-    /// Linux an upload that needs more than one write keeps URLSession busy-polling the socket
-    /// until the answer arrives). A server that answers a compressed body with `BAD_REQUEST` (one
+    /// Bodies of ``Gzip/threshold`` bytes or more travel gzip-compressed (see ``Gzip``: a
+    /// smaller upload is cheaper on a real network, and on Linux an upload through a URLSession
+    /// that needs more than one write keeps it busy-polling the socket until the answer arrives). A server that answers a compressed body with `BAD_REQUEST` (one
     /// that predates compression reads it as bad JSON) gets the body once more as it is.
     func post<Body: Encodable, Reply>(_ endpoint: String, _ body: Body, reading read: (Data) throws -> Reply) async throws -> Reply {
         let json: Data
@@ -161,7 +165,9 @@ extension HTTPTransport {
         if let encoding { request.headers.add(name: "Content-Encoding", value: encoding) }
         request.body = .bytes(ByteBuffer(data: body))
         do {
-            let response = try await Self.client.execute(request, timeout: .seconds(120))
+            // The idle timeouts of ``client`` bound a stalled exchange; this bounds a slow upload
+            // and the wait for a pooled connection, generously.
+            let response = try await Self.client.execute(request, timeout: .minutes(10))
             var data = Data(buffer: try await response.body.collect(upTo: Self.maximumAnswerBytes))
             if response.headers.first(name: "Content-Encoding")?.lowercased() == "gzip" {
                 data = try Gzip.decompress(data, limit: Self.maximumAnswerBytes)

@@ -369,7 +369,8 @@ extension ModifyBatch {
     /// Deletes one record and everything its `DELETE_SELF` cascade reaches, noting them in
     /// `temp.batch_deleted` for the `VALIDATE` check of ``runDeletes(_:)``.
     /// `isLast`: no delete of the batch runs after this one. Its errors (`NOT_FOUND`, `CONFLICT`,
-    /// `ACCESS_DENIED`) are thrown before it writes anything but the scratch table `doomed`.
+    /// `ACCESS_DENIED`, `INTERNAL_ERROR` for an operation never validated) are thrown before it
+    /// writes anything.
     mutating func delete(_ index: Int, isLast: Bool = false) throws {
         let operation = try prepared(index)
         let name = operation.name
