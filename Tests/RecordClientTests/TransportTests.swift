@@ -48,6 +48,27 @@ import Testing
         }
     }
 
+    /// An error answer's `Retry-After` header is read when its body gives none, and an answer
+    /// that is not the protocol is a `NETWORK_FAILURE`, through either path.
+    @Test func errorAnswersAreReadTheSameWayThroughEitherPath() async throws {
+        let busy = #"{"serverErrorCode": "TRY_AGAIN_LATER", "reason": "busy", "uuid": "u"}"#
+        try await withCannedAnswer(status: 503, retryAfter: "7", body: busy) { url in
+            for session in [nil, URLSession(configuration: Container.sessionConfiguration())] {
+                let container = Container(serverURL: url, identifier: "iCloud.test", credentials: .bearerToken("x"), session: session)
+                await #expect { try await container.userRecordID() } throws: { error in
+                    guard let error = error as? RecordSyncError else { return false }
+                    return error.code == .tryAgainLater && error.retryAfter == 7 && error.reason == "busy"
+                }
+            }
+        }
+        try await withCannedAnswer(status: 502, body: "<html>bad gateway</html>") { url in
+            for session in [nil, URLSession(configuration: Container.sessionConfiguration())] {
+                let container = Container(serverURL: url, identifier: "iCloud.test", credentials: .bearerToken("x"), session: session)
+                await #expect { try await container.userRecordID() } throws: { ($0 as? RecordSyncError)?.code == .networkFailure }
+            }
+        }
+    }
+
     /// A server that refuses the connection is a `NETWORK_FAILURE` at once, not after the
     /// connection pool's retries.
     @Test func anUnreachableServerFailsAtOnce() async throws {

@@ -39,6 +39,28 @@ public func withTamperingProxy<T: Sendable>(
         return Response(status: HTTPResponse.Status(code: status), headers: [.contentType: "application/json"],
                         body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer)))
     }
+    return try await withLoopbackApp(router, body)
+}
+
+/// Runs `body` with an HTTP server on a loopback port that answers every `POST` with the same
+/// status, `Retry-After` header (if any) and body: for clients facing answers a real server
+/// gives only under load, or something else in front of it.
+public func withCannedAnswer<T: Sendable>(
+    status: Int, retryAfter: String? = nil, body answer: String,
+    _ body: @escaping @Sendable (_ url: URL) async throws -> T
+) async throws -> T {
+    let router = Router()
+    router.post("**") { request, _ -> Response in
+        _ = try await request.body.collect(upTo: 64 << 20)
+        var fields: HTTPFields = [.contentType: "application/json"]
+        if let retryAfter { fields[.retryAfter] = retryAfter }
+        return Response(status: HTTPResponse.Status(code: status), headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(string: answer)))
+    }
+    return try await withLoopbackApp(router, body)
+}
+
+/// Runs `router` on a loopback port for as long as `body` runs.
+private func withLoopbackApp<T: Sendable>(_ router: Router<BasicRequestContext>, _ body: @escaping @Sendable (_ url: URL) async throws -> T) async throws -> T {
     let (ports, announce) = AsyncStream.makeStream(of: Int.self)
     let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
                           onServerRunning: { channel in announce.yield(channel.localAddress?.port ?? 0) })

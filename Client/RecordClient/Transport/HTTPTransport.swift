@@ -53,8 +53,9 @@ struct HTTPTransport: Sendable {
     ///
     /// Bodies of ``Gzip/threshold`` bytes or more travel gzip-compressed (see ``Gzip``: a
     /// smaller upload is cheaper on a real network, and on Linux an upload through a URLSession
-    /// that needs more than one write keeps it busy-polling the socket until the answer arrives). A server that answers a compressed body with `BAD_REQUEST` (one
-    /// that predates compression reads it as bad JSON) gets the body once more as it is.
+    /// that needs more than one write keeps it busy-polling the socket until the answer
+    /// arrives). A server that answers a compressed body with `BAD_REQUEST` (one that predates
+    /// compression reads it as bad JSON) gets the body once more as it is.
     func post<Body: Encodable, Reply>(_ endpoint: String, _ body: Body, reading read: (Data) throws -> Reply) async throws -> Reply {
         let json: Data
         do {
