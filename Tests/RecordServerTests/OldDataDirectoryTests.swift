@@ -1,0 +1,77 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import RecordModel
+import TestSupport
+import Testing
+
+/// A data directory written by an earlier release opens with this one and serves exactly as
+/// before: the same records and change tags, and the change tokens, continuation marker and
+/// tags its clients hold stay valid.
+///
+/// `Fixtures/release-c9f8f83/` was made once by `Fixtures/make-release-data.py` with the
+/// `recordserver` of commit c9f8f83: `data/` is the data directory that server left, and
+/// `transcript.json` the requests a client holding its tokens sends next, with the answers that
+/// server gave (on a copy of the data). This test runs the real `recordserver` of this build
+/// over a copy of `data/` and expects the same answers: status and body, but for each error's
+/// random `uuid` and the timestamps of records the replay itself writes.
+@Suite struct OldDataDirectoryTests {
+    static let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("Fixtures/release-c9f8f83")
+
+    @Test func aDataDirectoryOfTheLastReleaseServesAsItDid() async throws {
+        let transcript = try JSONValue.parse(Data(contentsOf: Self.fixture.appendingPathComponent("transcript.json")))
+        guard let container = transcript["container"]?.stringValue, case .object(let tokens)? = transcript["tokens"],
+              let steps = transcript["steps"]?.arrayValue else {
+            Issue.record("transcript.json is not a transcript")
+            return
+        }
+        try await withTemporaryDirectory { directory in
+            let data = (directory as NSString).appendingPathComponent("data")
+            try FileManager.default.copyItem(atPath: Self.fixture.appendingPathComponent("data").path, toPath: data)
+            let server = try await ServerProcess(data: data)
+            defer { Task { _ = await server.stop(signal: SIGKILL) } }
+            #expect(steps.count == 24)
+            for (index, step) in steps.enumerated() {
+                guard let user = step["user"]?.stringValue, let token = tokens[user]?.stringValue,
+                      let database = step["database"]?.stringValue, let endpoint = step["endpoint"]?.stringValue,
+                      let body = step["body"], case .int(let status)? = step["status"], let expected = step["answer"] else {
+                    Issue.record("step \(index) is malformed")
+                    continue
+                }
+                let volatile = step["volatileTimestamps"] == .bool(true)
+                var request = URLRequest(url: URL(string: "http://127.0.0.1:\(server.port)/database/1/\(container)/development/\(database)/\(endpoint)")!)
+                request.httpMethod = "POST"
+                request.httpBody = Data(try body.serializedString().utf8)
+                request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+                let (answer, response) = try await URLSession.shared.data(for: request)
+                let got = try JSONValue.parse(answer)
+                let sent = try body.serializedString(), gotText = try got.serializedString(), wanted = try expected.serializedString()
+                #expect((response as? HTTPURLResponse)?.statusCode == Int(status), "step \(index) \(endpoint): \(String(decoding: answer, as: UTF8.self))")
+                let same = Self.comparable(got, volatile: volatile) == Self.comparable(expected, volatile: volatile)
+                #expect(same,
+                        "step \(index) \(endpoint) \(sent):\n got \(gotText)\nwant \(wanted)")
+            }
+            let stopped = await server.stop(signal: SIGTERM)
+            #expect(stopped.status == 0)
+        }
+    }
+
+    /// `value` without what differs from run to run: every error's `uuid`, and (`volatile`) the
+    /// timestamps of records written during the replay.
+    static func comparable(_ value: JSONValue, volatile: Bool) -> JSONValue {
+        switch value {
+        case .object(let members):
+            var kept: [String: JSONValue] = [:]
+            for (key, member) in members where key != "uuid" {
+                kept[key] = volatile && key == "timestamp" ? .null : comparable(member, volatile: volatile)
+            }
+            return .object(kept)
+        case .array(let elements):
+            return .array(elements.map { comparable($0, volatile: volatile) })
+        default:
+            return value
+        }
+    }
+}
