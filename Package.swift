@@ -11,6 +11,8 @@ let package = Package(
     products: [
         .library(name: "RecordModel", targets: ["RecordModel"]),
         .library(name: "RecordSQL", targets: ["RecordSQL"]),
+        .library(name: "RecordRules", targets: ["RecordRules"]),
+        .library(name: "RecordSQLiteEngine", targets: ["RecordSQLiteEngine"]),
         .library(name: "RecordServer", targets: ["RecordServer"]),
         .library(name: "RecordClient", targets: ["RecordClient"]),
         .executable(name: "recordserver", targets: ["recordserver"]),
@@ -53,16 +55,38 @@ let package = Package(
             path: "Sources/RecordSQL",
             swiftSettings: swiftSettings
         ),
+        // The CloudKit rules over the storage protocol: no SQL, no HTTP.
+        .target(
+            name: "RecordRules",
+            dependencies: [
+                "RecordModel",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            path: "Server/RecordRules",
+            swiftSettings: swiftSettings
+        ),
+        // The SQLite engine: the storage protocol's primitives as SQL (GRDB).
+        .target(
+            name: "RecordSQLiteEngine",
+            dependencies: [
+                "RecordModel",
+                "RecordRules",
+                "RecordSQL",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            path: "Server/RecordSQLiteEngine",
+            swiftSettings: swiftSettings
+        ),
+        // The HTTP server (the only target that imports Hummingbird).
         .target(
             name: "RecordServer",
             dependencies: [
                 "RecordModel",
-                "RecordSQL",
+                "RecordRules",
+                "RecordSQLiteEngine",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "GRDB", package: "GRDB.swift"),
-                // SQLite's C API, for binding the per-record inserts of a save (SQLiteBinding.swift).
-                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],

@@ -1,6 +1,8 @@
 import Foundation
 import RecordClient
+import RecordRules
 import RecordServer
+import RecordSQLiteEngine
 
 /// One measured figure: a scenario's result against its floor, measured in the same run.
 struct Measurement: Codable, Sendable {
@@ -41,7 +43,7 @@ func withBenchServer<T: Sendable>(_ body: @escaping @Sendable (BenchServer) asyn
     configuration.dataDirectory = directory + "/server"
     configuration.logger.logLevel = .critical
     try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
-    let store = try SQLiteRecordStore(path: configuration.databasePath, limits: configuration.limits)
+    let store = RecordStore(engine: try SQLiteEngine(path: configuration.databasePath), limits: configuration.limits)
     let token = Credentials.newToken()
     _ = try await store.createUser(named: "bench", tokenHash: Credentials.hash(token))
     return try await withRunningServer(configuration: configuration, store: store) { url in

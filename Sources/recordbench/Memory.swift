@@ -1,6 +1,8 @@
 import Foundation
 import RecordClient
+import RecordRules
 import RecordServer
+import RecordSQLiteEngine
 
 /// The `memory` scenario: the server runs as its own process (this program, `recordbench
 /// serve DIR`, which runs the same `RecordServer` code as `recordserver`), so its peak resident
@@ -14,7 +16,7 @@ enum Memory {
         configuration.dataDirectory = directory
         configuration.logger.logLevel = .critical
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let store = try SQLiteRecordStore(path: configuration.databasePath, limits: configuration.limits)
+        let store = RecordStore(engine: try SQLiteEngine(path: configuration.databasePath), limits: configuration.limits)
         let token = Credentials.newToken()
         _ = try await store.createUser(named: "bench", tokenHash: Credentials.hash(token))
         try await withRunningServer(configuration: configuration, store: store) { url in

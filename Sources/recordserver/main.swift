@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
 import Logging
+import RecordRules
 import RecordServer
+import RecordSQLiteEngine
 
 /// `recordserver`: serves the CloudKit Web Services protocol over a SQLite store.
 @main
@@ -106,9 +108,9 @@ extension RecordServerCommand {
     }
 }
 
-private func openStore(_ options: DataOptions) throws -> SQLiteRecordStore {
+private func openStore(_ options: DataOptions) throws -> RecordStore {
     try FileManager.default.createDirectory(atPath: options.data, withIntermediateDirectories: true)
     var configuration = ServerConfiguration()
     configuration.dataDirectory = options.data
-    return try SQLiteRecordStore(path: configuration.databasePath)
+    return RecordStore(engine: try SQLiteEngine(path: configuration.databasePath))
 }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Hummingbird
+import RecordRules
 import RecordServer
 import RecordModel
 import Testing

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import RecordModel
+import RecordRules
 import RecordServer
 import TestSupport
 import Testing

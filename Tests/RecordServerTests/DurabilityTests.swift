@@ -1,5 +1,6 @@
 import Foundation
 import RecordModel
+import RecordRules
 import RecordServer
 import TestSupport
 import Testing

@@ -1,5 +1,7 @@
 import Foundation
 @testable import RecordServer
+import RecordRules
+import RecordSQLiteEngine
 import Logging
 import RecordModel
 import ServiceLifecycle
@@ -10,9 +12,9 @@ import Testing
 /// gets it only while its zone has not changed since.
 @Suite struct ReadAheadTests {
     /// A SQLite store in which alice saved `count` artists (`a0`, `a1`, …) in her default zone.
-    func withArtists(_ count: Int, _ body: (SQLiteRecordStore, DatabaseScope) async throws -> Void) async throws {
+    func withArtists(_ count: Int, _ body: (RecordStore, DatabaseScope) async throws -> Void) async throws {
         try await withTemporaryDirectory { directory in
-            let store = try SQLiteRecordStore(path: (directory as NSString).appendingPathComponent("records.sqlite"))
+            let store = RecordStore(engine: try SQLiteEngine(path: (directory as NSString).appendingPathComponent("records.sqlite")))
             let alice = try await store.createUser(named: "alice", tokenHash: Data([1]))
             let scope = DatabaseScope(container: "iCloud.test", environment: "development", kind: .private, user: alice)
             try await save((0..<count).map { Record.artist("a\($0)") }, in: store, scope)
@@ -20,20 +22,20 @@ import Testing
         }
     }
 
-    func save(_ records: [Record], in store: SQLiteRecordStore, _ scope: DatabaseScope) async throws {
+    func save(_ records: [Record], in store: RecordStore, _ scope: DatabaseScope) async throws {
         let saved = try await store.modifyRecords(ModifyRecordsRequest(operations: records.map { RecordOperation(.forceReplace, RecordPayload($0)) }), in: scope)
         #expect(saved.records.allSatisfy { $0.error == nil })
     }
 
     /// Asks for one page of 2 records at a time through `readAhead` and decodes it.
-    func page(since token: String?, _ readAhead: ChangePageReadAhead, _ store: SQLiteRecordStore, _ scope: DatabaseScope) async throws -> ZoneChanges {
+    func page(since token: String?, _ readAhead: ChangePageReadAhead<PreparedResponse>, _ store: RecordStore, _ scope: DatabaseScope) async throws -> ZoneChanges {
         let answer = try await readAhead.answer(RecordChangesRequest(syncToken: token, resultsLimit: 2), in: scope, from: store, gzip: false)
         return try JSONDecoder().decode(ZoneChanges.self, from: Data(buffer: answer.body))
     }
 
     @Test func eachPageAfterTheFirstIsReadAhead() async throws {
         try await withArtists(5) { store, scope in
-            let readAhead = ChangePageReadAhead()
+            let readAhead = ChangePageReadAhead<PreparedResponse>()
             var names: [String] = []
             var token: String?
             repeat {
@@ -60,7 +62,7 @@ import Testing
     /// nothing more ahead; requests are still answered.
     @Test func stoppedItReadsNothingAhead() async throws {
         try await withArtists(5) { store, scope in
-            let readAhead = ChangePageReadAhead()
+            let readAhead = ChangePageReadAhead<PreparedResponse>()
             let first = try await page(since: nil, readAhead, store, scope)
             readAhead.stop()
             let second = try await page(since: first.syncToken, readAhead, store, scope)
@@ -75,7 +77,7 @@ import Testing
     /// and dropped, and nothing more is read ahead.
     @Test func gracefulShutdownCancelsTheReadsItKept() async throws {
         try await withArtists(5) { store, scope in
-            let readAhead = ChangePageReadAhead()
+            let readAhead = ChangePageReadAhead<PreparedResponse>()
             let first = try await page(since: nil, readAhead, store, scope)
             let kept = readAhead.keptReads
             #expect(kept.count == 1)
@@ -93,7 +95,7 @@ import Testing
     /// A read dropped to keep within the capacity is cancelled, not left running.
     @Test func aReadDroppedPastTheCapacityIsCancelled() async throws {
         try await withArtists(5) { store, scope in
-            let readAhead = ChangePageReadAhead(capacity: 1)
+            let readAhead = ChangePageReadAhead<PreparedResponse>(capacity: 1)
             _ = try await page(since: nil, readAhead, store, scope)
             let first = readAhead.keptReads
             // Another request (3 records a page) takes the only slot.
@@ -107,7 +109,7 @@ import Testing
     /// than the request (a client that saves, then fetches, sees its save).
     @Test func aPageReadBeforeItsZoneChangedIsReadAgain() async throws {
         try await withArtists(4) { store, scope in
-            let readAhead = ChangePageReadAhead()
+            let readAhead = ChangePageReadAhead<PreparedResponse>()
             let first = try await page(since: nil, readAhead, store, scope)
             #expect(first.records.map(\.recordName) == ["a0", "a1"] && first.moreComing)
             // The next page (a2, a3) was read ahead; then a2 is deleted and a0 changed.

@@ -1,15 +1,17 @@
 import Foundation
 import GRDB
 import RecordModel
-@testable import RecordServer
+@testable import RecordRules
+import RecordServer
+@testable import RecordSQLiteEngine
 import RecordSQL
 import TestSupport
 import Testing
 
 /// Properties of the SQLite backend that the protocol cannot show: query plans and scale.
 @Suite struct SQLiteStoreTests {
-    static func plan(_ query: Query, in store: SQLiteRecordStore) async throws -> [String] {
-        try await store.pool.read { db in
+    static func plan(_ query: Query, in engine: SQLiteEngine) async throws -> [String] {
+        try await engine.pool.read { db in
             let statement = try QueryCompiler(zoneKeys: [1], schema: ["artist": FieldType(.reference), "tags": FieldType(.reference, isList: true)],
                                           keyedReferenceFields: true)
                 .compile(query, after: nil, limit: 10)
@@ -23,10 +25,10 @@ import Testing
     @Test func theWriterSyncsTheLogAtEveryCommit() async throws {
         try await withTemporaryDirectory { directory in
             let path = directory + "/records.sqlite"
-            let store = try SQLiteRecordStore(path: path)
-            let level = try await store.pool.write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") }
+            let engine = try SQLiteEngine(path: path)
+            let level = try await engine.pool.write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") }
             #expect(level == 2, "synchronous is \(String(describing: level)), not FULL (2)")
-            let journal = try await store.pool.read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") }
+            let journal = try await engine.pool.read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") }
             #expect(journal == "wal")
         }
         // The same for any pool opened this way, reopened included.
@@ -43,13 +45,13 @@ import Testing
 
     @Test func childrenByReferenceAreFoundThroughTheIndexNotAScan() async throws {
         try await withTemporaryDirectory { directory in
-            let store = try SQLiteRecordStore(path: directory + "/records.sqlite")
+            let engine = try SQLiteEngine(path: directory + "/records.sqlite")
             let reference = RawFieldValue(value: .object(["recordName": .string("monet")]))
             for query in [
                 Query(recordType: "Artwork", filterBy: [QueryFilter("artist", .equals, reference)]),
                 Query(recordType: "Artwork", filterBy: [QueryFilter("tags", .listContains, reference)]),
             ] {
-                let plan = try await Self.plan(query, in: store)
+                let plan = try await Self.plan(query, in: engine)
                 #expect(plan.contains { $0.contains("refs_by_target") }, "\(plan)")
                 #expect(!plan.contains { $0.hasPrefix("SCAN") }, "\(plan)")
                 // Each child is looked up by name: not every Artwork of the zone walked and probed.
@@ -60,10 +62,10 @@ import Testing
 
     @Test func theChangeFeedIsReadThroughTheSequenceIndexes() async throws {
         try await withTemporaryDirectory { directory in
-            let store = try SQLiteRecordStore(path: directory + "/records.sqlite")
+            let engine = try SQLiteEngine(path: directory + "/records.sqlite")
             for types in [nil, 2] {
-                let plan = try await store.pool.read { db in
-                    try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + SQLiteRecordStore.changesSQL(recordTypeCount: types),
+                let plan = try await engine.pool.read { db in
+                    try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + SQLiteTransaction.changesSQL(recordTypeCount: types),
                                      arguments: StatementArguments([1, 5] + Array(repeating: "T", count: types ?? 0) as [any DatabaseValueConvertible])
                                         + StatementArguments([1, 5] + Array(repeating: "T", count: types ?? 0) as [any DatabaseValueConvertible]) + [10])
                         .map { $0["detail"] as String }
@@ -78,9 +80,9 @@ import Testing
 
     @Test func aBatchReadsItsStoredRowsByNameNotByWalkingTheZone() async throws {
         try await withTemporaryDirectory { directory in
-            let store = try SQLiteRecordStore(path: directory + "/records.sqlite")
-            let plan = try await store.pool.read { db in
-                try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + ModifyBatch.storedRowsSQL, arguments: [#"["a","b"]"#, 1]).map { $0["detail"] as String }
+            let engine = try SQLiteEngine(path: directory + "/records.sqlite")
+            let plan = try await engine.pool.read { db in
+                try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + SQLiteTransaction.storedRowsSQL, arguments: [#"["a","b"]"#, 1]).map { $0["detail"] as String }
             }
             #expect(plan.first?.hasPrefix("SCAN j") == true, "\(plan)")
             #expect(plan.contains { $0.hasPrefix("SEARCH r USING PRIMARY KEY") && $0.contains("name=? AND zone_id=?") }, "\(plan)")
@@ -91,8 +93,8 @@ import Testing
     /// and integers; a failing statement is a `DatabaseError`.
     @Test func theBinderStoresWhatItIsGiven() async throws {
         try await withTemporaryDirectory { directory in
-            let store = try SQLiteRecordStore(path: directory + "/records.sqlite")
-            let rows = try store.pool.write { db in
+            let engine = try SQLiteEngine(path: directory + "/records.sqlite")
+            let rows = try engine.pool.write { db in
                 try db.execute(sql: "CREATE TABLE t(a TEXT, b TEXT, c TEXT, n INTEGER, UNIQUE(a))")
                 let insert = try db.cachedStatement(sql: "INSERT INTO t VALUES (?, ?, ?, ?)")
                 try insert.run(in: db) { $0.bind(""); $0.bind("Water lilies é 🌸"); $0.bind("a\u{0}b"); $0.bind(Int64.max) }
@@ -109,8 +111,8 @@ import Testing
 
     @Test func aCascadeLooksForValidateReferencesInTheirOwnIndex() async throws {
         try await withTemporaryDirectory { directory in
-            let store = try SQLiteRecordStore(path: directory + "/records.sqlite")
-            let (probe, note) = try await store.pool.write { db in
+            let engine = try SQLiteEngine(path: directory + "/records.sqlite")
+            let (probe, note) = try await engine.pool.write { db in
                 try db.execute(sql: "CREATE TEMP TABLE doomed(pos INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, rid INTEGER)")
                 try db.execute(sql: "CREATE TEMP TABLE batch_deleted(name TEXT PRIMARY KEY, operation INTEGER NOT NULL) WITHOUT ROWID")
                 func plan(_ sql: String, _ arguments: StatementArguments) throws -> [String] {
@@ -130,14 +132,15 @@ import Testing
     /// `refs_by_target` alone, and deleting a zone walks no other zone.
     @Test func recordsAreKeyedByNameAndZone() async throws {
         try await withTemporaryDirectory { directory in
-            let store = try SQLiteRecordStore(path: directory + "/records.sqlite")
+            let engine = try SQLiteEngine(path: directory + "/records.sqlite")
+            let store = RecordStore(engine: engine)
             let user = try await store.createUser(named: "alice", tokenHash: Credentials.hash(Credentials.newToken()))
             let scope = DatabaseScope(container: "iCloud.test", environment: "development", kind: .private, user: user)
             _ = try await store.modifyRecords(ModifyRecordsRequest(operations: [Record.artist("monet"), Record.artist("manet"),
                                                                                 Record.artwork("lilies", by: "monet"), Record.artwork("haystacks", by: "monet")]
                                                                                 .map { RecordOperation(.create, RecordPayload($0)) }), in: scope)
             _ = try await store.modifyRecords(ModifyRecordsRequest(operations: [RecordOperation(.forceReplace, RecordPayload(Record.artwork("lilies", by: "manet")))]), in: scope)
-            let (tables, indexes, refs, plans) = try store.pool.write { db in
+            let (tables, indexes, refs, plans) = try engine.pool.write { db in
                 let tables = try String.fetchAll(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'table' AND name IN ('records', 'refs', 'tombstones') ORDER BY name")
                 let indexes = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'records' ORDER BY name")
                 let refs = try Row.fetchAll(db, sql: "SELECT source, target FROM refs ORDER BY source")
@@ -147,12 +150,12 @@ import Testing
                     try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: arguments).map { $0["detail"] as String }
                 }
                 return (tables, indexes, refs, [
-                    "blockers": try plan(ModifyBatch.blockersSQL, [1]),
-                    "zone refs": try plan(SQLiteRecordStore.deleteZoneContentsSQL[0], [1]),
-                    "zone records": try plan(SQLiteRecordStore.deleteZoneContentsSQL[1], [1]),
-                    "zone tombstones": try plan(SQLiteRecordStore.deleteZoneContentsSQL[2], [1]),
+                    "blockers": try plan(Cascade.blockersSQL, [1]),
+                    "zone refs": try plan(SQLiteTransaction.deleteZoneContentsSQL[0], [1]),
+                    "zone records": try plan(SQLiteTransaction.deleteZoneContentsSQL[1], [1]),
+                    "zone tombstones": try plan(SQLiteTransaction.deleteZoneContentsSQL[2], [1]),
                     "collect": try plan(Cascade.levelSQL, [1, 0, 1]),
-                    "stored rows": try plan(ModifyBatch.storedRowsSQL, ["[\"lilies\"]", 1]),
+                    "stored rows": try plan(SQLiteTransaction.storedRowsSQL, ["[\"lilies\"]", 1]),
                     "tombstones": try plan(Cascade.tombstonesSQL, [1, 1]),
                     "rows": try plan(Cascade.deleteRowsSQL, [1]),
                 ])
@@ -185,7 +188,8 @@ import Testing
     /// zone holding the same names.
     @Test func deletingAZoneRemovesItsReferencesAndLeavesAnotherZonesAlone() async throws {
         try await withTemporaryDirectory { directory in
-            let store = try SQLiteRecordStore(path: directory + "/records.sqlite")
+            let engine = try SQLiteEngine(path: directory + "/records.sqlite")
+            let store = RecordStore(engine: engine)
             let user = try await store.createUser(named: "alice", tokenHash: Credentials.hash(Credentials.newToken()))
             let scope = DatabaseScope(container: "iCloud.test", environment: "development", kind: .private, user: user)
             let zones = [ZoneID(zoneName: "A"), ZoneID(zoneName: "B")]
@@ -197,7 +201,7 @@ import Testing
                 _ = try await store.modifyRecords(ModifyRecordsRequest(operations: [RecordOperation(.forceDelete, RecordPayload(recordName: "gone"))], zoneID: zone), in: scope)
             }
             func counts() throws -> [String] {
-                try store.pool.read { db in
+                try engine.pool.read { db in
                     try ["records", "refs", "tombstones"].map { table in
                         let perZone = try Row.fetchAll(db, sql: "SELECT z.name, COUNT(*) FROM \(table) t JOIN zones z ON z.id = t.zone_id GROUP BY z.name ORDER BY z.name")
                         return "\(table): " + perZone.map { "\($0[0] as String)=\($0[1] as Int)" }.joined(separator: " ")
@@ -218,7 +222,7 @@ import Testing
         try await withTemporaryDirectory { directory in
             let path = directory + "/records.sqlite"
             let queue = try DatabaseQueue(path: path)
-            try SQLiteRecordStore.migrator.migrate(queue, upTo: "v3-refs-source-id")
+            try SQLiteEngine.migrator.migrate(queue, upTo: "v3-refs-source-id")
             let dump = "SELECT zone_id, name, type, tag, fields, created_at, created_by, created_device, modified_at, modified_by, modified_device, seq FROM records ORDER BY zone_id, name"
             let tombstoneDump = "SELECT zone_id, name, type, seq FROM tombstones ORDER BY zone_id, name"
             let (before, tombstonesBefore) = try queue.write { db in
@@ -236,8 +240,8 @@ import Testing
                 return (try Row.fetchAll(db, sql: dump), try Row.fetchAll(db, sql: tombstoneDump))
             }
             try queue.close()
-            let store = try SQLiteRecordStore(path: path)
-            let (after, tombstonesAfter, table, refColumns, refs, indexes) = try store.pool.read { db in
+            let engine = try SQLiteEngine(path: path)
+            let (after, tombstonesAfter, table, refColumns, refs, indexes) = try engine.pool.read { db in
                 (try Row.fetchAll(db, sql: dump), try Row.fetchAll(db, sql: tombstoneDump),
                  try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'records'") ?? "",
                  try Row.fetchAll(db, sql: "PRAGMA table_info(refs)").map { $0["name"] as String },
@@ -262,7 +266,7 @@ import Testing
         try await withTemporaryDirectory { directory in
             let path = directory + "/records.sqlite"
             let queue = try DatabaseQueue(path: path)
-            try SQLiteRecordStore.migrator.migrate(queue, upTo: "v4-name-led-keys")
+            try SQLiteEngine.migrator.migrate(queue, upTo: "v4-name-led-keys")
             let references: [(zone: Int64, source: String, field: String, target: String, action: Int)] = [
                 (1, "lilies", "artist", "monet", 1), (1, "lilies", "tags", "water", 0), (1, "haystacks", "artist", "monet", 1),
                 (1, "olympia", "painter", "monet", 2), (2, "lilies", "artist", "monet", 1),
@@ -280,8 +284,9 @@ import Testing
                 return try Row.fetchAll(db, sql: "SELECT zone_id, source, field, target, action FROM refs ORDER BY zone_id, source, field")
             }
             try queue.close()
-            let store = try SQLiteRecordStore(path: path)
-            let (after, keys, fieldTypes, children) = try await store.pool.read { db in
+            let engine = try SQLiteEngine(path: path)
+            let store = RecordStore(engine: engine)
+            let (after, keys, fieldTypes, children) = try await engine.pool.read { db in
                 let statement = try QueryCompiler(zoneKeys: [1], schema: ["artist": FieldType(.reference)], keyedReferenceFields: true)
                     .compile(Query(recordType: "Artwork", filterBy: [QueryFilter("artist", .equals, RawFieldValue(value: .object(["recordName": .string("monet")])))]),
                              after: nil, limit: 10)
@@ -306,7 +311,7 @@ import Testing
             ])
             _ = try await store.modifyRecords(ModifyRecordsRequest(operations: [RecordOperation(.create, RecordPayload(Record.artist("monet"))),
                                                                                 RecordOperation(.create, RecordPayload(sketch))]), in: scope)
-            let (keysAfterSave, sketchFields) = try await store.pool.read { db in
+            let (keysAfterSave, sketchFields) = try await engine.pool.read { db in
                 (try String.fetchAll(db, sql: "SELECT name FROM ref_fields ORDER BY id"),
                  try String.fetchAll(db, sql: "SELECT f.name FROM refs r JOIN ref_fields f ON f.id = r.field WHERE r.source = 'sketch' ORDER BY f.name"))
             }
@@ -319,7 +324,8 @@ import Testing
     /// changed the stored schema in between, the batch is validated again against the new one.
     @Test func aBatchValidatedAgainstAnOlderSchemaIsValidatedAgainWhenWritten() async throws {
         try await withTemporaryDirectory { directory in
-            let store = try SQLiteRecordStore(path: directory + "/records.sqlite")
+            let engine = try SQLiteEngine(path: directory + "/records.sqlite")
+            let store = RecordStore(engine: engine)
             let user = try await store.createUser(named: "alice", tokenHash: Credentials.hash(Credentials.newToken()))
             let scope = DatabaseScope(container: "iCloud.test", environment: "development", kind: .private, user: user)
             _ = try await store.modifyRecords(ModifyRecordsRequest(operations: [RecordOperation(.create, RecordPayload(Record.artist("first")))]), in: scope)
@@ -327,21 +333,21 @@ import Testing
             let request = ModifyRecordsRequest(operations: [RecordOperation(.create, RecordPayload(recordName: "x", recordType: "Artist",
                                                                                                    fields: ["born": RawFieldValue(value: .string("1853"))]))])
             let limits = store.limits
-            let validation = try await store.pool.read { db in
-                let (databaseID, containerID) = try store.database(scope, in: db, create: false)
-                let zone = try store.zone(nil, databaseID: databaseID, scope: scope, in: db)
-                var batch = ModifyBatch(request: request, scope: scope, zone: zone, containerID: containerID, limits: limits, db: db)
+            let validation = try await engine.read { transaction in
+                let database = try RecordStore.database(scope, in: transaction, create: false)
+                let zone = try RecordStore.zone(nil, database: database.key, scope: scope, in: transaction)
+                var batch = ModifyBatch(request: request, scope: scope, zone: zone, containerKey: database.containerKey, limits: limits, transaction: transaction)
                 return try batch.validate(request).get()
             }
             #expect(validation.operations.first??.fields["born"] == .string("1853"))
             // Meanwhile another write makes `born` an INT64.
             _ = try await store.modifyRecords(ModifyRecordsRequest(operations: [RecordOperation(.create, RecordPayload(recordName: "y", recordType: "Artist",
                                                                                                                      fields: ["born": RawFieldValue(FieldValue.int64(1840))]))]), in: scope)
-            let response = try await store.pool.write { db in
-                let (databaseID, containerID) = try store.database(scope, in: db)
-                let zone = try store.zone(nil, databaseID: databaseID, scope: scope, in: db)
-                var batch = ModifyBatch(request: request, scope: scope, zone: zone, containerID: containerID, limits: limits, db: db)
-                return try batch.run(request, validated: validation).0
+            let response = try await engine.write { transaction in
+                let database = try RecordStore.database(scope, in: transaction)
+                let zone = try RecordStore.zone(nil, database: database.key, scope: scope, in: transaction)
+                var batch = ModifyBatch(request: request, scope: scope, zone: zone, containerKey: database.containerKey, limits: limits, transaction: transaction)
+                return .commit(try batch.run(request, validated: validation).0)
             }
             let error = try #require(response.records.first?.error)
             #expect(error.code == .badRequest && error.reason.contains("INT64"), "\(error.reason)")
@@ -353,12 +359,13 @@ import Testing
     /// through the store like any request.
     @Test func aCascadeOverAHundredThousandRecordsCompletes() async throws {
         try await withTemporaryDirectory { directory in
-            let store = try SQLiteRecordStore(path: directory + "/records.sqlite")
+            let engine = try SQLiteEngine(path: directory + "/records.sqlite")
+            let store = RecordStore(engine: engine)
             let user = try await store.createUser(named: "alice", tokenHash: Credentials.hash(Credentials.newToken()))
             let scope = DatabaseScope(container: "iCloud.test", environment: "development", kind: .private, user: user)
             _ = try await store.modifyRecords(ModifyRecordsRequest(operations: [RecordOperation(.create, RecordPayload(Record.artist("root")))]), in: scope)
             let fields = try RecordRow.encodeFields(["n": .int64(1)])
-            try await store.pool.write { db in
+            try await engine.pool.write { db in
                 let zone = try Int64.fetchOne(db, sql: "SELECT zone_id FROM records WHERE name = 'root'")!
                 var sequence = try Int64.fetchOne(db, sql: "SELECT seq FROM zones WHERE id = ?", arguments: [zone])!
                 let insert = try db.makeStatement(sql: "INSERT INTO records(zone_id, name, type, tag, fields, created_at, created_by, modified_at, modified_by, seq) VALUES (?, ?, 'Node', ?, ?, 0, 'u', 0, 'u', ?)")
@@ -382,7 +389,7 @@ import Testing
             let response = try await store.modifyRecords(ModifyRecordsRequest(operations: [RecordOperation(.forceDelete, RecordPayload(recordName: "root"))]), in: scope)
             guard case .success(_, let cascaded)? = response.records.first else { Issue.record("delete failed: \(response)"); return }
             #expect(cascaded?.count == 100_000)
-            let (records, tombstones) = try await store.pool.read { db in
+            let (records, tombstones) = try await engine.pool.read { db in
                 (try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM records")!, try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM tombstones")!)
             }
             #expect(records == 0)

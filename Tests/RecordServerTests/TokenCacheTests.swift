@@ -1,5 +1,6 @@
 import Foundation
 @testable import RecordServer
+import RecordRules
 import Testing
 
 /// `TokenCache`: a found token's user is read once per lifetime; a missing one every time.

@@ -2,7 +2,9 @@ import Foundation
 import Hummingbird
 @_exported import struct RecordServer.ServerConfiguration
 import RecordModel
+import RecordRules
 import RecordServer
+import RecordSQLiteEngine
 
 /// A RecordSync server running in this process on a loopback port, for clients that connect
 /// over real HTTP.
@@ -12,7 +14,7 @@ public struct LiveServer: Sendable {
     /// The port.
     public let port: Int
     /// The server's store, for creating users.
-    public let store: SQLiteRecordStore
+    public let store: RecordStore
     /// The data directory.
     public let directory: String
 
@@ -36,7 +38,7 @@ public func withLiveServer<T: Sendable>(
     configuration.dataDirectory = directory
     configuration.logger.logLevel = .warning
     configure(&configuration)
-    let store = try SQLiteRecordStore(path: configuration.databasePath, limits: configuration.limits)
+    let store = RecordStore(engine: try SQLiteEngine(path: configuration.databasePath), limits: configuration.limits)
     return try await withRunningServer(configuration: configuration, store: store) { url in
         try await body(LiveServer(url: url, port: url.port ?? port, store: store, directory: directory))
     }

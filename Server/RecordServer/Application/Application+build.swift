@@ -2,6 +2,8 @@ import Foundation
 import Hummingbird
 import Logging
 import NIOCore
+import RecordRules
+import RecordSQLiteEngine
 import ServiceLifecycle
 
 /// Builds the RecordSync server: opens the store under the data directory and wires the
@@ -16,22 +18,20 @@ public func buildApplication(
     onListening: (@Sendable (_ port: Int) async -> Void)? = nil
 ) throws -> some ApplicationProtocol {
     try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
-    let store = try SQLiteRecordStore(path: configuration.databasePath, limits: configuration.limits)
+    let store = RecordStore(engine: try SQLiteEngine(path: configuration.databasePath), limits: configuration.limits)
     return buildApplication(configuration: configuration, store: store, onListening: onListening)
 }
 
-/// Builds the server over a given store (any backend).
+/// Builds the server over a given store (any engine).
 public func buildApplication(
     configuration: ServerConfiguration,
-    store: any RecordStore,
+    store: RecordStore,
     onListening: (@Sendable (_ port: Int) async -> Void)? = nil
 ) -> some ApplicationProtocol {
     let router = Router()
     router.add(middleware: ErrorMiddleware())
-    let notifier = ChangeNotifier(keepAliveInterval: configuration.keepAliveInterval)
-    let readAhead = ChangePageReadAhead()
-    DatabaseRoutes(store: store, limits: configuration.limits, maximumBodyBytes: configuration.maximumBodyBytes, notifier: notifier,
-                   readAhead: readAhead)
+    let readAhead = ChangePageReadAhead<PreparedResponse>()
+    DatabaseRoutes(store: store, limits: configuration.limits, maximumBodyBytes: configuration.maximumBodyBytes, readAhead: readAhead)
         .register(on: router)
 
     let logger = configuration.logger
@@ -41,7 +41,7 @@ public func buildApplication(
     return Application(
         router: router,
         configuration: .init(address: .hostname(host, port: configuration.port), serverName: "recordserver"),
-        services: [notifier, readAhead],
+        services: [KeepAlive(notifier: store.notifier, interval: configuration.keepAliveInterval), readAhead],
         onServerRunning: { channel in
             let port = channel.localAddress?.port ?? configuration.port
             logger.notice("listening on http://\(host):\(port)")
@@ -64,7 +64,7 @@ public func buildApplication(
 /// swift-nio issue 2637): a client that cancelled its requests may still be connecting.
 public func withRunningServer<T: Sendable>(
     configuration: ServerConfiguration,
-    store: any RecordStore,
+    store: RecordStore,
     shutdownGrace: Duration = .seconds(2),
     _ body: @escaping @Sendable (_ url: URL) async throws -> T
 ) async throws -> T {
@@ -98,5 +98,16 @@ public func withRunningServer<T: Sendable>(
             await stop()
             throw error
         }
+    }
+}
+
+/// The push channel's keep-alives, as a service of the application: the store's notifier sends
+/// them until graceful shutdown, then ends every stream.
+struct KeepAlive: Service {
+    let notifier: ChangeNotifier
+    let interval: Duration
+
+    func run() async throws {
+        try await notifier.run(keepAliveInterval: interval)
     }
 }

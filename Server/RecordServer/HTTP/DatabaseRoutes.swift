@@ -2,30 +2,25 @@ import Foundation
 import Hummingbird
 import Logging
 import RecordModel
+import RecordRules
 
 /// The CloudKit Web Services endpoints under `/database/1/{container}/{environment}/{database}/`.
 struct DatabaseRoutes: Sendable {
-    let store: any RecordStore
+    let store: RecordStore
     let limits: StoreLimits
     let maximumBodyBytes: Int
-    let notifier: ChangeNotifier
     /// The users of recently seen tokens.
     let tokens = TokenCache()
     /// Change pages read before they are asked for (a service of the application, stopped at
     /// shutdown).
-    let readAhead: ChangePageReadAhead
+    let readAhead: ChangePageReadAhead<PreparedResponse>
 
     /// An endpoint: reads its body (if any) for a scope and answers.
     typealias Endpoint = @Sendable (DatabaseRoutes, Data, DatabaseScope) async throws -> Response
 
     static let endpoints: [(path: String, methods: [HTTPRequest.Method], handler: Endpoint)] = [
         ("records/modify", [.post], { routes, body, scope in
-            let request = try JSONBody.decode(ModifyRecordsRequest.self, from: body)
-            let response = try await routes.store.modifyRecords(request, in: scope)
-            if response.records.contains(where: { $0.record != nil }) {
-                await routes.notifier.publish([ZoneID(zoneName: request.zoneID?.zoneName ?? ZoneID.defaultZoneName, ownerRecordName: scope.ownerRecordName)], in: scope)
-            }
-            return try JSONBody.response(response)
+            try JSONBody.response(try await routes.store.modifyRecords(JSONBody.decode(ModifyRecordsRequest.self, from: body), in: scope))
         }),
         ("records/lookup", [.post], { routes, body, scope in
             try JSONBody.response(try await routes.store.lookupRecords(JSONBody.decode(LookupRecordsRequest.self, from: body), in: scope))
@@ -35,10 +30,7 @@ struct DatabaseRoutes: Sendable {
         }),
         ("records/changes", [.post], { routes, body, scope in
             let request = try JSONBody.decode(RecordChangesRequest.self, from: body)
-            guard let store = routes.store as? any StoredChangePages else {
-                return try JSONBody.response(try await routes.store.changesPage(request, in: scope))
-            }
-            return try await routes.readAhead.answer(request, in: scope, from: store, gzip: JSONBody.acceptsGzip).response
+            return try await routes.readAhead.answer(request, in: scope, from: routes.store, gzip: JSONBody.acceptsGzip).response
         }),
         ("changes/zone", [.post], { routes, body, scope in
             let request = try JSONBody.decode(ZoneChangesRequest.self, from: body)
@@ -66,9 +58,7 @@ struct DatabaseRoutes: Sendable {
             try JSONBody.response(ZonesResponse(zones: try await routes.store.lookupZones(JSONBody.decode(LookupZonesRequest.self, from: body).zones, in: scope)))
         }),
         ("zones/modify", [.post], { routes, body, scope in
-            let results = try await routes.store.modifyZones(JSONBody.decode(ModifyZonesRequest.self, from: body), in: scope)
-            await routes.notifier.publish(results.compactMap { $0.zone?.zoneID }, in: scope)
-            return try JSONBody.response(ZonesResponse(zones: results))
+            try JSONBody.response(ZonesResponse(zones: try await routes.store.modifyZones(JSONBody.decode(ModifyZonesRequest.self, from: body), in: scope)))
         }),
         ("users/current", [.get, .post], { _, _, scope in
             try JSONBody.response(UserIdentity(userRecordName: scope.user.userRecordName, userName: scope.user.name))
@@ -79,7 +69,7 @@ struct DatabaseRoutes: Sendable {
     func register(on router: Router<BasicRequestContext>) {
         router.get("/database/1/:container/:environment/:database/notifications") { request, context in
             do {
-                return await NotificationRoute(notifier: self.notifier).respond(to: try await self.scope(of: request, context: context))
+                return await NotificationRoute(notifier: self.store.notifier).respond(to: try await self.scope(of: request, context: context))
             } catch let error as RecordSyncError {
                 return JSONBody.response(for: error)
             }
@@ -160,5 +150,15 @@ struct DatabaseRoutes: Sendable {
             throw RecordSyncError(.badRequest, "database must be public, private or shared, not \(NameRules.quoted(database))")
         }
         return DatabaseScope(container: container, environment: environment, kind: kind, user: user)
+    }
+}
+
+extension ChangePageReadAhead where Answer == PreparedResponse {
+    /// The answer to a `records/changes` request as the server sends it: JSON, gzipped when the
+    /// request accepts it (``JSONBody``).
+    func answer(_ request: RecordChangesRequest, in scope: DatabaseScope, from store: RecordStore, gzip: Bool) async throws -> PreparedResponse {
+        try await answer(request, in: scope, from: store, variant: gzip ? "gzip" : "identity") { page in
+            try JSONBody.$acceptsGzip.withValue(gzip) { try JSONBody.prepared(page) }
+        }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import RecordModel
+import RecordRules
 import ServiceLifecycle
 
 /// `GET /database/1/{container}/{environment}/{database}/notifications`: a server-sent-events

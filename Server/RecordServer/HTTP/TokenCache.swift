@@ -1,4 +1,5 @@
 import Foundation
+import RecordRules
 
 /// The users of recently seen bearer tokens, so that a request does not read its token from
 /// the store every time (that read, on a database reader, was about 0.5–1 ms of every request

@@ -6,28 +6,28 @@ import Foundation
 /// ``FieldValue``s and encoded again, which was most of the server's work per record on the
 /// change feed. The server's `records/changes` answer; ``decoded()`` gives the ``ZoneChanges``
 /// it stands for.
-package struct StoredZoneChanges: Sendable {
+public struct StoredZoneChanges: Sendable {
     /// A record of the page.
-    package struct Entry: Sendable {
+    public struct Entry: Sendable {
         /// The record. On the server its ``Record/fields`` are left empty when ``fieldsJSON``
         /// holds them; read by a client (``decode(_:)``) it carries both.
-        package var record: Record
+        public var record: Record
         /// The JSON text of the record's fields (stored, or as it arrived), or `nil` when only
         /// ``record`` carries them.
-        package var fieldsJSON: String?
+        public var fieldsJSON: String?
 
-        package init(record: Record, fieldsJSON: String? = nil) {
+        public init(record: Record, fieldsJSON: String? = nil) {
             self.record = record
             self.fieldsJSON = fieldsJSON
         }
     }
 
-    package var zoneID: ZoneID
-    package var entries: [Entry]
-    package var syncToken: String
-    package var moreComing: Bool
+    public var zoneID: ZoneID
+    public var entries: [Entry]
+    public var syncToken: String
+    public var moreComing: Bool
 
-    package init(zoneID: ZoneID, entries: [Entry], syncToken: String, moreComing: Bool) {
+    public init(zoneID: ZoneID, entries: [Entry], syncToken: String, moreComing: Bool) {
         self.zoneID = zoneID
         self.entries = entries
         self.syncToken = syncToken
@@ -43,7 +43,7 @@ package struct StoredZoneChanges: Sendable {
     /// The page with every record's fields decoded.
     ///
     /// - Throws: when stored text is not the JSON form of fields.
-    package func decoded() throws -> ZoneChanges {
+    public func decoded() throws -> ZoneChanges {
         ZoneChanges(zoneID: zoneID, records: try entries.map { entry in
             var record = entry.record
             if let text = entry.fieldsJSON, record.fields.isEmpty { record.fields = try Record.fields(fromJSON: text) }
@@ -78,7 +78,7 @@ extension Record {
 /// Encodes as the ``ZoneChanges`` it stands for; ``JSONValueEncoder`` writes it directly,
 /// copying stored field text.
 extension StoredZoneChanges: Encodable {
-    package func encode(to encoder: any Encoder) throws {
+    public func encode(to encoder: any Encoder) throws {
         try decoded().encode(to: encoder)
     }
 }

@@ -2,19 +2,26 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import RecordModel
+import RecordRules
 import RecordServer
+import RecordSQLiteEngine
 import TestSupport
 import Testing
 
-/// A storage backend the suite runs against. Every test that goes through ``withServer`` runs
-/// once per backend, so these tests are the conformance suite of ``RecordStore``: a new
-/// backend is added here and must pass them unchanged.
+/// A storage engine the suite runs against. Every test that goes through ``withServer`` runs
+/// once per engine, so these tests are the conformance suite of ``StorageEngine``: a new
+/// engine is added here and must pass them unchanged.
 struct Backend: Sendable, CustomStringConvertible {
     var description: String
-    var makeStore: @Sendable (_ directory: String, _ limits: StoreLimits) throws -> any RecordStore
+    var makeEngine: @Sendable (_ directory: String) throws -> any StorageEngine
 
-    static let sqlite = Backend(description: "SQLite") { directory, limits in
-        try SQLiteRecordStore(path: (directory as NSString).appendingPathComponent("records.sqlite"), limits: limits)
+    static let sqlite = Backend(description: "SQLite") { directory in
+        try SQLiteEngine(path: (directory as NSString).appendingPathComponent("records.sqlite"))
+    }
+
+    /// A store of this engine's under `directory`.
+    func makeStore(_ directory: String, _ limits: StoreLimits = StoreLimits()) throws -> RecordStore {
+        RecordStore(engine: try makeEngine(directory), limits: limits)
     }
 
     static let all: [Backend] = [.sqlite]
@@ -23,7 +30,7 @@ struct Backend: Sendable, CustomStringConvertible {
 /// A running server, reached over real HTTP on a port picked by the system.
 struct TestServer: Sendable {
     let client: any TestClientProtocol
-    let store: any RecordStore
+    let store: RecordStore
     let directory: String
     let backend: Backend
 

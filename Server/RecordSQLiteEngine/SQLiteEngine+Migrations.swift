@@ -1,6 +1,6 @@
 import GRDB
 
-extension SQLiteRecordStore {
+extension SQLiteEngine {
     /// The schema, as named migrations. A migration is never edited after it ships: add a new one.
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()

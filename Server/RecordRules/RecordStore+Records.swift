@@ -1,67 +1,69 @@
 import Foundation
-import GRDB
 import RecordModel
-import RecordSQL
 
-extension SQLiteRecordStore {
+extension RecordStore {
+    /// `records/modify`: saves and deletes, targets before sources, with cascades (``ModifyBatch``).
+    /// The notifier is told of the zone if the batch changed it.
     public func modifyRecords(_ request: ModifyRecordsRequest, in scope: DatabaseScope) async throws -> RecordsResponse {
         try limits.checkCount(request.operations.count, of: "operations")
         let limits = self.limits
         // The operations are checked and their fields resolved on a reader first, outside the
-        // write lock that every write of the server waits for; the write uses that work if the
-        // stored schema it was checked against is unchanged, and checks again otherwise.
+        // write lock that every write waits for; the write uses that work if the stored schema
+        // it was checked against is unchanged, and checks again otherwise.
         let validation: ModifyBatch.Validation
         do {
-            validation = try await read(scope) { db, databaseID, containerID in
-                let zone = try self.zone(request.zoneID, databaseID: databaseID, scope: scope, in: db)
-                var batch = ModifyBatch(request: request, scope: scope, zone: zone, containerID: containerID, limits: limits, db: db)
+            validation = try await read(scope) { transaction, database in
+                let zone = try Self.zone(request.zoneID, database: database.key, scope: scope, in: transaction)
+                var batch = ModifyBatch(request: request, scope: scope, zone: zone, containerKey: database.containerKey, limits: limits, transaction: transaction)
                 return try batch.validate(request).get()
             }
         } catch let failure as ModifyBatch.AtomicFailure {
             return failure.response
         }
-        return try await write { db in
-            let (databaseID, containerID) = try self.database(scope, in: db)
-            let zone = try self.zone(request.zoneID, databaseID: databaseID, scope: scope, in: db)
-            var response = RecordsResponse(records: [])
-            try db.inTransaction(.immediate) {
-                var batch = ModifyBatch(request: request, scope: scope, zone: zone, containerID: containerID, limits: limits, db: db)
-                let (result, commit) = try batch.run(request, validated: validation)
-                response = result
-                return commit ? .commit : .rollback
-            }
-            return response
+        let (response, changed) = try await engine.write { transaction in
+            let database = try Self.database(scope, in: transaction)
+            let zone = try Self.zone(request.zoneID, database: database.key, scope: scope, in: transaction)
+            var batch = ModifyBatch(request: request, scope: scope, zone: zone, containerKey: database.containerKey, limits: limits, transaction: transaction)
+            let (response, commit) = try batch.run(request, validated: validation)
+            return commit ? .commit((response, batch.changedZone ? zone.zoneID : nil)) : .rollback((response, nil))
         }
+        if let changed { await notifier.publish([changed], in: scope) }
+        return response
     }
 
+    /// `records/lookup`: one result per requested name, in request order, and the records
+    /// `include` reaches (``included(from:fields:depth:limit:zone:in:)``).
     public func lookupRecords(_ request: LookupRecordsRequest, in scope: DatabaseScope) async throws -> RecordsResponse {
         try limits.checkCount(request.records.count, of: "records")
         let depth = request.includeDepth ?? 1
         guard (1...limits.maximumIncludeDepth).contains(depth) else {
             throw RecordSyncError(.badRequest, "includeDepth must be between 1 and \(limits.maximumIncludeDepth), not \(depth)")
         }
-        return try await read(scope) { db, databaseID, _ in
-            let zone = try self.zone(request.zoneID, databaseID: databaseID, scope: scope, in: db)
+        let maximumIncluded = limits.maximumResultsLimit
+        return try await read(scope) { transaction, database in
+            let zone = try Self.zone(request.zoneID, database: database.key, scope: scope, in: transaction)
             var found: [String: Record] = [:]
             let results: [RecordResult] = try request.records.map { entry in
                 if let problem = NameRules.problem(withName: entry.recordName, kind: "recordName") {
                     return .failure(RecordSyncError(.badRequest, problem, recordName: entry.recordName, zoneID: zone.zoneID))
                 }
-                guard let record = try Self.fetchRecord(entry.recordName, zone: zone, in: db) else {
+                guard let record = try transaction.record(named: entry.recordName, inZone: zone.key, zoneID: zone.zoneID) else {
                     return .failure(RecordSyncError(.notFound, "record \(NameRules.quoted(entry.recordName)) does not exist", recordName: entry.recordName, zoneID: zone.zoneID))
                 }
                 found[record.recordName] = record
                 return .success(record.restricted(to: request.desiredKeys))
             }
             guard let include = request.include, !include.isEmpty else { return RecordsResponse(records: results) }
-            let included = try Self.included(from: Array(found.values), fields: Set(include), depth: depth, limit: self.limits.maximumResultsLimit, zone: zone, in: db)
+            let included = try Self.included(from: Array(found.values), fields: Set(include), depth: depth, limit: maximumIncluded, zone: zone, in: transaction)
             return RecordsResponse(records: results, includedRecords: included.map { $0.restricted(to: request.desiredKeys) })
         }
     }
 
     /// The records reachable from `roots` through the reference `fields`, up to `depth` hops,
     /// excluding the roots, ordered targets before sources.
-    static func included(from roots: [Record], fields: Set<String>, depth: Int, limit: Int, zone: ZoneRow, in db: Database) throws -> [Record] {
+    ///
+    /// - Throws: `LIMIT_EXCEEDED` when more than `limit` records would be included.
+    static func included(from roots: [Record], fields: Set<String>, depth: Int, limit: Int, zone: ZoneContext, in transaction: any StorageTransaction) throws -> [Record] {
         var known = Set(roots.map(\.recordName))
         var included: [Record] = []
         var frontier = roots.sorted { $0.recordName < $1.recordName }
@@ -73,7 +75,7 @@ extension SQLiteRecordStore {
                         throw RecordSyncError(.limitExceeded, "include reaches more than \(limit) records; ask for fewer records, fields or levels")
                     }
                     known.insert(reference.recordName)
-                    if let target = try fetchRecord(reference.recordName, zone: zone, in: db) { next.append(target) }
+                    if let target = try transaction.record(named: reference.recordName, inZone: zone.key, zoneID: zone.zoneID) { next.append(target) }
                 }
             }
             included.append(contentsOf: next)
@@ -83,20 +85,5 @@ extension SQLiteRecordStore {
             (record.recordName, record.references.filter { fields.contains($0.field) }.map(\.reference.recordName))
         })
         return order.flatMap { $0.map { included[$0] } }
-    }
-
-    /// One record, or `nil`.
-    static func fetchRecord(_ name: String, zone: ZoneRow, in db: Database) throws -> Record? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(RecordRow.columns) FROM records WHERE zone_id = ? AND name = ?"), arguments: [zone.id, name])
-            .map { try RecordRow.record(from: $0, zoneID: zone.zoneID) }
-    }
-
-    /// Runs `body` in a GRDB write (without an implicit transaction), mapping storage errors.
-    func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        do {
-            return try await pool.writeWithoutTransaction(body)
-        } catch let error as DatabaseError {
-            throw RecordSyncError(.internalError, "storage error: \(error.resultCode)")
-        }
     }
 }

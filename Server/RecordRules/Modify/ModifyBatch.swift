@@ -1,14 +1,16 @@
 import Foundation
-import GRDB
 import RecordModel
-import RecordSQL
 
-/// One `records/modify` request being applied inside one write transaction.
+/// One `records/modify` request, checked on a reader and then applied inside one write
+/// transaction through the storage primitives.
 ///
-/// Saves run first, grouped so that every target is written before the records that
-/// reference it (a reference cycle is one group); deletes follow in request order. In an
-/// atomic batch the first failure fails everything; otherwise each group runs in a savepoint
-/// and a failure undoes only that group.
+/// Saves run first, grouped so that every target is written before the records that reference
+/// it (a reference cycle is one group); deletes follow in request order. In an atomic batch the
+/// first failure fails everything (the transaction rolls back); otherwise each group runs in a
+/// savepoint and a failure undoes only that group. The rules it applies are in plain values:
+/// ``SaveRules`` (conflicts, ownership), ``BatchResults`` (per-record and atomic answers),
+/// ``DeleteRounds`` (what `VALIDATE` blocks), `DependencyOrder` (the saving order),
+/// ``ZoneFeedWriter`` (numbers and tags).
 struct ModifyBatch {
     /// An operation after validation.
     struct Operation: Sendable {
@@ -22,7 +24,7 @@ struct ModifyBatch {
         var fields: [String: FieldValue] = [:] {
             didSet {
                 references = Record(recordName: name, recordType: recordType, fields: fields).references
-                encodedFields = try? RecordRow.encodeFields(fields)
+                encodedFields = try? JSONValueEncoder().encodeFieldsText(fields)
             }
         }
         /// The references ``fields`` hold, by field name (worked out once per resolution: the
@@ -41,16 +43,29 @@ struct ModifyBatch {
         var removals: Set<String> { Set(rawFields.filter { $0.value.value == .null }.keys) }
     }
 
-    let db: Database
+    /// What the batch has done so far that a failed group or delete round must undo besides
+    /// its rows (which its savepoint undoes): one value, saved before and restored after.
+    struct Progress: Sendable {
+        /// The zone's numbers (locked and read again when the write begins).
+        var feed: ZoneFeedWriter
+        /// Names an earlier delete's cascade removed (a later delete of one succeeds at once).
+        var cascadedNames: Set<String> = []
+        /// Field types stored before the batch, per record type (read once each).
+        var stored: [String: [String: FieldType]] = [:]
+        /// Field types introduced by the operations written so far, per record type.
+        var schema: [String: [String: FieldType]] = [:]
+    }
+
+    let transaction: any StorageTransaction
     let scope: DatabaseScope
-    let zone: SQLiteRecordStore.ZoneRow
-    let containerID: Int64
+    let zone: ZoneContext
+    let containerKey: Int64
     let limits: StoreLimits
     let atomic: Bool
-    let now = SQLiteRecordStore.now()
+    let now = RecordStore.now()
     var operations: [Operation?]
-    var results: [RecordResult?]
-    var sequence: Int64
+    var results: BatchResults
+    var progress: Progress
     /// What the saves know before the first is written (``readBeforeSaving(_:)``): a save
     /// changes only its own row, names are unique in a batch, and every save runs before the
     /// deletes, so this stays true for the whole save phase (a rolled-back group only restores it).
@@ -59,37 +74,40 @@ struct ModifyBatch {
         var zoneHasTombstones: Bool
     }
     var savePhase: SavePhase?
-    var failedNames: Set<String> = []
-    var cascadedNames: Set<String> = []
-    /// Field types stored before the batch, per record type.
-    var stored: [String: [String: FieldType]] = [:]
-    /// Field types introduced by the operations written so far, per record type.
-    var schema: [String: [String: FieldType]] = [:]
-    /// The keys of reference field names in `ref_fields` (what `refs.field` holds), read or
-    /// added in this transaction (``fieldKey(_:)``).
-    var fieldKeys: [String: Int64] = [:]
 
-    init(request: ModifyRecordsRequest, scope: DatabaseScope, zone: SQLiteRecordStore.ZoneRow, containerID: Int64, limits: StoreLimits, db: Database) {
-        self.db = db
+    init(request: ModifyRecordsRequest, scope: DatabaseScope, zone: ZoneContext, containerKey: Int64, limits: StoreLimits,
+         transaction: any StorageTransaction) {
+        self.transaction = transaction
         self.scope = scope
         self.zone = zone
-        self.containerID = containerID
+        self.containerKey = containerKey
         self.limits = limits
         self.atomic = request.atomic ?? true
-        self.sequence = zone.sequence
         self.operations = Array(repeating: nil, count: request.operations.count)
-        self.results = Array(repeating: nil, count: request.operations.count)
+        self.results = BatchResults(count: request.operations.count, zoneID: zone.zoneID)
+        self.progress = Progress(feed: ZoneFeedWriter(zone: zone.key, database: zone.databaseKey, start: zone.sequence))
+    }
+
+    /// Each operation's record name, if it was validated (over a copy of the operations, so that
+    /// it can be passed to a mutation of ``results``).
+    var names: @Sendable (Int) -> String? {
+        let operations = operations
+        return { operations[$0]?.name }
     }
 
     /// What checking a request's operations found, before anything is written: the validated
     /// operations, the failures, and the stored schema they were resolved against.
     struct Validation: Sendable {
         var operations: [Operation?]
-        var results: [RecordResult?]
-        var failedNames: Set<String>
+        var results: BatchResults
         var stored: [String: [String: FieldType]]
         /// The saves' groups in saving order (``savingGroups()``), worked out on the reader too.
         var savingGroups: [[Int]]
+    }
+
+    /// An atomic batch that failed validation: its answer.
+    struct AtomicFailure: Error, Sendable {
+        var response: RecordsResponse
     }
 
     /// Checks every operation and resolves its fields against the stored schema, writing
@@ -106,12 +124,11 @@ struct ModifyBatch {
                 }
                 operations[index] = prepared
             } catch let error as RecordSyncError {
-                fail(index, error, name: operation.record.recordName)
-                if atomic { return .failure(AtomicFailure(response: atomicFailure())) }
+                results.fail(index, error, name: operation.record.recordName)
+                if atomic { return .failure(AtomicFailure(response: results.atomicFailure(names: names))) }
             }
         }
-        return .success(Validation(operations: operations, results: results, failedNames: failedNames, stored: stored,
-                                   savingGroups: savingGroups()))
+        return .success(Validation(operations: operations, results: results, stored: progress.stored, savingGroups: savingGroups()))
     }
 
     /// The validated saves, as groups of operation indices (a single record, or a reference
@@ -124,11 +141,6 @@ struct ModifyBatch {
         return order.map { group in group.map { saves[$0] } }
     }
 
-    /// An atomic batch that failed validation: its answer.
-    struct AtomicFailure: Error, Sendable {
-        var response: RecordsResponse
-    }
-
     /// Applies the batch.
     ///
     /// - Parameter validation: what ``validate(_:)`` found on a reader before the write began;
@@ -136,17 +148,16 @@ struct ModifyBatch {
     ///   operations are validated again here.
     /// - Returns: the per-record results, and whether the transaction should commit.
     mutating func run(_ request: ModifyRecordsRequest, validated validation: Validation? = nil) throws -> (RecordsResponse, commit: Bool) {
+        progress.feed = try .locking(zone: zone.key, database: zone.databaseKey, in: transaction)
         let groups: [[Int]]
         if let validation, try validation.stored.allSatisfy({ type, schema in try storedSchema(of: type) == schema }) {
             operations = validation.operations
             results = validation.results
-            failedNames = validation.failedNames
             groups = validation.savingGroups
         } else {
-            stored = [:]
+            progress.stored = [:]
             operations = Array(repeating: nil, count: request.operations.count)
-            results = Array(repeating: nil, count: request.operations.count)
-            failedNames = []
+            results = BatchResults(count: request.operations.count, zoneID: zone.zoneID)
             switch try validate(request) {
             case .failure(let failure): return (failure.response, false)
             case .success(let validation): groups = validation.savingGroups
@@ -155,31 +166,23 @@ struct ModifyBatch {
 
         if !groups.isEmpty {
             savePhase = try readBeforeSaving(groups.flatMap { $0 }.compactMap { operations[$0]?.name })
-            // The keys of the reference fields the saves will write, before any savepoint: a key
-            // added inside one that is rolled back would be remembered but gone.
-            var names: Set<String> = []
-            for index in groups.joined() {
-                guard let name = operations[index]?.name else { continue }
-                for (field, _) in operations[index]?.references ?? [] { names.insert(field) }
-                for (field, _) in savePhase?.rows[name]?.references ?? [] { names.insert(field) }
-            }
-            for name in names.sorted() { _ = try fieldKey(name) }
         }
         for indices in groups {
             // A single record is checked completely before it is written, so a failure leaves
             // nothing to undo and needs no savepoint; a cycle is checked after writing.
-            guard try attempt(indices, savepoint: indices.count > 1, { batch in try batch.save(indices) }) else { return (atomicFailure(), false) }
+            guard try attempt(indices, savepoint: indices.count > 1, { batch in try batch.save(indices) }) else {
+                return (results.atomicFailure(names: names), false)
+            }
         }
         savePhase = nil
         let deletes = operations.indices.filter { operations[$0]?.type.isDelete ?? false }
-        guard try runDeletes(deletes) else { return (atomicFailure(), false) }
-
-        if sequence != zone.sequence {
-            let databaseSequence = try SQLiteRecordStore.nextDatabaseSequence(zone.databaseID, in: db)
-            try db.cachedStatement(sql: "UPDATE zones SET seq = ?, db_seq = ? WHERE id = ?").execute(arguments: [sequence, databaseSequence, zone.id])
-        }
-        return (RecordsResponse(records: results.map { $0 ?? .failure(RecordSyncError(.internalError, "operation was not applied")) }), true)
+        guard try runDeletes(deletes) else { return (results.atomicFailure(names: names), false) }
+        try progress.feed.finish(in: transaction)
+        return (results.response(), true)
     }
+
+    /// Whether the batch wrote anything (its zone's feed moved).
+    var changedZone: Bool { progress.feed.moved }
 
     // MARK: Running groups
 
@@ -194,26 +197,20 @@ struct ModifyBatch {
                 try body(&self)
                 return true
             } catch let error as RecordSyncError {
-                failGroup(indices, error)
+                results.failGroup(indices, error, names: names)
                 return false
             }
         }
-        // What the body may change, saved so that a failure can undo it. (Copying the whole
-        // batch instead would copy every result of the request once per group.)
         var failure: RecordSyncError?
-        let savedSequence = sequence
-        let savedCascaded = cascadedNames
-        let savedSchema = schema
-        let savedStored = stored
-        let savedFieldKeys = fieldKeys
+        let saved = progress
         if savepoint {
-            try db.inSavepoint {
+            try transaction.savepoint {
                 do {
                     try body(&self)
-                    return .commit
+                    return true
                 } catch let error as RecordSyncError {
                     failure = error
-                    return .rollback
+                    return false
                 }
             }
         } else {
@@ -224,45 +221,10 @@ struct ModifyBatch {
             }
         }
         if let failure {
-            sequence = savedSequence
-            cascadedNames = savedCascaded
-            schema = savedSchema
-            stored = savedStored
-            fieldKeys = savedFieldKeys
-            for index in indices { results[index] = nil }
-            failGroup(indices, failure)
+            progress = saved
+            results.forget(indices)
+            results.failGroup(indices, failure, names: names)
         }
         return true
-    }
-
-    /// Records `error` against the operation it names (or the group's first) and a cycle
-    /// error against the rest of the group.
-    private mutating func failGroup(_ indices: [Int], _ error: RecordSyncError) {
-        let culprit = indices.first { operations[$0]?.name == error.recordName } ?? indices[0]
-        fail(culprit, error, name: operations[culprit]?.name)
-        for index in indices where index != culprit {
-            let name = operations[index]?.name
-            fail(index, RecordSyncError(error.code == .validatingReferenceError ? .validatingReferenceError : .atomicError,
-                                        "not saved: it is in a reference cycle with \(NameRules.quoted(operations[culprit]?.name ?? "")), which failed",
-                                        recordName: name), name: name)
-        }
-    }
-
-    mutating func fail(_ index: Int, _ error: RecordSyncError, name: String?) {
-        var error = error
-        error.recordName = error.recordName ?? name
-        error.zoneID = zone.zoneID
-        results[index] = .failure(error)
-        if let name { failedNames.insert(name) }
-    }
-
-    /// Every result an error: the failures keep theirs, the rest are `ATOMIC_ERROR`.
-    private func atomicFailure() -> RecordsResponse {
-        let culprit = results.compactMap { $0?.error }.first
-        let reason = "not applied: the atomic batch failed" + (culprit.map { " (\($0.recordName.map(NameRules.quoted) ?? "an operation"): \($0.code))" } ?? "")
-        return RecordsResponse(records: results.indices.map { index in
-            if let error = results[index]?.error { return .failure(error) }
-            return .failure(RecordSyncError(.atomicError, reason, recordName: operations[index]?.name, zoneID: zone.zoneID))
-        })
     }
 }

@@ -6,9 +6,11 @@ import ServiceLifecycle
 ///
 /// Events are hints, not data: a client that receives one fetches the zone's changes with its
 /// token, so an event lost while a client reconnects costs latency, never a change. The
-/// notifier is a `Service`: it sends a keep-alive to every listener periodically (so streams of
-/// clients that went away are noticed and dropped) and ends every stream on shutdown.
-public actor ChangeNotifier: Service {
+/// ``RecordStore`` publishes the zones a committed write changed (it knows which); the server
+/// runs ``run(keepAliveInterval:)`` as a service, which sends a keep-alive to every listener
+/// periodically (so streams of clients that went away are noticed and dropped) and ends every
+/// stream on shutdown.
+public actor ChangeNotifier {
     /// What a listener receives: changed zones, or an empty list as a keep-alive.
     public typealias Event = [ZoneID]
 
@@ -30,18 +32,15 @@ public actor ChangeNotifier: Service {
 
     private var listeners: [Key: [UUID: AsyncStream<Event>.Continuation]] = [:]
     private var finished = false
-    private let keepAliveInterval: Duration
 
-    /// Creates a notifier that sends a keep-alive every `keepAliveInterval`.
-    public init(keepAliveInterval: Duration = .seconds(15)) {
-        self.keepAliveInterval = keepAliveInterval
-    }
+    /// Creates a notifier.
+    public init() {}
 
     /// Starts listening to the database of `scope`.
     ///
     /// - Returns: an identifier for ``stopListening(_:id:)``, the stream of events, and its
     ///   continuation (finishing it ends the stream).
-    func listen(to scope: DatabaseScope) -> (id: UUID, events: AsyncStream<Event>, continuation: AsyncStream<Event>.Continuation) {
+    public func listen(to scope: DatabaseScope) -> (id: UUID, events: AsyncStream<Event>, continuation: AsyncStream<Event>.Continuation) {
         let (stream, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(64))
         let id = UUID()
         if finished {
@@ -53,12 +52,12 @@ public actor ChangeNotifier: Service {
     }
 
     /// Stops a listener.
-    func stopListening(_ scope: DatabaseScope, id: UUID) {
+    public func stopListening(_ scope: DatabaseScope, id: UUID) {
         listeners[Key(scope)]?.removeValue(forKey: id)?.finish()
     }
 
     /// Tells every listener of the database of `scope` that `zones` changed.
-    func publish(_ zones: [ZoneID], in scope: DatabaseScope) {
+    public func publish(_ zones: [ZoneID], in scope: DatabaseScope) {
         guard !zones.isEmpty else { return }
         for continuation in listeners[Key(scope)]?.values ?? [:].values {
             continuation.yield(zones)
@@ -68,11 +67,12 @@ public actor ChangeNotifier: Service {
     /// How many listeners there are (for tests and diagnostics).
     public var listenerCount: Int { listeners.values.reduce(0) { $0 + $1.count } }
 
-    /// Sends keep-alives until shutdown, then ends every stream.
-    public func run() async throws {
+    /// Sends keep-alives every `keepAliveInterval` until graceful shutdown, then ends every stream.
+    public func run(keepAliveInterval: Duration) async throws {
+        finished = false
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
-                try? await Task.sleep(for: self.keepAliveInterval)
+                try? await Task.sleep(for: keepAliveInterval)
                 await self.keepAlive()
             }
         }

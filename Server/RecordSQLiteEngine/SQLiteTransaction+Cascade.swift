@@ -1,6 +1,34 @@
 import Foundation
 import GRDB
 import RecordModel
+import RecordRules
+
+extension SQLiteTransaction {
+    func anyValidatingReference(inZone zone: Int64) throws -> Bool {
+        try Bool.fetchOne(db.cachedStatement(sql: Cascade.anyValidatingSQL), arguments: [zone]) == true
+    }
+
+    func collectCascade(from root: String, inZone zone: Int64) throws -> Int {
+        try Cascade.collect(root: root, zoneKey: zone, in: db)
+    }
+
+    func noteValidatedInCascade(operation: Int, inZone zone: Int64) throws {
+        try db.execute(sql: Cascade.noteValidatedSQL, arguments: [operation, zone])
+    }
+
+    func deleteCascade(root: String, inZone zone: Int64, firstSequence: Int64) throws -> [String] {
+        try Cascade.deleteDoomed(root: root, zoneKey: zone, firstSequence: firstSequence, in: db)
+    }
+
+    func startDeleteRound() throws {
+        try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS batch_deleted(name TEXT PRIMARY KEY, operation INTEGER NOT NULL) WITHOUT ROWID")
+        try db.execute(sql: "DELETE FROM temp.batch_deleted")
+    }
+
+    func validatingBlockers(inZone zone: Int64) throws -> [ValidatingBlocker] {
+        try Row.fetchAll(db, sql: Cascade.blockersSQL, arguments: [zone]).map { ValidatingBlocker(operation: $0[0], source: $0[1], target: $0[2]) }
+    }
+}
 
 /// Cascading deletes, set-based: the records a delete removes are found level by level over the
 /// `refs_by_target` index (one statement a level) and removed by a handful of set statements,
@@ -76,6 +104,16 @@ enum Cascade {
 
     /// The doomed rows of the zone (argument), each one search of the records' key.
     static let deleteRowsSQL = "DELETE FROM records WHERE zone_id = ? AND name IN (SELECT name FROM temp.doomed)"
+
+    /// For each delete operation of the batch, one record left in the zone (argument) that holds
+    /// a `VALIDATE` reference to a record it deleted. CROSS JOIN keeps the noted names the outer
+    /// loop, each one search of `refs_by_target`; otherwise SQLite walked every `VALIDATE`
+    /// reference of the zone, even with nothing noted.
+    static let blockersSQL = """
+        SELECT b.operation, refs.source, refs.target FROM temp.batch_deleted b CROSS JOIN refs
+        ON refs.zone_id = ? AND refs.target = b.name AND refs.action = 2
+        GROUP BY b.operation
+        """
 
     /// Deletes every doomed record: tombstones numbered `firstSequence`, `firstSequence + 1`, …
     /// in `doomed` order (root first), their references, then the rows.

@@ -1,0 +1,79 @@
+import Foundation
+import RecordModel
+
+extension ModifyBatch {
+    /// Runs the deletes (in request order), each with its `DELETE_SELF` cascade, then applies
+    /// the `VALIDATE` rule of ``DeleteRounds``.
+    ///
+    /// In a zone without `VALIDATE` references (one primitive call; deletes never add references)
+    /// nothing can block a delete, so the deletes run without savepoints: a delete throws only
+    /// before it writes. A savepoint makes SQLite keep a copy of every page the deletes change,
+    /// which made a cascade of 100,001 records take a third longer (docs/performance.md, step 40).
+    ///
+    /// - Returns: `false` when an atomic batch must stop.
+    mutating func runDeletes(_ indices: [Int]) throws -> Bool {
+        if indices.isEmpty { return true }
+        let validating = try transaction.anyValidatingReference(inZone: zone.key)
+        if !validating {
+            for index in indices {
+                guard try attempt([index], savepoint: false, { batch in try batch.delete(index, isLast: index == indices.last, noting: false) }) else { return false }
+            }
+            return true
+        }
+        var rounds = DeleteRounds(operations: indices, atomic: atomic)
+        var action = rounds.start()
+        while case .run(let active) = action {
+            let before = (progress, results)
+            var blockers: [ValidatingBlocker] = []
+            var stopped = false
+            try transaction.savepoint {
+                try transaction.startDeleteRound()
+                for index in active {
+                    guard try attempt([index], { batch in try batch.delete(index, isLast: index == active.last, noting: true) }) else {
+                        stopped = true
+                        return false
+                    }
+                }
+                blockers = try transaction.validatingBlockers(inZone: zone.key)
+                return blockers.isEmpty
+            }
+            if stopped { return false }
+            let failures: [DeleteRounds.Failure]
+            (action, failures) = rounds.roundEnded(blockers: blockers, names: names)
+            if action == .keep { return true }
+            (progress, results) = before
+            for failure in failures { results.fail(failure.operation, failure.error, name: name(of: failure.operation)) }
+        }
+        return action != .stop
+    }
+
+    /// The record name of operation `index`, if it was validated.
+    private func name(of index: Int) -> String? { operations[index]?.name }
+
+    /// Deletes one record and everything its `DELETE_SELF` cascade reaches; with `noting`, notes
+    /// the removed records that something holds a `VALIDATE` reference to, for the round's check.
+    /// `isLast`: no delete of the batch runs after this one. Its errors (`NOT_FOUND`, `CONFLICT`,
+    /// `ACCESS_DENIED`, `INTERNAL_ERROR` for an operation never validated) are thrown before it
+    /// writes anything.
+    mutating func delete(_ index: Int, isLast: Bool, noting: Bool) throws {
+        let operation = try prepared(index)
+        let name = operation.name
+        if progress.cascadedNames.contains(name) {
+            results.succeed(index, .success(Record(recordName: name, recordType: "", zoneID: zone.zoneID, deleted: true), cascadedRecordNames: []))
+            return
+        }
+        let current = try SaveRules.checkDelete(operation.type, name: name, changeTag: operation.changeTag,
+                                                against: try transaction.record(named: name, inZone: zone.key, zoneID: zone.zoneID), scope: scope)
+        let count = try transaction.collectCascade(from: name, inZone: zone.key)
+        // Only the doomed records that something holds a VALIDATE reference to can block the
+        // batch (references are only removed while deleting, never added), so only they are noted.
+        if noting {
+            try transaction.noteValidatedInCascade(operation: index, inZone: zone.key)
+        }
+        let cascaded = try transaction.deleteCascade(root: name, inZone: zone.key, firstSequence: progress.feed.take(count))
+        // Later deletes of the batch skip what this one cascaded to; the last needs no note.
+        if !isLast { progress.cascadedNames.formUnion(cascaded) }
+        results.succeed(index, .success(Record(recordName: name, recordType: current.recordType, zoneID: zone.zoneID, deleted: true),
+                                        cascadedRecordNames: cascaded))
+    }
+}

@@ -1,0 +1,233 @@
+import Foundation
+import RecordModel
+
+extension ModifyBatch {
+    // MARK: Validation
+
+    /// Checks an operation and resolves its fields against the schema, without writing.
+    mutating func prepare(_ operation: RecordOperation, desiredKeys: [String]?) throws -> Operation {
+        let payload = operation.record
+        let type = operation.operationType
+        let name: String
+        if let given = payload.recordName {
+            name = given
+        } else if type == .create || type == .forceUpdate || type == .forceReplace {
+            name = UUID().uuidString
+        } else {
+            throw RecordSyncError(.badRequest, "\(type.rawValue) needs record.recordName")
+        }
+        if let problem = NameRules.problem(withName: name, kind: "recordName") {
+            throw RecordSyncError(.badRequest, problem)
+        }
+        if type.checksChangeTag && payload.recordChangeTag == nil {
+            throw RecordSyncError(.badRequest, "\(type.rawValue) of \(NameRules.quoted(name)) needs record.recordChangeTag (or use force\(type.rawValue.prefix(1).uppercased() + type.rawValue.dropFirst()))", recordName: name)
+        }
+        var prepared = Operation(type: type, name: name, recordType: "", changeTag: payload.recordChangeTag, desiredKeys: desiredKeys)
+        guard !type.isDelete else { return prepared }
+
+        guard let recordType = payload.recordType else {
+            throw RecordSyncError(.badRequest, "\(type.rawValue) of \(NameRules.quoted(name)) needs record.recordType", recordName: name)
+        }
+        if let problem = NameRules.problem(withName: recordType, kind: "recordType") {
+            throw RecordSyncError(.badRequest, problem, recordName: name)
+        }
+        prepared.recordType = recordType
+        // Checked against the stored schema here; resolved again when written (``resolveFields``),
+        // against the types that operations written before it in this batch introduced.
+        prepared.rawFields = payload.fields ?? [:]
+        let resolved = try resolveFields(prepared, against: try storedSchema(of: recordType))
+        prepared.fields = resolved.fields
+        prepared.namesUnstoredFields = resolved.namesUnknownFields
+        return prepared
+    }
+
+    /// Resolves an operation's raw fields against `known` types; checks names and zones.
+    ///
+    /// - Returns: the fields, and whether a field with a value has no type in `known`.
+    ///
+    /// The fields are resolved in any order; if one is refused, they are resolved again in name
+    /// order, so the error names the first bad field by name, whatever order the request gave.
+    func resolveFields(_ operation: Operation, against known: [String: FieldType]) throws -> (fields: [String: FieldValue], namesUnknownFields: Bool) {
+        do {
+            return try resolveFields(operation.rawFields, of: operation, against: known)
+        } catch {
+            return try resolveFields(operation.rawFields.sorted { $0.key < $1.key }, of: operation, against: known)
+        }
+    }
+
+    private func resolveFields<Fields: Sequence<(key: String, value: RawFieldValue)>>(
+        _ rawFields: Fields, of operation: Operation, against known: [String: FieldType]
+    ) throws -> (fields: [String: FieldValue], namesUnknownFields: Bool) {
+        let name = operation.name
+        let recordType = operation.recordType
+        var fields: [String: FieldValue] = [:]
+        var namesUnknownFields = false
+        fields.reserveCapacity(operation.rawFields.count)
+        for (field, raw) in rawFields {
+            if let problem = NameRules.problem(withFieldName: field) {
+                throw RecordSyncError(.badRequest, problem, recordName: name)
+            }
+            if raw.value == .null { continue }
+            let schemaType = known[field]
+            if schemaType == nil { namesUnknownFields = true }
+            let value = try resolve(raw, field: field, recordType: recordType, schemaType: schemaType, recordName: name)
+            for reference in value.references {
+                if let target = reference.zoneID, target.zoneName != zone.name || !isThisZonesOwner(target.ownerRecordName) {
+                    throw RecordSyncError(.badRequest, "field \(NameRules.quoted(field)) references \(NameRules.quoted(reference.recordName)) in zone \(NameRules.quoted(target.zoneName)) of \(NameRules.quoted(target.ownerRecordName ?? "")); a reference must stay in its record's zone (\(NameRules.quoted(zone.name)))", recordName: name)
+                }
+            }
+            fields[field] = value
+        }
+        return (fields, namesUnknownFields)
+    }
+
+    /// Whether a reference's `ownerRecordName` names this zone's owner (or is a placeholder).
+    private func isThisZonesOwner(_ owner: String?) -> Bool {
+        guard let owner, owner != "__defaultOwner__" else { return true }
+        return owner == zone.zoneID.ownerRecordName
+    }
+
+    /// The typed value of a raw field: by the type the request gives, else the schema's,
+    /// else inferred; a type that disagrees with the schema is `BAD_REQUEST` naming both.
+    private func resolve(_ raw: RawFieldValue, field: String, recordType: String, schemaType: FieldType?, recordName: String) throws -> FieldValue {
+        if let given = raw.type, let schemaType, given != schemaType {
+            throw RecordSyncError(.badRequest, "field \(NameRules.quoted(field)) of \(recordType) is \(schemaType) in the schema, but the request gives \(given)", recordName: recordName)
+        }
+        do {
+            return try FieldValue(json: raw.value, type: raw.type ?? schemaType)
+        } catch let error as RecordSyncError {
+            let context = raw.type == nil && schemaType != nil ? " (the schema says \(schemaType!))" : ""
+            throw RecordSyncError(.badRequest, "field \(NameRules.quoted(field)): \(error.reason)\(context)", recordName: recordName)
+        }
+    }
+
+    /// The stored schema of a record type (read once per batch).
+    mutating func storedSchema(of recordType: String) throws -> [String: FieldType] {
+        if let cached = progress.stored[recordType] { return cached }
+        let types = try transaction.schema(of: recordType, inContainer: containerKey)
+        progress.stored[recordType] = types
+        return types
+    }
+
+    /// The schema a write is checked against: stored types plus those of the operations this
+    /// batch has written so far (a failed group's additions vanish with its savepoint copy).
+    private mutating func writtenSchema(of recordType: String) throws -> [String: FieldType] {
+        try storedSchema(of: recordType).merging(progress.schema[recordType] ?? [:]) { stored, _ in stored }
+    }
+
+    /// The validated operation at `index` (only those are ever scheduled).
+    func prepared(_ index: Int) throws -> Operation {
+        guard let operation = operations[index] else {
+            throw RecordSyncError(.internalError, "operation \(index) was scheduled without being validated")
+        }
+        return operation
+    }
+
+    // MARK: Saving
+
+    /// What the saves of the batch need to know before any is written, read with two primitives
+    /// instead of a lookup (and a tombstone delete) per record: the stored rows of `names`, and
+    /// whether the zone holds any tombstone.
+    func readBeforeSaving(_ names: [String]) throws -> SavePhase {
+        var rows: [String: Record] = [:]
+        for record in try transaction.records(named: names, inZone: zone.key, zoneID: zone.zoneID) {
+            rows[record.recordName] = record
+        }
+        return SavePhase(rows: rows, zoneHasTombstones: try transaction.zoneHasTombstones(zone.key))
+    }
+
+    /// Saves the operations of one group (a single record, or a reference cycle) and checks
+    /// their `VALIDATE` references: a single record's before it is written (so that a failure
+    /// writes nothing), a cycle's after (its members reference each other).
+    mutating func save(_ indices: [Int]) throws {
+        let single = indices.count == 1
+        for index in indices {
+            var operation = try prepared(index)
+            // A single record's references are checked after its own checks (so a stale tag is
+            // still CONFLICT with the server record) and before its first write.
+            let record = try saveOne(&operation, checkingReferencesFirst: single)
+            results.succeed(index, .success(record.restricted(to: operation.desiredKeys)))
+        }
+        if indices.count > 1 {
+            for index in indices { try checkReferences(of: try prepared(index)) }
+        }
+    }
+
+    /// Checks that the targets of an operation's `VALIDATE` references (and, in the public
+    /// database, `DELETE_SELF` ones) exist or are the record itself, and were not failed by this
+    /// batch.
+    private func checkReferences(of operation: Operation) throws {
+        // In the public database a DELETE_SELF target must exist too: otherwise another
+        // user could create the missing target later and delete it, taking this record along.
+        let deleteSelfMustExist = scope.kind == .public
+        for (field, reference) in operation.references where reference.action == .validate || (deleteSelfMustExist && reference.action == .deleteSelf) {
+            let target = reference.recordName
+            if target == operation.name { continue }
+            if results.failedNames.contains(target) {
+                throw RecordSyncError(.validatingReferenceError, "field \(NameRules.quoted(field)) is a \(reference.action.rawValue) reference to \(NameRules.quoted(target)), whose operation in this batch failed", recordName: operation.name)
+            }
+            if try !transaction.recordExists(named: target, inZone: zone.key) {
+                throw RecordSyncError(.validatingReferenceError, "field \(NameRules.quoted(field)) is a \(reference.action.rawValue) reference to \(NameRules.quoted(target)), which does not exist" + (reference.action == .deleteSelf ? " (in the public database an owner must exist)" : ""), recordName: operation.name)
+            }
+        }
+    }
+
+    /// Writes one record (`operation`, its fields resolved again if this batch changed their
+    /// schema); with `checkingReferencesFirst`, checks its references after every other check
+    /// and before the first write.
+    private mutating func saveOne(_ operation: inout Operation, checkingReferencesFirst: Bool) throws -> Record {
+        // Resolved against the stored schema when prepared; again only if an operation written
+        // before it in this batch introduced the type of one of its fields.
+        let storedTypes = operation.namesUnstoredFields ? try storedSchema(of: operation.recordType) : [:]
+        if operation.namesUnstoredFields {
+            if let added = progress.schema[operation.recordType], operation.rawFields.keys.contains(where: { storedTypes[$0] == nil && added[$0] != nil }) {
+                operation.fields = try resolveFields(operation, against: try writtenSchema(of: operation.recordType)).fields
+            }
+            // The types this batch introduces (what writtenSchema(of:) adds to the stored ones).
+            for (field, value) in operation.fields where storedTypes[field] == nil && progress.schema[operation.recordType]?[field] == nil {
+                progress.schema[operation.recordType, default: [:]][field] = value.type
+            }
+        }
+        let name = operation.name
+        let current: Record?
+        if let savePhase { current = savePhase.rows[name] } else { current = try transaction.record(named: name, inZone: zone.key, zoneID: zone.zoneID) }
+        try SaveRules.checkSave(operation.type, name: name, recordType: operation.recordType, changeTag: operation.changeTag, against: current, scope: scope)
+
+        let (fields, merged) = SaveRules.fields(of: operation.type, given: operation.fields, removals: operation.removals, current: current)
+        let encoded = try merged ? JSONValueEncoder().encodeFieldsText(fields) : operation.encodedFields ?? (try JSONValueEncoder().encodeFieldsText(fields))
+        if encoded.utf8.count > limits.maximumRecordBytes {
+            throw RecordSyncError(.limitExceeded, "record \(NameRules.quoted(name)) holds \(encoded.utf8.count) bytes of field data; the limit is \(limits.maximumRecordBytes)", recordName: name)
+        }
+
+        if checkingReferencesFirst { try checkReferences(of: operation) }
+        let sequence = progress.feed.next()
+        let tag = ZoneFeedWriter.changeTag(sequence)
+        let user = scope.user.userRecordName
+        // Only fields the stored schema lacks (the batch's own additions included: adding is idempotent).
+        if operation.namesUnstoredFields {
+            for (field, value) in operation.fields where storedTypes[field] == nil {
+                try transaction.addSchemaField(field, type: value.type, of: operation.recordType, inContainer: containerKey)
+            }
+        }
+        let modified = Stamp(timestamp: now, userRecordName: user)
+        let created = current.map { $0.created ?? modified } ?? modified
+        let row = RecordWrite(name: name, recordType: operation.recordType, changeTag: tag, fields: encoded, created: created, modified: modified, sequence: sequence)
+        if current != nil {
+            try transaction.updateRecord(row, inZone: zone.key)
+            try transaction.removeReferences(from: name, inZone: zone.key)
+        } else {
+            try transaction.insertRecord(row, inZone: zone.key)
+            if savePhase?.zoneHasTombstones ?? true {
+                try transaction.removeTombstone(named: name, inZone: zone.key)
+            }
+        }
+        let record = Record(recordName: name, recordType: operation.recordType, zoneID: zone.zoneID, recordChangeTag: tag,
+                            fields: fields, created: created, modified: modified)
+        // An update keeps the stored fields it does not name: their references are worked out here.
+        let references = merged ? record.references : operation.references
+        if !references.isEmpty {
+            try transaction.insertReferences(references, from: name, inZone: zone.key)
+        }
+        return record
+    }
+}

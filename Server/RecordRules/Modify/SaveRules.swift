@@ -1,0 +1,63 @@
+import RecordModel
+
+/// What a save or a delete may do to the record stored under its name: plain functions of the
+/// operation, the stored record and the scope, no storage.
+enum SaveRules {
+    /// Checks a save against the stored record (`nil`: none).
+    ///
+    /// - Throws: `EXISTS` for a create of a stored record; `CONFLICT` for a stale change tag
+    ///   (both carry the stored record); `ACCESS_DENIED` for another user's record in the public
+    ///   database; `BAD_REQUEST` for a record of another type; `NOT_FOUND` for an `update` or
+    ///   `replace` of a missing record.
+    static func checkSave(_ type: OperationType, name: String, recordType: String, changeTag: String?, against current: Record?, scope: DatabaseScope) throws {
+        guard let current else {
+            if type == .update || type == .replace {
+                throw RecordSyncError(.notFound, "record \(NameRules.quoted(name)) does not exist", recordName: name)
+            }
+            return
+        }
+        if type == .create {
+            throw RecordSyncError(.exists, "record \(NameRules.quoted(name)) already exists", recordName: name, serverRecord: current)
+        }
+        if type.checksChangeTag, changeTag != current.recordChangeTag {
+            throw stale(name, changeTag, current)
+        }
+        try checkOwner(name, current, scope)
+        if current.recordType != recordType {
+            throw RecordSyncError(.badRequest, "record \(NameRules.quoted(name)) is a \(current.recordType), not a \(recordType)", recordName: name)
+        }
+    }
+
+    /// Checks a delete against the stored record.
+    ///
+    /// - Throws: `NOT_FOUND`, `CONFLICT` (for `delete` with a stale tag) or `ACCESS_DENIED`.
+    static func checkDelete(_ type: OperationType, name: String, changeTag: String?, against current: Record?, scope: DatabaseScope) throws -> Record {
+        guard let current else {
+            throw RecordSyncError(.notFound, "record \(NameRules.quoted(name)) does not exist", recordName: name)
+        }
+        if type == .delete, changeTag != current.recordChangeTag {
+            throw stale(name, changeTag, current)
+        }
+        try checkOwner(name, current, scope)
+        return current
+    }
+
+    /// The fields a save stores: an update (`update`, `forceUpdate`) of a stored record keeps
+    /// the stored fields it does not name and removes those it sets to `null`; otherwise the
+    /// fields given. `merged` tells whether they differ from the given ones.
+    static func fields(of type: OperationType, given: [String: FieldValue], removals: Set<String>, current: Record?) -> (fields: [String: FieldValue], merged: Bool) {
+        guard let current, type == .update || type == .forceUpdate else { return (given, false) }
+        return (current.fields.filter { !removals.contains($0.key) }.merging(given) { $1 }, true)
+    }
+
+    /// In the public database only a record's creator may change or delete it.
+    private static func checkOwner(_ name: String, _ current: Record, _ scope: DatabaseScope) throws {
+        if scope.kind == .public, current.created?.userRecordName != scope.user.userRecordName {
+            throw RecordSyncError(.accessDenied, "record \(NameRules.quoted(name)) of the public database belongs to another user", recordName: name)
+        }
+    }
+
+    private static func stale(_ name: String, _ changeTag: String?, _ current: Record) -> RecordSyncError {
+        RecordSyncError(.conflict, "record \(NameRules.quoted(name)) has changed on the server: recordChangeTag \(changeTag ?? "") is stale, the server's is \(current.recordChangeTag ?? "")", recordName: name, serverRecord: current)
+    }
+}

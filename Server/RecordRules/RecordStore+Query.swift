@@ -1,0 +1,54 @@
+import Crypto
+import Foundation
+import RecordModel
+
+extension RecordStore {
+    /// `records/query`: one page of the records of a type that match the filters, in the sort
+    /// order (then by zone and name), with a continuation marker when more remain.
+    ///
+    /// A marker holds the last record's sort-key values, zone key and name, and a fingerprint
+    /// of the query; it is refused with any other query.
+    public func queryRecords(_ request: QueryRecordsRequest, in scope: DatabaseScope) async throws -> QueryRecordsResponse {
+        let limit = try limits.resultsLimit(request.resultsLimit)
+        if let problem = NameRules.problem(withName: request.query.recordType, kind: "query.recordType") {
+            throw RecordSyncError(.badRequest, problem)
+        }
+        let fingerprint = Self.fingerprint(of: request)
+        let marker = try request.continuationMarker.map { try ContinuationMarker(string: $0) }
+        if let marker, marker.query != fingerprint {
+            throw RecordSyncError(.badRequest, "continuationMarker belongs to a different query")
+        }
+        do {
+            return try await read(scope) { transaction, database in
+                var zones: [Int64: ZoneID] = [:]
+                if request.zoneWide == true && request.zoneID == nil {
+                    for zone in try transaction.liveZones(in: database.key) {
+                        zones[zone.key] = ZoneID(zoneName: zone.name, ownerRecordName: scope.ownerRecordName)
+                    }
+                } else {
+                    let zone = try Self.zone(request.zoneID, database: database.key, scope: scope, in: transaction)
+                    zones[zone.key] = zone.zoneID
+                }
+                let schema = try transaction.schema(of: request.query.recordType, inContainer: database.containerKey)
+                let matches = try transaction.query(request.query, inZones: zones, schema: schema, after: marker, limit: limit + 1)
+                let page = matches.prefix(limit)
+                let next = matches.count > limit ? page.last.map {
+                    ContinuationMarker(query: fingerprint, values: $0.sortValues, zone: $0.zoneKey, name: $0.record.recordName).string
+                } : nil
+                return QueryRecordsResponse(records: page.map { $0.record.restricted(to: request.desiredKeys) }, continuationMarker: next)
+            }
+        } catch let error as RecordSyncError where error.code == .internalError {
+            // An engine refuses statements that are too deep or too large: the query's fault.
+            throw RecordSyncError(.badRequest, "the query is too complex to run; use fewer filters, sort keys or values")
+        }
+    }
+
+    /// Identifies a query (type, filters, sort, zone) so a marker cannot be used with another.
+    static func fingerprint(of request: QueryRecordsRequest) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        var material = (try? encoder.encode(request.query)) ?? Data()
+        material.append(contentsOf: Array("|\(request.zoneID?.zoneName ?? "")|\(request.zoneWide ?? false)".utf8))
+        return SHA256.hash(data: material).prefix(8).map { String(format: "%02x", $0) }.joined()
+    }
+}

@@ -1,0 +1,29 @@
+import Foundation
+import RecordModel
+
+/// Where records live: every endpoint of CloudKit Web Services as a method, with CloudKit's rules
+/// (validation and the inferred schema, change tags and conflicts, public-database ownership,
+/// targets first, `VALIDATE` and `DELETE_SELF`, the change feeds and their tokens, continuation
+/// markers, `include`, limits), over a ``StorageEngine`` that only stores rows.
+///
+/// Every method either answers or throws ``RecordSyncError`` having changed nothing; per-record
+/// and per-zone failures are results, not throws. After a write that changed zones commits, the
+/// store tells ``notifier`` which.
+public final class RecordStore: Sendable {
+    /// Where the rows are kept.
+    public let engine: any StorageEngine
+    /// The limits every request is held to.
+    public let limits: StoreLimits
+    /// Told of every committed change, for the push channel.
+    public let notifier: ChangeNotifier
+
+    /// A store over `engine`.
+    public init(engine: any StorageEngine, limits: StoreLimits = StoreLimits()) {
+        self.engine = engine
+        self.limits = limits
+        self.notifier = ChangeNotifier()
+    }
+
+    /// Milliseconds since 1970, now.
+    static func now() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
+}

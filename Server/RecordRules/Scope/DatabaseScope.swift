@@ -1,0 +1,52 @@
+import Foundation
+import RecordModel
+
+/// A signed-in user.
+public struct User: Sendable, Hashable {
+    /// The storage key of the user.
+    public var id: Int64
+    /// The name given to `recordserver user add`.
+    public var name: String
+    /// The user's record name (`_` and 32 hex digits), as it appears in `created`/`modified`.
+    public var userRecordName: String
+
+    /// Creates a user value.
+    public init(id: Int64, name: String, userRecordName: String) {
+        self.id = id
+        self.name = name
+        self.userRecordName = userRecordName
+    }
+}
+
+/// Which of a container's databases a request addresses.
+public enum DatabaseKind: String, Sendable, Hashable, CaseIterable {
+    /// Readable by every signed-in user; records writable by their creator.
+    case `public`
+    /// One per user, theirs alone.
+    case `private`
+}
+
+/// A database as a request addresses it: container, environment, kind, and the user asking.
+public struct DatabaseScope: Sendable, Hashable {
+    /// The container identifier, such as `iCloud.com.example.Gallery`.
+    public var container: String
+    /// `development` or `production`; each has its own data and schema.
+    public var environment: String
+    /// Public or private.
+    public var kind: DatabaseKind
+    /// The user making the request (and, for ``DatabaseKind/private``, the database's owner).
+    public var user: User
+
+    /// Creates a scope.
+    public init(container: String, environment: String, kind: DatabaseKind, user: User) {
+        self.container = container
+        self.environment = environment
+        self.kind = kind
+        self.user = user
+    }
+
+    /// The owner record name a zone ID of this database carries.
+    public var ownerRecordName: String {
+        kind == .private ? user.userRecordName : "__defaultOwner__"
+    }
+}

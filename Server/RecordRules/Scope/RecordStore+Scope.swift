@@ -1,0 +1,78 @@
+import Foundation
+import RecordModel
+
+/// A live zone as a request addresses it, read inside the request's transaction.
+struct ZoneContext: Sendable {
+    var key: Int64
+    var databaseKey: Int64
+    var name: String
+    var uid: UUID
+    /// The last number of the zone's feed when it was read.
+    var sequence: Int64
+    /// The zone's ID as answers carry it (with its owner's record name).
+    var zoneID: ZoneID
+}
+
+/// Thrown inside a read transaction when the database does not exist yet; the caller retries
+/// in a write transaction, which creates it.
+struct MissingDatabase: Error {}
+
+extension RecordStore {
+    /// The database of `scope`, created with its `_defaultZone` on first use (unless `create`
+    /// is false: then ``MissingDatabase``). A database always has `_defaultZone`.
+    static func database(_ scope: DatabaseScope, in transaction: any StorageTransaction, create: Bool = true) throws -> StoredDatabase {
+        let address = DatabaseAddress(scope)
+        if let database = try transaction.database(at: address) { return database }
+        guard create else { throw MissingDatabase() }
+        let database = try transaction.insertDatabase(at: address, uid: UUID())
+        _ = try createOrReviveZone(named: ZoneID.defaultZoneName, database: database.key, in: transaction)
+        return database
+    }
+
+    /// Runs `body` in a read transaction with the database of `scope`, or in a write
+    /// transaction when the database must first be created.
+    func read<T: Sendable>(_ scope: DatabaseScope, _ body: @escaping @Sendable (any StorageTransaction, StoredDatabase) throws -> T) async throws -> T {
+        do {
+            return try await engine.read { transaction in
+                try body(transaction, try Self.database(scope, in: transaction, create: false))
+            }
+        } catch is MissingDatabase {
+            return try await engine.write { transaction in
+                .commit(try body(transaction, try Self.database(scope, in: transaction)))
+            }
+        }
+    }
+
+    /// The live zone `zoneID` of a database, or `ZONE_NOT_FOUND` (`BAD_REQUEST` for a bad name).
+    static func zone(_ zoneID: ZoneID?, database: Int64, scope: DatabaseScope, in transaction: any StorageTransaction) throws -> ZoneContext {
+        let zoneID = zoneID ?? .defaultZone
+        if let problem = NameRules.problem(withName: zoneID.zoneName, kind: "zoneName") {
+            throw RecordSyncError(.badRequest, problem, zoneID: zoneID)
+        }
+        if let owner = zoneID.ownerRecordName, scope.kind == .private,
+           owner != scope.user.userRecordName, owner != "__defaultOwner__" {
+            throw RecordSyncError(.zoneNotFound, "zone \(NameRules.quoted(zoneID.zoneName)) of owner \(NameRules.quoted(owner)) is not in your private database", zoneID: zoneID)
+        }
+        guard let stored = try transaction.zone(named: zoneID.zoneName, in: database), !stored.deleted else {
+            throw RecordSyncError(.zoneNotFound, "zone \(NameRules.quoted(zoneID.zoneName)) does not exist", zoneID: zoneID)
+        }
+        return ZoneContext(key: stored.key, databaseKey: database, name: zoneID.zoneName, uid: stored.uid, sequence: stored.sequence,
+                           zoneID: ZoneID(zoneName: zoneID.zoneName, ownerRecordName: scope.ownerRecordName))
+    }
+
+    /// Creates a zone, or brings a deleted one back as a new incarnation (a new UID, so tokens
+    /// of the old one expire; its feed numbers go on, so change tags stay unique). Returns
+    /// `nil` when the zone already exists.
+    static func createOrReviveZone(named name: String, database: Int64, in transaction: any StorageTransaction) throws -> Int64? {
+        let uid = UUID()
+        if let existing = try transaction.zone(named: name, in: database) {
+            guard existing.deleted else { return nil }
+            try transaction.reviveZone(existing.key, uid: uid, databaseSequence: try DatabaseFeed.take(database, in: transaction))
+            try transaction.insertIncarnation(uid, of: existing.key)
+            return existing.key
+        }
+        let key = try transaction.insertZone(named: name, in: database, uid: uid, databaseSequence: try DatabaseFeed.take(database, in: transaction))
+        try transaction.insertIncarnation(uid, of: key)
+        return key
+    }
+}

@@ -1,0 +1,35 @@
+import RecordModel
+
+/// Limits the store enforces on every request.
+public struct StoreLimits: Sendable {
+    /// Operations per `records/modify` (and records per `records/lookup`, zones per
+    /// `zones/modify`/`zones/lookup`); more is `LIMIT_EXCEEDED`.
+    public var maximumOperationsPerRequest: Int = 400
+    /// Records per response when the request gives no `resultsLimit`.
+    public var defaultResultsLimit: Int = 200
+    /// The largest `resultsLimit` honoured; larger values are capped to it.
+    public var maximumResultsLimit: Int = 400
+    /// The most field data one record may hold, in bytes of its JSON form.
+    public var maximumRecordBytes: Int = 1024 * 1024
+    /// How deep `records/lookup` `include` may follow references.
+    public var maximumIncludeDepth: Int = 8
+
+    /// Creates limits with the defaults.
+    public init() {}
+
+    /// `requested` capped to ``maximumResultsLimit``, or the default; `BAD_REQUEST` if not positive.
+    package func resultsLimit(_ requested: Int?) throws -> Int {
+        guard let requested else { return defaultResultsLimit }
+        guard requested > 0 else {
+            throw RecordSyncError(.badRequest, "resultsLimit must be a positive integer, not \(requested)")
+        }
+        return min(requested, maximumResultsLimit)
+    }
+
+    /// `LIMIT_EXCEEDED` when a request carries more than ``maximumOperationsPerRequest`` items.
+    package func checkCount(_ count: Int, of what: String) throws {
+        if count > maximumOperationsPerRequest {
+            throw RecordSyncError(.limitExceeded, "the request has \(count) \(what); the limit is \(maximumOperationsPerRequest) per request")
+        }
+    }
+}

@@ -1,0 +1,280 @@
+import Foundation
+import RecordModel
+
+/// A storage engine: transactions over the tables every engine keeps (users and tokens,
+/// containers, databases, zones and their incarnations, the inferred schema, records, references,
+/// tombstones), and nothing of CloudKit's rules. ``RecordStore`` holds the rules and calls these.
+///
+/// Transactions are synchronous closures: an engine runs each on a connection of its own
+/// (SQLite: GRDB's reader or writer queue; an engine over an asynchronous driver runs the
+/// closure on a thread of its own and waits for each statement there). Whatever a closure
+/// throws leaves the database as it was; an engine reports its own failures as
+/// ``RecordSyncError`` with `INTERNAL_ERROR` and lets every other error through unchanged.
+public protocol StorageEngine: Sendable {
+    /// Runs `body` in a read transaction: one consistent snapshot, no writes.
+    func read<T: Sendable>(_ body: @escaping @Sendable (any StorageTransaction) throws -> T) async throws -> T
+
+    /// Runs `body` in a write transaction, serialised with every other write that touches the
+    /// same zones, and commits or rolls back as it says. A throw rolls back.
+    func write<T: Sendable>(_ body: @escaping @Sendable (any StorageTransaction) throws -> WriteOutcome<T>) async throws -> T
+}
+
+/// What a write transaction's body decided.
+public enum WriteOutcome<Value> {
+    /// Commit, then answer `Value`.
+    case commit(Value)
+    /// Roll back everything the transaction did, then answer `Value`.
+    case rollback(Value)
+}
+
+/// The primitives of one transaction. Each reads or writes rows; none decides anything a
+/// CloudKit client could notice beyond what it is told to store. Keys (`Int64`) are the
+/// engine's own and mean nothing outside it. In a read transaction only the reading
+/// primitives may be called.
+public protocol StorageTransaction: AnyObject {
+    // MARK: Users
+
+    /// The user named `name`, or `nil`.
+    func user(named name: String) throws -> User?
+    /// Stores a user (the name is known to be free) and returns it with its new key.
+    func insertUser(named name: String, recordName: String, createdAt: Int64) throws -> User
+    /// Stores a token hash for a user.
+    func insertToken(hash: Data, userKey: Int64, createdAt: Int64) throws
+    /// The user holding the token whose SHA-256 is `hash`, or `nil`.
+    func user(forTokenHash hash: Data) throws -> User?
+
+    // MARK: Databases and zones
+
+    /// The database at `address`, or `nil` if none was stored yet.
+    func database(at address: DatabaseAddress) throws -> StoredDatabase?
+    /// Stores the database at `address` (creating its container row if needed) with feed number 0.
+    func insertDatabase(at address: DatabaseAddress, uid: UUID) throws -> StoredDatabase
+    /// Adds one to a database's zone-feed number and returns the new number. A write transaction
+    /// that calls this holds the database's number until it ends.
+    func advanceDatabaseSequence(_ database: Int64) throws -> Int64
+    /// The zones of a database whose place in the database feed is after `sequence`, in feed
+    /// order, at most `limit`; deleted zones only if their place is also after `deletionFloor`.
+    func zoneChanges(in database: Int64, after sequence: Int64, deletionFloor: Int64, limit: Int) throws -> [ZoneChangeRow]
+
+    /// The zone named `name` of a database, live or deleted, or `nil`.
+    func zone(named name: String, in database: Int64) throws -> StoredZone?
+    /// The live zones of a database, by name (byte order).
+    func liveZones(in database: Int64) throws -> [StoredZone]
+    /// Stores a new live zone with record-feed number 0.
+    func insertZone(named name: String, in database: Int64, uid: UUID, databaseSequence: Int64) throws -> Int64
+    /// Makes a deleted zone live again as the incarnation `uid`.
+    func reviveZone(_ zone: Int64, uid: UUID, databaseSequence: Int64) throws
+    /// Marks a zone deleted (its contents are removed with ``deleteZoneContents(_:)``).
+    func markZoneDeleted(_ zone: Int64, databaseSequence: Int64) throws
+    /// Removes every record, reference and tombstone of a zone, touching no other zone.
+    func deleteZoneContents(_ zone: Int64) throws
+    /// Remembers that `uid` named an incarnation of `zone`.
+    func insertIncarnation(_ uid: UUID, of zone: Int64) throws
+    /// The zone that `uid` named an incarnation of, or `nil`.
+    func zone(ofIncarnation uid: UUID) throws -> Int64?
+    /// The zone's record-feed number, read so that no other writer can take a number of this
+    /// zone until this transaction ends (SQLite: its writes are serialised anyway; an engine with
+    /// concurrent writers locks the zone's row).
+    func lockZoneForWriting(_ zone: Int64) throws -> Int64
+    /// Stores a zone's record-feed number and its place in the database feed.
+    func setZoneSequence(_ zone: Int64, to sequence: Int64, databaseSequence: Int64) throws
+
+    // MARK: Schema
+
+    /// The stored field types of a record type of a container.
+    func schema(of recordType: String, inContainer container: Int64) throws -> [String: FieldType]
+    /// Stores a field's type unless the field already has one.
+    func addSchemaField(_ field: String, type: FieldType, of recordType: String, inContainer container: Int64) throws
+
+    // MARK: Records and references
+
+    /// The stored records among `names` (any order; missing names are left out), each given `zoneID`.
+    func records(named names: [String], inZone zone: Int64, zoneID: ZoneID) throws -> [Record]
+    /// One stored record, or `nil`.
+    func record(named name: String, inZone zone: Int64, zoneID: ZoneID) throws -> Record?
+    /// Whether a record of that name is stored in the zone.
+    func recordExists(named name: String, inZone zone: Int64) throws -> Bool
+    /// Whether the zone holds any tombstone.
+    func zoneHasTombstones(_ zone: Int64) throws -> Bool
+    /// Stores a new record (none of that name is stored in the zone).
+    func insertRecord(_ row: RecordWrite, inZone zone: Int64) throws
+    /// Rewrites a stored record (its creation stamp stays as stored).
+    func updateRecord(_ row: RecordWrite, inZone zone: Int64) throws
+    /// Removes the tombstone of `name`, if the zone holds one.
+    func removeTombstone(named name: String, inZone zone: Int64) throws
+    /// Removes every reference `source` holds.
+    func removeReferences(from source: String, inZone zone: Int64) throws
+    /// Stores the references `source` holds (each element of a list once per action).
+    func insertReferences(_ references: [(field: String, reference: Reference)], from source: String, inZone zone: Int64) throws
+
+    // MARK: Deletes and cascades
+
+    /// Whether any record of the zone holds a `VALIDATE` reference.
+    func anyValidatingReference(inZone zone: Int64) throws -> Bool
+    /// Collects the records deleting `root` removes: `root`, then every record holding a
+    /// `DELETE_SELF` reference to a collected record, transitively (cycles end), never loading
+    /// them into memory. The order is the contract's (``CascadeOrder``): root first, then
+    /// breadth first, each level in the order of the level before, each record's sources by
+    /// (the order their field names were first stored, then name in byte order).
+    ///
+    /// - Returns: how many records were collected, `root` included.
+    func collectCascade(from root: String, inZone zone: Int64) throws -> Int
+    /// Notes, for delete operation `operation`, the collected records that a record of the zone
+    /// holds a `VALIDATE` reference to (for ``validatingBlockers(inZone:)``).
+    func noteValidatedInCascade(operation: Int, inZone zone: Int64) throws
+    /// Deletes the collected records: a tombstone each, numbered `firstSequence`,
+    /// `firstSequence + 1`, … in collection order, their references, their rows.
+    ///
+    /// - Returns: the collected names other than `root`, in byte order.
+    func deleteCascade(root: String, inZone zone: Int64, firstSequence: Int64) throws -> [String]
+    /// Forgets what ``noteValidatedInCascade(operation:inZone:)`` noted.
+    func startDeleteRound() throws
+    /// For each delete operation with noted records, one record still stored that holds a
+    /// `VALIDATE` reference to one of them.
+    func validatingBlockers(inZone zone: Int64) throws -> [ValidatingBlocker]
+
+    // MARK: Change feed and queries
+
+    /// The zone's changes after a place in its feed, in feed order, at most `limit`: records
+    /// whose number is after `sequence` and tombstones whose number is after `tombstonesAfter`,
+    /// of `recordTypes` only if given. Fields stay the stored text. Reads only the changes it
+    /// returns, never the zone.
+    func changes(inZone zone: Int64, zoneID: ZoneID, after sequence: Int64, tombstonesAfter: Int64,
+                 recordTypes: [String]?, limit: Int) throws -> [FeedChange]
+    /// The records of `zones` that match `query`, in its order, after `marker`, at most `limit`,
+    /// each with its zone's key and the values of its sort keys (for the next marker).
+    ///
+    /// - Throws: `BAD_REQUEST` for a filter or sort key the engine cannot run.
+    func query(_ query: Query, inZones zones: [Int64: ZoneID], schema: [String: FieldType],
+               after marker: ContinuationMarker?, limit: Int) throws -> [QueryMatch]
+
+    // MARK: Savepoints
+
+    /// Runs `body` in a savepoint: kept if it returns `true`, undone if it returns `false` or throws.
+    func savepoint(_ body: () throws -> Bool) throws
+}
+
+/// A database as the engine files it: container, environment, kind, and owner (a user's key
+/// for a private database, 0 for the public one).
+public struct DatabaseAddress: Sendable, Hashable {
+    public var container: String
+    public var environment: String
+    public var kind: DatabaseKind
+    public var ownerKey: Int64
+
+    public init(_ scope: DatabaseScope) {
+        container = scope.container
+        environment = scope.environment
+        kind = scope.kind
+        ownerKey = scope.kind == .private ? scope.user.id : 0
+    }
+}
+
+/// A stored database.
+public struct StoredDatabase: Sendable {
+    public var key: Int64
+    public var containerKey: Int64
+    /// Names the database in its change tokens.
+    public var uid: UUID
+    /// The last number of its zone feed.
+    public var sequence: Int64
+
+    public init(key: Int64, containerKey: Int64, uid: UUID, sequence: Int64) {
+        self.key = key
+        self.containerKey = containerKey
+        self.uid = uid
+        self.sequence = sequence
+    }
+}
+
+/// A stored zone.
+public struct StoredZone: Sendable {
+    public var key: Int64
+    public var name: String
+    /// The current incarnation.
+    public var uid: UUID
+    /// The last number of its record feed.
+    public var sequence: Int64
+    public var deleted: Bool
+
+    public init(key: Int64, name: String, uid: UUID, sequence: Int64, deleted: Bool) {
+        self.key = key
+        self.name = name
+        self.uid = uid
+        self.sequence = sequence
+        self.deleted = deleted
+    }
+}
+
+/// A zone's entry in its database's feed.
+public struct ZoneChangeRow: Sendable {
+    public var name: String
+    public var deleted: Bool
+    public var sequence: Int64
+
+    public init(name: String, deleted: Bool, sequence: Int64) {
+        self.name = name
+        self.deleted = deleted
+        self.sequence = sequence
+    }
+}
+
+/// A record as a save writes it.
+public struct RecordWrite {
+    public var name: String
+    public var recordType: String
+    public var changeTag: String
+    /// The fields' stored form (the wire JSON text).
+    public var fields: String
+    public var created: Stamp
+    public var modified: Stamp
+    /// Its place in the zone's feed.
+    public var sequence: Int64
+
+    public init(name: String, recordType: String, changeTag: String, fields: String, created: Stamp, modified: Stamp, sequence: Int64) {
+        self.name = name
+        self.recordType = recordType
+        self.changeTag = changeTag
+        self.fields = fields
+        self.created = created
+        self.modified = modified
+        self.sequence = sequence
+    }
+}
+
+/// An entry of a change page: a record (fields as stored text) or a tombstone, with its number.
+public struct FeedChange: Sendable {
+    public var sequence: Int64
+    public var entry: StoredZoneChanges.Entry
+
+    public init(sequence: Int64, entry: StoredZoneChanges.Entry) {
+        self.sequence = sequence
+        self.entry = entry
+    }
+}
+
+/// A record a query matched.
+public struct QueryMatch: Sendable {
+    public var record: Record
+    public var zoneKey: Int64
+    public var sortValues: [JSONValue]
+
+    public init(record: Record, zoneKey: Int64, sortValues: [JSONValue]) {
+        self.record = record
+        self.zoneKey = zoneKey
+        self.sortValues = sortValues
+    }
+}
+
+/// A record that holds a `VALIDATE` reference to one a delete operation removed.
+public struct ValidatingBlocker: Sendable, Hashable {
+    public var operation: Int
+    public var source: String
+    public var target: String
+
+    public init(operation: Int, source: String, target: String) {
+        self.operation = operation
+        self.source = source
+        self.target = target
+    }
+}

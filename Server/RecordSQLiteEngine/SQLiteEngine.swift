@@ -1,0 +1,77 @@
+import Foundation
+import GRDB
+import RecordModel
+import RecordRules
+import RecordSQL
+
+/// The SQLite engine: one database file in WAL mode, written through GRDB.
+///
+/// Writes are serialised by SQLite (one writer), so a zone's feed numbers taken inside a write
+/// transaction become visible in order. Commits are synchronous (`synchronous = FULL`): an
+/// acknowledged write survives a crash of the process or the machine.
+public final class SQLiteEngine: StorageEngine {
+    /// The connections: concurrent readers, one writer.
+    package let pool: DatabasePool
+    /// Runs the file's WAL checkpoints off the commit path.
+    private let checkpointer: WALCheckpointer
+
+    /// Opens (creating if needed) the database at `path` and brings its schema up to date.
+    ///
+    /// - Throws: GRDB's `DatabaseError` when the file cannot be opened or migrated.
+    public init(path: String) throws {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(30)
+        let checkpointer = WALCheckpointer(path: path)
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA temp_store = MEMORY")
+            checkpointer.install(in: db)
+        }
+        self.checkpointer = checkpointer
+        // Not DatabasePool(path:configuration:): its writer would commit with synchronous = NORMAL.
+        pool = try DatabasePool.durable(path: path, configuration: configuration)
+        try Self.migrator.migrate(pool)
+    }
+
+    public func read<T: Sendable>(_ body: @escaping @Sendable (any StorageTransaction) throws -> T) async throws -> T {
+        do {
+            return try await pool.read { db in try body(SQLiteTransaction(db)) }
+        } catch let error as DatabaseError {
+            throw RecordSyncError(.internalError, "storage error: \(error.resultCode)")
+        }
+    }
+
+    public func write<T: Sendable>(_ body: @escaping @Sendable (any StorageTransaction) throws -> WriteOutcome<T>) async throws -> T {
+        do {
+            return try await pool.writeWithoutTransaction { db in
+                var value: T?
+                try db.inTransaction(.immediate) {
+                    switch try body(SQLiteTransaction(db)) {
+                    case .commit(let result):
+                        value = result
+                        return .commit
+                    case .rollback(let result):
+                        value = result
+                        return .rollback
+                    }
+                }
+                guard let value else { throw RecordSyncError(.internalError, "the transaction gave no answer") }
+                return value
+            }
+        } catch let error as DatabaseError {
+            throw RecordSyncError(.internalError, "storage error: \(error.resultCode)")
+        }
+    }
+}
+
+extension UUID {
+    /// The 16 bytes of the UUID.
+    var data: Data { withUnsafeBytes(of: uuid) { Data($0) } }
+
+    /// The UUID of 16 bytes (all zero if `data` is not 16 bytes long).
+    init(data: Data) {
+        var bytes = [UInt8](repeating: 0, count: 16)
+        if data.count == 16 { bytes = [UInt8](data) }
+        self.init(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                         bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+    }
+}

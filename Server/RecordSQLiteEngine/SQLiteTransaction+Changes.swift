@@ -1,0 +1,66 @@
+import Foundation
+import GRDB
+import RecordModel
+import RecordRules
+import RecordSQL
+
+extension SQLiteTransaction {
+    func changes(inZone zone: Int64, zoneID: ZoneID, after sequence: Int64, tombstonesAfter: Int64,
+                 recordTypes: [String]?, limit: Int) throws -> [FeedChange] {
+        var typeArguments = StatementArguments()
+        if let recordTypes { typeArguments = StatementArguments(recordTypes) }
+        let sql = Self.changesSQL(recordTypeCount: recordTypes?.count)
+        let arguments: StatementArguments = [zone, sequence] + typeArguments + [zone, tombstonesAfter] + typeArguments + [limit]
+        // The usual page (no type filter) reuses one prepared statement; a filter's SQL depends
+        // on how many types it lists, so it is prepared for the request (GRDB's statement
+        // cache never evicts, and a client could list any number).
+        let statement = recordTypes == nil ? try db.cachedStatement(sql: sql) : try db.makeStatement(sql: sql)
+        var changes: [FeedChange] = []
+        let rows = try Row.fetchCursor(statement, arguments: arguments)
+        while let row = try rows.next() {
+            if (row[1] as Int64) == 1 {
+                changes.append(FeedChange(sequence: row[0], entry: .init(record: Record(recordName: row[2], recordType: row[3], zoneID: zoneID, deleted: true))))
+            } else {
+                changes.append(FeedChange(sequence: row[0], entry: RecordRow.storedRecord(from: row, zoneID: zoneID, offset: 2)))
+            }
+        }
+        return changes
+    }
+
+    /// The query of one page of a zone's changes: records and tombstones after a place in the
+    /// feed, in feed order, optionally of `recordTypeCount` record types. Arguments: zone,
+    /// sequence, types…, zone, tombstone bound, types…, limit.
+    ///
+    /// Both halves are read in sequence order from their `(zone_id, seq)` indexes and merged;
+    /// the ORDER BY belongs to the compound select itself, so SQLite merges the halves and stops
+    /// at the LIMIT. (Wrapped in `SELECT * FROM (…) ORDER BY`, it materialised and sorted
+    /// everything after the token, for every page: fetching a large cascade's tombstones took
+    /// quadratic time.) Tombstones get one lower bound, the larger of the token's place and its
+    /// floor: given two, SQLite may range-scan from the smaller.
+    static func changesSQL(recordTypeCount: Int?) -> String {
+        let typeFilter = recordTypeCount.map { " AND type IN (\(Array(repeating: "?", count: $0).joined(separator: ", ")))" } ?? ""
+        return """
+            SELECT seq, 0 AS deleted, \(RecordRow.columns) FROM records
+            WHERE zone_id = ? AND seq > ?\(typeFilter)
+            UNION ALL
+            SELECT seq, 1, name, type, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM tombstones
+            WHERE zone_id = ? AND seq > ?\(typeFilter)
+            ORDER BY 1 LIMIT ?
+            """
+    }
+
+    func query(_ query: Query, inZones zones: [Int64: ZoneID], schema: [String: FieldType],
+               after marker: ContinuationMarker?, limit: Int) throws -> [QueryMatch] {
+        let compiler = QueryCompiler(zoneKeys: zones.keys.sorted(), schema: schema, keyedReferenceFields: true)
+        let statement = try compiler.compile(query, after: marker, limit: limit)
+        var matches: [QueryMatch] = []
+        let rows = try Row.fetchCursor(db, sql: statement.sql, arguments: statement.arguments)
+        let firstKey = 1 + RecordRow.columnCount
+        while let row = try rows.next() {
+            let zoneKey: Int64 = row[0]
+            matches.append(QueryMatch(record: try RecordRow.record(from: row, zoneID: zones[zoneKey] ?? .defaultZone, offset: 1), zoneKey: zoneKey,
+                                      sortValues: (0..<statement.sortKeyCount).map { QueryCompiler.markerValue(row[firstKey + $0] as DatabaseValue) }))
+        }
+        return matches
+    }
+}

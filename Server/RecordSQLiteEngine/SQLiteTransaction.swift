@@ -1,0 +1,113 @@
+import Foundation
+import GRDB
+import RecordModel
+import RecordRules
+import RecordSQL
+
+/// One transaction of the SQLite engine: the storage primitives as statements on one GRDB
+/// connection (tables: ``SQLiteEngine/migrator``).
+final class SQLiteTransaction: StorageTransaction {
+    let db: Database
+    /// The keys of reference field names in `ref_fields` (what `refs.field` holds) read or added
+    /// in this transaction; a savepoint that is undone forgets those it added.
+    private var fieldKeys: [String: Int64] = [:]
+
+    init(_ db: Database) {
+        self.db = db
+    }
+
+    func savepoint(_ body: () throws -> Bool) throws {
+        let keys = fieldKeys
+        var kept = false
+        defer { if !kept { fieldKeys = keys } }
+        try db.inSavepoint {
+            kept = try body()
+            return kept ? .commit : .rollback
+        }
+    }
+
+    /// The key of the reference field `name` in `ref_fields`, added if the store has none yet.
+    /// A field name's key never changes and is never removed; keys are shared by every zone.
+    func fieldKey(_ name: String) throws -> Int64 {
+        if let key = fieldKeys[name] { return key }
+        let key: Int64
+        if let stored = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM ref_fields WHERE name = ?"), arguments: [name]) {
+            key = stored
+        } else {
+            try db.cachedStatement(sql: "INSERT INTO ref_fields(name) VALUES (?)").execute(arguments: [name])
+            key = db.lastInsertedRowID
+        }
+        fieldKeys[name] = key
+        return key
+    }
+
+    // MARK: Users
+
+    func user(named name: String) throws -> User? {
+        try Row.fetchOne(db, sql: "SELECT id, record_name FROM users WHERE name = ?", arguments: [name])
+            .map { User(id: $0[0], name: name, userRecordName: $0[1]) }
+    }
+
+    func insertUser(named name: String, recordName: String, createdAt: Int64) throws -> User {
+        try db.execute(sql: "INSERT INTO users(name, record_name, created_at) VALUES (?, ?, ?)", arguments: [name, recordName, createdAt])
+        return User(id: db.lastInsertedRowID, name: name, userRecordName: recordName)
+    }
+
+    func insertToken(hash: Data, userKey: Int64, createdAt: Int64) throws {
+        try db.execute(sql: "INSERT INTO tokens(hash, user_id, created_at) VALUES (?, ?, ?)", arguments: [hash, userKey, createdAt])
+    }
+
+    func user(forTokenHash hash: Data) throws -> User? {
+        try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT u.id, u.name, u.record_name FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?
+            """), arguments: [hash]).map { User(id: $0[0], name: $0[1], userRecordName: $0[2]) }
+    }
+
+    // MARK: Databases
+
+    func database(at address: DatabaseAddress) throws -> StoredDatabase? {
+        try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT d.id, d.container_id, d.uid, d.seq FROM databases d JOIN containers c ON c.id = d.container_id
+            WHERE c.name = ? AND c.environment = ? AND d.kind = ? AND d.owner_id = ?
+            """), arguments: [address.container, address.environment, address.kind.rawValue, address.ownerKey])
+            .map { StoredDatabase(key: $0[0], containerKey: $0[1], uid: UUID(data: $0[2]), sequence: $0[3]) }
+    }
+
+    func insertDatabase(at address: DatabaseAddress, uid: UUID) throws -> StoredDatabase {
+        try db.execute(sql: "INSERT OR IGNORE INTO containers(name, environment) VALUES (?, ?)", arguments: [address.container, address.environment])
+        let container = try Int64.fetchOne(db, sql: "SELECT id FROM containers WHERE name = ? AND environment = ?",
+                                           arguments: [address.container, address.environment]) ?? 0
+        try db.execute(sql: "INSERT INTO databases(container_id, kind, owner_id, uid, seq) VALUES (?, ?, ?, ?, 0)",
+                       arguments: [container, address.kind.rawValue, address.ownerKey, uid.data])
+        return StoredDatabase(key: db.lastInsertedRowID, containerKey: container, uid: uid, sequence: 0)
+    }
+
+    func advanceDatabaseSequence(_ database: Int64) throws -> Int64 {
+        try db.cachedStatement(sql: "UPDATE databases SET seq = seq + 1 WHERE id = ?").execute(arguments: [database])
+        return try Int64.fetchOne(db.cachedStatement(sql: "SELECT seq FROM databases WHERE id = ?"), arguments: [database]) ?? 0
+    }
+
+    func zoneChanges(in database: Int64, after sequence: Int64, deletionFloor: Int64, limit: Int) throws -> [ZoneChangeRow] {
+        try Row.fetchAll(db, sql: """
+            SELECT name, deleted, db_seq FROM zones
+            WHERE database_id = ? AND db_seq > ? AND (deleted = 0 OR db_seq > ?)
+            ORDER BY db_seq LIMIT ?
+            """, arguments: [database, sequence, deletionFloor, limit]).map { ZoneChangeRow(name: $0[0], deleted: ($0[1] as Int64) != 0, sequence: $0[2]) }
+    }
+
+    // MARK: Schema
+
+    func schema(of recordType: String, inContainer container: Int64) throws -> [String: FieldType] {
+        var types: [String: FieldType] = [:]
+        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT field, type FROM schema_fields WHERE container_id = ? AND record_type = ?"),
+                                    arguments: [container, recordType]) {
+            if let type = FieldType(rawValue: row[1]) { types[row[0]] = type }
+        }
+        return types
+    }
+
+    func addSchemaField(_ field: String, type: FieldType, of recordType: String, inContainer container: Int64) throws {
+        try db.cachedStatement(sql: "INSERT OR IGNORE INTO schema_fields(container_id, record_type, field, type) VALUES (?, ?, ?, ?)")
+            .execute(arguments: [container, recordType, field, type.rawValue])
+    }
+}
