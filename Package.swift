@@ -182,6 +182,13 @@ let package = Package(
             path: "Tests/RecordModelTests",
             swiftSettings: swiftSettings
         ),
+        // The rules alone: no engine, no database, no HTTP.
+        .testTarget(
+            name: "RecordRulesTests",
+            dependencies: ["RecordRules", "RecordModel"],
+            path: "Tests/RecordRulesTests",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "RecordBenchTests",
             dependencies: ["recordbench", "TestSupport"],

@@ -1,7 +1,6 @@
 import Foundation
 @testable import RecordServer
 import RecordRules
-import RecordSQLiteEngine
 import Logging
 import RecordModel
 import ServiceLifecycle
@@ -11,14 +10,16 @@ import Testing
 /// `ChangePageReadAhead`: the next change page is read before it is asked for, and a request
 /// gets it only while its zone has not changed since.
 @Suite struct ReadAheadTests {
-    /// A SQLite store in which alice saved `count` artists (`a0`, `a1`, …) in her default zone.
+    /// A store of each engine in which alice saved `count` artists (`a0`, `a1`, …) in her default zone.
     func withArtists(_ count: Int, _ body: (RecordStore, DatabaseScope) async throws -> Void) async throws {
-        try await withTemporaryDirectory { directory in
-            let store = RecordStore(engine: try SQLiteEngine(path: (directory as NSString).appendingPathComponent("records.sqlite")))
-            let alice = try await store.createUser(named: "alice", tokenHash: Data([1]))
-            let scope = DatabaseScope(container: "iCloud.test", environment: "development", kind: .private, user: alice)
-            try await save((0..<count).map { Record.artist("a\($0)") }, in: store, scope)
-            try await body(store, scope)
+        for backend in Backend.all {
+            try await withTemporaryDirectory { directory in
+                let store = try backend.makeStore(directory)
+                let alice = try await store.createUser(named: "alice", tokenHash: Data([1]))
+                let scope = DatabaseScope(container: "iCloud.test", environment: "development", kind: .private, user: alice)
+                try await save((0..<count).map { Record.artist("a\($0)") }, in: store, scope)
+                try await body(store, scope)
+            }
         }
     }
 

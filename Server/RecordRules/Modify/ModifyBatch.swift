@@ -133,7 +133,12 @@ struct ModifyBatch {
 
     /// The validated saves, as groups of operation indices (a single record, or a reference
     /// cycle), every group after the groups whose records it references.
-    func savingGroups() -> [[Int]] {
+    func savingGroups() -> [[Int]] { Self.savingGroups(of: operations) }
+
+    /// The saves among `operations` (`nil`: failed validation, left out), as groups of their
+    /// indices (a single record, or a reference cycle), every group after the groups whose
+    /// records it references; groups that do not depend on each other keep request order.
+    static func savingGroups(of operations: [Operation?]) -> [[Int]] {
         let saves = operations.indices.filter { operations[$0].map { !$0.type.isDelete } ?? false }
         let order = DependencyOrder.savingOrder(saves.compactMap { index in
             operations[index].map { ($0.name, $0.references.map(\.reference.recordName)) }

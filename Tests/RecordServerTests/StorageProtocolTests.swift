@@ -1,0 +1,155 @@
+import Foundation
+import RecordModel
+@testable import RecordRules
+import RecordServer
+import TestSupport
+import Testing
+
+/// The set-based work an engine does itself, checked against what the storage protocol says it
+/// must return, for every engine of ``Backend/all``: the cascade walk (``CascadeOrder``) and
+/// the change feed's pages (``StorageTransaction/changes(inZone:zoneID:after:tombstonesAfter:recordTypes:limit:)``).
+@Suite struct StorageProtocolTests {
+    /// A store of each engine, with alice's private database.
+    func withStores(_ body: (Backend, RecordStore, DatabaseScope) async throws -> Void) async throws {
+        for backend in Backend.all {
+            try await withTemporaryDirectory { directory in
+                let store = try backend.makeStore(directory)
+                let alice = try await store.createUser(named: "alice", tokenHash: Data([1]))
+                try await body(backend, store, DatabaseScope(container: "iCloud.test", environment: "development", kind: .private, user: alice))
+            }
+        }
+    }
+
+    /// A deterministic generator (SplitMix64), so a failure can be replayed.
+    struct Generator: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    func modify(_ store: RecordStore, _ scope: DatabaseScope, _ operations: [RecordOperation]) async throws -> [RecordResult] {
+        let results = try await store.modifyRecords(ModifyRecordsRequest(operations: operations), in: scope).records
+        for result in results { #expect(result.error == nil, "\(result.error?.description ?? "")") }
+        return results
+    }
+
+    /// The changes of alice's default zone after `token`, every page.
+    func changes(_ store: RecordStore, _ scope: DatabaseScope, since token: String?) async throws -> (records: [Record], token: String) {
+        var token = token
+        var records: [Record] = []
+        while true {
+            let page = try await store.recordChanges(RecordChangesRequest(syncToken: token, resultsLimit: 7), in: scope)
+            records += page.records
+            token = page.syncToken
+            if !page.moreComing { return (records, page.syncToken) }
+        }
+    }
+
+    @Test(arguments: [1, 2, 3])
+    func aCascadeRemovesRecordsInTheContractsOrder(seed: UInt64) async throws {
+        try await withStores { backend, store, scope in
+            // Reference field names are stored in this order: it orders each record's sources.
+            let fields = ["owner", "keeper", "owners"]
+            for (index, field) in fields.enumerated() {
+                _ = try await modify(store, scope, [RecordOperation(.forceReplace, RecordPayload(Record(recordName: "seed\(index)", recordType: "Seed", fields: [
+                    field: field == "owners" ? .list(.reference, [.reference(Reference(recordName: "nobody", action: .none))]) : .reference(Reference(recordName: "nobody", action: .none)),
+                ])))])
+            }
+            // 80 records owning each other at random (cycles included), through single references
+            // and lists, some references NONE (which a cascade does not follow).
+            var generator = Generator(state: seed)
+            let count = 80
+            var sources: [String: [(field: Int, source: String)]] = [:]
+            var records: [Record] = []
+            for index in 0..<count {
+                let name = String(format: "n%02d", index)
+                var recordFields: [String: FieldValue] = [:]
+                for (fieldIndex, field) in fields.enumerated() where Int.random(in: 0..<3, using: &generator) > 0 || index == 0 {
+                    let targets = (0..<(field == "owners" ? Int.random(in: 1...3, using: &generator) : 1)).map { _ in
+                        String(format: "n%02d", Int.random(in: 0..<count, using: &generator))
+                    }
+                    let references = targets.map { target in
+                        Reference(recordName: target, action: Int.random(in: 0..<4, using: &generator) == 0 ? .none : .deleteSelf)
+                    }
+                    for reference in references where reference.action == .deleteSelf {
+                        sources[reference.recordName, default: []].append((fieldIndex, name))
+                    }
+                    recordFields[field] = field == "owners" ? .list(.reference, references.map { .reference($0) }) : .reference(references[0])
+                }
+                records.append(Record(recordName: name, recordType: "Node", fields: recordFields))
+            }
+            _ = try await modify(store, scope, records.map { RecordOperation(.forceReplace, RecordPayload($0)) })
+            let before = try await changes(store, scope, since: nil).token
+
+            let root = "n00"
+            let expected = CascadeOrder.doomed(root: root) { target in
+                (sources[target] ?? []).sorted { ($0.field, $0.source) < ($1.field, $1.source) }.map(\.source)
+            }
+            let deleted = try await modify(store, scope, [RecordOperation(.forceDelete, RecordPayload(recordName: root))])
+            guard case .success(_, let cascaded)? = deleted.first else {
+                Issue.record("\(backend): the delete failed")
+                return
+            }
+            #expect(cascaded == expected.dropFirst().sorted(), "\(backend), seed \(seed)")
+            let feed = try await changes(store, scope, since: before).records
+            #expect(feed.allSatisfy { $0.deleted })
+            #expect(feed.map(\.recordName) == expected, "\(backend), seed \(seed)")
+            // What the cascade did not reach is still there.
+            let fetched = try await changes(store, scope, since: nil).records
+            var left: [String] = []
+            for record in fetched where record.recordType == "Node" { left.append(record.recordName) }
+            left.sort()
+            #expect(left == records.map(\.recordName).filter { !expected.contains($0) }, "\(backend): \(fetched.map { "\($0.recordName)/\($0.recordType)/\($0.deleted)" })")
+        }
+    }
+
+    @Test func aChangePageIsTheFeedAfterItsPlaceInNumberOrder() async throws {
+        try await withStores { backend, store, scope in
+            let artists = (0..<12).map { Record.artist("a\($0)") }
+            let artworks = (0..<12).map { Record.artwork("w\($0)", by: "a\($0)", action: .none) }
+            _ = try await modify(store, scope, (artists + artworks).map { RecordOperation(.forceReplace, RecordPayload($0)) })
+            _ = try await modify(store, scope, ["a3", "w5", "a7", "w8"].map { RecordOperation(.forceDelete, RecordPayload(recordName: $0)) })
+            _ = try await modify(store, scope, [RecordOperation(.forceReplace, RecordPayload(Record.artist("a3"))),
+                                                RecordOperation(.forceReplace, RecordPayload(Record.artwork("w1", by: "a2", action: .none)))])
+            let (zoneKey, zoneID) = try await store.engine.read { transaction in
+                let database = try RecordStore.database(scope, in: transaction, create: false)
+                let zone = try RecordStore.zone(nil, database: database.key, scope: scope, in: transaction)
+                return (zone.key, zone.zoneID)
+            }
+            func page(after: Int64, tombstonesAfter: Int64, types: [String]?, limit: Int) async throws -> [FeedChange] {
+                try await store.engine.read { transaction in
+                    try transaction.changes(inZone: zoneKey, zoneID: zoneID, after: after, tombstonesAfter: tombstonesAfter, recordTypes: types, limit: limit)
+                }
+            }
+            let all = try await page(after: 0, tombstonesAfter: 0, types: nil, limit: 1_000)
+            // Every live record once and every deleted one once, in strictly increasing numbers;
+            // a record's number is its change tag's.
+            #expect(all.count == 21 + 3, "\(backend)")
+            #expect(zip(all, all.dropFirst()).allSatisfy { $0.sequence < $1.sequence }, "\(backend)")
+            #expect(Set(all.map(\.entry.record.recordName)).count == all.count)
+            #expect(all.filter(\.entry.record.deleted).map(\.entry.record.recordName).sorted() == ["a7", "w5", "w8"], "\(backend)")
+            for change in all where !change.entry.record.deleted {
+                #expect(change.entry.record.recordChangeTag == String(change.sequence, radix: 36) && change.entry.fieldsJSON != nil)
+            }
+            for after in [0, 5, 20, 30] as [Int64] {
+                for tombstonesAfter in [after, after + 10] {
+                    for types in [nil, ["Artist"], ["Artwork", "Artist"], ["Nothing"]] as [[String]?] {
+                        for limit in [1, 4, 100] {
+                            let expected = all.filter { change in
+                                let record = change.entry.record
+                                return change.sequence > (record.deleted ? tombstonesAfter : after) && (types?.contains(record.recordType) ?? true)
+                            }.prefix(limit)
+                            let got = try await page(after: after, tombstonesAfter: tombstonesAfter, types: types, limit: limit)
+                            #expect(got.map(\.sequence) == expected.map(\.sequence), "\(backend): after \(after), tombstones after \(tombstonesAfter), \(types ?? []), limit \(limit)")
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
