@@ -110,7 +110,7 @@ extension ModifyBatch {
     }
 
     /// The schema a write is checked against: stored types plus those of the operations this
-    /// batch has written so far (a failed group's additions vanish with its savepoint copy).
+    /// batch has written so far (a failed group's additions go when its progress is restored).
     private mutating func writtenSchema(of recordType: String) throws -> [String: FieldType] {
         try storedSchema(of: recordType).merging(progress.schema[recordType] ?? [:]) { stored, _ in stored }
     }
