@@ -208,6 +208,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Tests/RecordServerTests",
+            // Read from the source tree by OldDataDirectoryTests (a data directory of an earlier release).
+            exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),
     ]

@@ -20,6 +20,22 @@ import Testing
         }
     }
 
+    /// Within a level, a cascade removes a record's owners by reference field, in the order the
+    /// field names were first stored; a batch stores the names its saves carry sorted by name
+    /// (whatever order it saves in), so `alpha` comes before `zeta` though `zeta` is saved first.
+    @Test func theFieldNamesOfOneBatchOrderACascadeByName() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            let owned = { (name: String, field: String) in
+                Record(recordName: name, recordType: "Part", fields: [field: .reference(Reference(recordName: "root", action: .deleteSelf))])
+            }
+            try await alice.save([.artist("root"), owned("p", "zeta"), owned("c", "alpha")])
+            let before = try await alice.allChanges()
+            _ = try await alice.modify([RecordOperation(.forceDelete, RecordPayload(recordName: "root"))])
+            #expect(try await alice.allChanges(since: before.token).records.map(\.recordName) == ["root", "c", "p"])
+        }
+    }
+
     /// In a zone without VALIDATE references the deletes of a batch run without savepoints:
     /// a failed delete of a non-atomic batch still changes nothing, and a failed delete of an
     /// atomic one undoes the cascades before it.

@@ -140,6 +140,18 @@ import Testing
         }
     }
 
+    /// A user's very first request creates the database with its `_defaultZone`; its token
+    /// covers that zone, so the next fetch with it is empty.
+    @Test func theFirstDatabaseFetchCoversTheDefaultZone() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            let first = try await alice.post("changes/database", "{}").decode(DatabaseChanges.self)
+            #expect(first.zones.map(\.zoneID.zoneName) == ["_defaultZone"])
+            let next = try await alice.post("changes/database", DatabaseChangesRequest(syncToken: first.syncToken)).decode(DatabaseChanges.self)
+            #expect(next.zones.isEmpty && next.syncToken == first.syncToken)
+        }
+    }
+
     @Test func databaseChangesReportChangedAndDeletedZones() async throws {
         try await withServer { server in
             let alice = try await server.user("alice")

@@ -6,7 +6,8 @@ public enum CascadeOrder {
     /// The records deleting `root` removes, in order: `root` first, then breadth first, each
     /// level in the order of the level before, each record's `DELETE_SELF` sources as
     /// `sources` lists them (by the order their field names were first stored, then by name in
-    /// byte order); a record reached twice is removed once, where it was first reached.
+    /// byte order; a batch stores the new names its saves carry sorted by name, before writing);
+    /// a record reached twice is removed once, where it was first reached.
     ///
     /// - Parameter sources: the records holding a `DELETE_SELF` reference to a record, in that order.
     public static func doomed(root: String, sources: (String) -> [String]) -> [String] {

@@ -136,6 +136,20 @@ extension ModifyBatch {
         return SavePhase(rows: rows, zoneHasTombstones: try transaction.zoneHasTombstones(zone.key))
     }
 
+    /// Registers the reference field names the saves of `groups` carry (and those of the stored
+    /// records they update), sorted by name, before any is written: the order in which field
+    /// names were first stored orders a cascade's sources (``CascadeOrder``), and this way it
+    /// depends neither on the saving order nor on which saves then fail.
+    func registerReferenceFields(_ groups: [[Int]]) throws {
+        var names: Set<String> = []
+        for index in groups.joined() {
+            guard let operation = operations[index] else { continue }
+            for (field, _) in operation.references { names.insert(field) }
+            for (field, _) in savePhase?.rows[operation.name]?.references ?? [] { names.insert(field) }
+        }
+        if !names.isEmpty { try transaction.registerReferenceFields(names.sorted()) }
+    }
+
     /// Saves the operations of one group (a single record, or a reference cycle) and checks
     /// their `VALIDATE` references: a single record's before it is written (so that a failure
     /// writes nothing), a cycle's after (its members reference each other).

@@ -171,6 +171,7 @@ struct ModifyBatch {
 
         if !groups.isEmpty {
             savePhase = try readBeforeSaving(groups.flatMap { $0 }.compactMap { operations[$0]?.name })
+            try registerReferenceFields(groups)
         }
         for indices in groups {
             // A single record is checked completely before it is written, so a failure leaves

@@ -45,9 +45,10 @@ enum SaveRules {
     /// The fields a save stores: an update (`update`, `forceUpdate`) of a stored record keeps
     /// the stored fields it does not name and removes those it sets to `null`; otherwise the
     /// fields given. `merged` tells whether they differ from the given ones.
-    static func fields(of type: OperationType, given: [String: FieldValue], removals: Set<String>, current: Record?) -> (fields: [String: FieldValue], merged: Bool) {
+    static func fields(of type: OperationType, given: [String: FieldValue], removals: @autoclosure () -> Set<String>, current: Record?) -> (fields: [String: FieldValue], merged: Bool) {
         guard let current, type == .update || type == .forceUpdate else { return (given, false) }
-        return (current.fields.filter { !removals.contains($0.key) }.merging(given) { $1 }, true)
+        let removed = removals()
+        return (current.fields.filter { !removed.contains($0.key) }.merging(given) { $1 }, true)
     }
 
     /// In the public database only a record's creator may change or delete it.

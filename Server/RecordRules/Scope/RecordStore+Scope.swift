@@ -24,8 +24,10 @@ extension RecordStore {
         let address = DatabaseAddress(scope)
         if let database = try transaction.database(at: address) { return database }
         guard create else { throw MissingDatabase() }
-        let database = try transaction.insertDatabase(at: address, uid: UUID())
+        var database = try transaction.insertDatabase(at: address, uid: UUID())
         _ = try createOrReviveZone(named: ZoneID.defaultZoneName, database: database.key, in: transaction)
+        // Creating `_defaultZone` took the database feed's first number.
+        database.sequence = try transaction.database(at: address)?.sequence ?? database.sequence
         return database
     }
 

@@ -102,6 +102,10 @@ public protocol StorageTransaction: AnyObject {
     func updateRecord(_ row: RecordWrite, inZone zone: Int64) throws
     /// Removes the tombstone of `name`, if the zone holds one.
     func removeTombstone(named name: String, inZone zone: Int64) throws
+    /// Stores the reference field names not stored yet, in the order given: the order in which
+    /// field names were first stored orders a cascade's sources (``CascadeOrder``). Names stored
+    /// in a savepoint that is undone are forgotten with it.
+    func registerReferenceFields(_ names: [String]) throws
     /// Removes every reference `source` holds.
     func removeReferences(from source: String, inZone zone: Int64) throws
     /// Stores the references `source` holds (each element of a list once per action).
