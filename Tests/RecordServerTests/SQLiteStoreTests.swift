@@ -320,40 +320,6 @@ import Testing
         }
     }
 
-    /// A batch is validated on a reader before it takes the write lock; if another write
-    /// changed the stored schema in between, the batch is validated again against the new one.
-    @Test func aBatchValidatedAgainstAnOlderSchemaIsValidatedAgainWhenWritten() async throws {
-        try await withTemporaryDirectory { directory in
-            let engine = try SQLiteEngine(path: directory + "/records.sqlite")
-            let store = RecordStore(engine: engine)
-            let user = try await store.createUser(named: "alice", tokenHash: Credentials.hash(Credentials.newToken()))
-            let scope = DatabaseScope(container: "iCloud.test", environment: "development", kind: .private, user: user)
-            _ = try await store.modifyRecords(ModifyRecordsRequest(operations: [RecordOperation(.create, RecordPayload(Record.artist("first")))]), in: scope)
-            // Untyped "1853": a STRING while the schema has no `born`.
-            let request = ModifyRecordsRequest(operations: [RecordOperation(.create, RecordPayload(recordName: "x", recordType: "Artist",
-                                                                                                   fields: ["born": RawFieldValue(value: .string("1853"))]))])
-            let limits = store.limits
-            let validation = try await engine.read { transaction in
-                let database = try RecordStore.database(scope, in: transaction, create: false)
-                let zone = try RecordStore.zone(nil, database: database.key, scope: scope, in: transaction)
-                var batch = ModifyBatch(request: request, scope: scope, zone: zone, containerKey: database.containerKey, limits: limits, transaction: transaction)
-                return try batch.validate(request).get()
-            }
-            #expect(validation.operations.first??.fields["born"] == .string("1853"))
-            // Meanwhile another write makes `born` an INT64.
-            _ = try await store.modifyRecords(ModifyRecordsRequest(operations: [RecordOperation(.create, RecordPayload(recordName: "y", recordType: "Artist",
-                                                                                                                     fields: ["born": RawFieldValue(FieldValue.int64(1840))]))]), in: scope)
-            let response = try await engine.write { transaction in
-                let database = try RecordStore.database(scope, in: transaction)
-                let zone = try RecordStore.zone(nil, database: database.key, scope: scope, in: transaction)
-                var batch = ModifyBatch(request: request, scope: scope, zone: zone, containerKey: database.containerKey, limits: limits, transaction: transaction)
-                return .commit(try batch.run(request, validated: validation).0)
-            }
-            let error = try #require(response.records.first?.error)
-            #expect(error.code == .badRequest && error.reason.contains("INT64"), "\(error.reason)")
-        }
-    }
-
     /// 10,000 children, each with 9 grandchildren, all owned (DELETE_SELF) by one root. The
     /// tree is written straight into the tables to keep the test quick; the delete goes
     /// through the store like any request.

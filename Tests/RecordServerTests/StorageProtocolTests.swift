@@ -7,7 +7,8 @@ import Testing
 
 /// The set-based work an engine does itself, checked against what the storage protocol says it
 /// must return, for every engine of ``Backend/all``: the cascade walk (``CascadeOrder``) and
-/// the change feed's pages (``StorageTransaction/changes(inZone:zoneID:after:tombstonesAfter:recordTypes:limit:)``).
+/// the change feed's pages (``StorageTransaction/changes(inZone:zoneID:after:tombstonesAfter:recordTypes:limit:)``);
+/// and a batch checked in one transaction and written in another, over each engine.
 @Suite struct StorageProtocolTests {
     /// A store of each engine, with alice's private database.
     func withStores(_ body: (Backend, RecordStore, DatabaseScope) async throws -> Void) async throws {
@@ -20,16 +21,10 @@ import Testing
         }
     }
 
-    /// A deterministic generator (SplitMix64), so a failure can be replayed.
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
+    /// A deterministic pick in `0..<bound` for the `n`th choice of a run (a multiplicative hash,
+    /// so a failing seed replays the same graph).
+    static func pick(_ n: Int, seed: UInt64, _ bound: Int) -> Int {
+        Int(((UInt64(n) &+ seed &* 0x9E37_79B9) &* 0x9E37_79B9_7F4A_7C15) >> 33) % bound
     }
 
     func modify(_ store: RecordStore, _ scope: DatabaseScope, _ operations: [RecordOperation]) async throws -> [RecordResult] {
@@ -50,7 +45,7 @@ import Testing
         }
     }
 
-    @Test(arguments: [1, 2, 3])
+    @Test(arguments: [1, 2, 5, 7, 8] as [UInt64])
     func aCascadeRemovesRecordsInTheContractsOrder(seed: UInt64) async throws {
         try await withStores { backend, store, scope in
             // Reference field names are stored in this order: it orders each record's sources.
@@ -62,19 +57,23 @@ import Testing
             }
             // 80 records owning each other at random (cycles included), through single references
             // and lists, some references NONE (which a cascade does not follow).
-            var generator = Generator(state: seed)
+            var choice = 0
+            func pick(_ bound: Int) -> Int {
+                choice += 1
+                return Self.pick(choice, seed: seed, bound)
+            }
             let count = 80
             var sources: [String: [(field: Int, source: String)]] = [:]
             var records: [Record] = []
             for index in 0..<count {
                 let name = String(format: "n%02d", index)
                 var recordFields: [String: FieldValue] = [:]
-                for (fieldIndex, field) in fields.enumerated() where Int.random(in: 0..<3, using: &generator) > 0 || index == 0 {
-                    let targets = (0..<(field == "owners" ? Int.random(in: 1...3, using: &generator) : 1)).map { _ in
-                        String(format: "n%02d", Int.random(in: 0..<count, using: &generator))
+                for (fieldIndex, field) in fields.enumerated() where pick(3) > 0 || index == 0 {
+                    let targets = (0..<(field == "owners" ? 1 + pick(3) : 1)).map { _ in
+                        String(format: "n%02d", pick(count))
                     }
                     let references = targets.map { target in
-                        Reference(recordName: target, action: Int.random(in: 0..<4, using: &generator) == 0 ? .none : .deleteSelf)
+                        Reference(recordName: target, action: pick(4) == 0 ? .none : .deleteSelf)
                     }
                     for reference in references where reference.action == .deleteSelf {
                         sources[reference.recordName, default: []].append((fieldIndex, name))
@@ -90,6 +89,8 @@ import Testing
             let expected = CascadeOrder.doomed(root: root) { target in
                 (sources[target] ?? []).sorted { ($0.field, $0.source) < ($1.field, $1.source) }.map(\.source)
             }
+            // The graph is one worth checking: the cascade goes several levels and leaves records.
+            #expect(expected.count > 10 && expected.count < count, "\(expected.count) doomed")
             let deleted = try await modify(store, scope, [RecordOperation(.forceDelete, RecordPayload(recordName: root))])
             guard case .success(_, let cascaded)? = deleted.first else {
                 Issue.record("\(backend): the delete failed")
@@ -150,6 +151,37 @@ import Testing
                     }
                 }
             }
+        }
+    }
+
+    /// A batch is validated on a reader before it takes the write lock; if another write
+    /// changed the stored schema in between, the batch is validated again against the new one.
+    @Test func aBatchValidatedAgainstAnOlderSchemaIsValidatedAgainWhenWritten() async throws {
+        try await withStores { _, store, scope in
+            let engine = store.engine
+            _ = try await store.modifyRecords(ModifyRecordsRequest(operations: [RecordOperation(.create, RecordPayload(Record.artist("first")))]), in: scope)
+            // Untyped "1853": a STRING while the schema has no `born`.
+            let request = ModifyRecordsRequest(operations: [RecordOperation(.create, RecordPayload(recordName: "x", recordType: "Artist",
+                                                                                                   fields: ["born": RawFieldValue(value: .string("1853"))]))])
+            let limits = store.limits
+            let validation = try await engine.read { transaction in
+                let database = try RecordStore.database(scope, in: transaction, create: false)
+                let zone = try RecordStore.zone(nil, database: database.key, scope: scope, in: transaction)
+                var batch = ModifyBatch(request: request, scope: scope, zone: zone, containerKey: database.containerKey, limits: limits, transaction: transaction)
+                return try batch.validate(request).get()
+            }
+            #expect(validation.operations.first??.fields["born"] == .string("1853"))
+            // Meanwhile another write makes `born` an INT64.
+            _ = try await store.modifyRecords(ModifyRecordsRequest(operations: [RecordOperation(.create, RecordPayload(recordName: "y", recordType: "Artist",
+                                                                                                                     fields: ["born": RawFieldValue(FieldValue.int64(1840))]))]), in: scope)
+            let response = try await engine.write { transaction in
+                let database = try RecordStore.database(scope, in: transaction)
+                let zone = try RecordStore.zone(nil, database: database.key, scope: scope, in: transaction)
+                var batch = ModifyBatch(request: request, scope: scope, zone: zone, containerKey: database.containerKey, limits: limits, transaction: transaction)
+                return .commit(try batch.run(request, validated: validation).0)
+            }
+            let error = try #require(response.records.first?.error)
+            #expect(error.code == .badRequest && error.reason.contains("INT64"), "\(error.reason)")
         }
     }
 }
