@@ -32,6 +32,7 @@ public final class SQLiteEngine: StorageEngine {
         try Self.migrator.migrate(pool)
     }
 
+    /// Runs `body` on one of the pool's readers (a snapshot); GRDB's errors become `INTERNAL_ERROR`.
     public func read<T: Sendable>(_ body: @escaping @Sendable (any StorageTransaction) throws -> T) async throws -> T {
         do {
             return try await pool.read { db in try body(SQLiteTransaction(db)) }
@@ -40,6 +41,8 @@ public final class SQLiteEngine: StorageEngine {
         }
     }
 
+    /// Runs `body` in an immediate transaction on the pool's writer; GRDB's errors become
+    /// `INTERNAL_ERROR`.
     public func write<T: Sendable>(_ body: @escaping @Sendable (any StorageTransaction) throws -> WriteOutcome<T>) async throws -> T {
         do {
             return try await pool.writeWithoutTransaction { db in

@@ -5,9 +5,12 @@ import RecordModel
 /// change. While a zone's mark stays the same, nothing in the zone changed, so a page read
 /// again would read the same.
 public struct ChangeFeedMark: Sendable, Hashable {
+    /// The zone's incarnation.
     public var zoneUID: UUID
+    /// The zone's last feed number.
     public var sequence: Int64
 
+    /// A mark.
     public init(zoneUID: UUID, sequence: Int64) {
         self.zoneUID = zoneUID
         self.sequence = sequence

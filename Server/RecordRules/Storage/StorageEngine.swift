@@ -161,11 +161,16 @@ public protocol StorageTransaction: AnyObject {
 /// A database as the engine files it: container, environment, kind, and owner (a user's key
 /// for a private database, 0 for the public one).
 public struct DatabaseAddress: Sendable, Hashable {
+    /// The container identifier.
     public var container: String
+    /// `development` or `production`.
     public var environment: String
+    /// Public or private.
     public var kind: DatabaseKind
+    /// The owner's user key for a private database, 0 for the public one.
     public var ownerKey: Int64
 
+    /// The address of the database `scope` names.
     public init(_ scope: DatabaseScope) {
         container = scope.container
         environment = scope.environment
@@ -176,13 +181,16 @@ public struct DatabaseAddress: Sendable, Hashable {
 
 /// A stored database.
 public struct StoredDatabase: Sendable {
+    /// The engine's key of the database.
     public var key: Int64
+    /// The engine's key of its container (the schema is per container).
     public var containerKey: Int64
     /// Names the database in its change tokens.
     public var uid: UUID
     /// The last number of its zone feed.
     public var sequence: Int64
 
+    /// A stored database's values.
     public init(key: Int64, containerKey: Int64, uid: UUID, sequence: Int64) {
         self.key = key
         self.containerKey = containerKey
@@ -193,14 +201,18 @@ public struct StoredDatabase: Sendable {
 
 /// A stored zone.
 public struct StoredZone: Sendable {
+    /// The engine's key of the zone.
     public var key: Int64
+    /// The zone's name.
     public var name: String
     /// The current incarnation.
     public var uid: UUID
     /// The last number of its record feed.
     public var sequence: Int64
+    /// Whether the zone is deleted (its row stays, so its feed numbers go on if it comes back).
     public var deleted: Bool
 
+    /// A stored zone's values.
     public init(key: Int64, name: String, uid: UUID, sequence: Int64, deleted: Bool) {
         self.key = key
         self.name = name
@@ -212,10 +224,14 @@ public struct StoredZone: Sendable {
 
 /// A zone's entry in its database's feed.
 public struct ZoneChangeRow: Sendable {
+    /// The zone's name.
     public var name: String
+    /// Whether the zone is deleted.
     public var deleted: Bool
+    /// The zone's place in the database feed.
     public var sequence: Int64
 
+    /// An entry's values.
     public init(name: String, deleted: Bool, sequence: Int64) {
         self.name = name
         self.deleted = deleted
@@ -225,16 +241,22 @@ public struct ZoneChangeRow: Sendable {
 
 /// A record as a save writes it.
 public struct RecordWrite {
+    /// The record's name.
     public var name: String
+    /// The record's type.
     public var recordType: String
+    /// Its change tag (its feed number in base 36).
     public var changeTag: String
     /// The fields' stored form (the wire JSON text).
     public var fields: String
+    /// When and by whom it was created (an update keeps the stored one).
     public var created: Stamp
+    /// When and by whom it was last saved.
     public var modified: Stamp
     /// Its place in the zone's feed.
     public var sequence: Int64
 
+    /// A row's values.
     public init(name: String, recordType: String, changeTag: String, fields: String, created: Stamp, modified: Stamp, sequence: Int64) {
         self.name = name
         self.recordType = recordType
@@ -248,9 +270,12 @@ public struct RecordWrite {
 
 /// An entry of a change page: a record (fields as stored text) or a tombstone, with its number.
 public struct FeedChange: Sendable {
+    /// The change's number in its zone's feed.
     public var sequence: Int64
+    /// The record (fields as stored text) or the tombstone (a record marked deleted).
     public var entry: StoredZoneChanges.Entry
 
+    /// A change's values.
     public init(sequence: Int64, entry: StoredZoneChanges.Entry) {
         self.sequence = sequence
         self.entry = entry
@@ -259,10 +284,14 @@ public struct FeedChange: Sendable {
 
 /// A record a query matched.
 public struct QueryMatch: Sendable {
+    /// The record.
     public var record: Record
+    /// The engine's key of its zone (a continuation marker's tie-breaker).
     public var zoneKey: Int64
+    /// Its values of the query's sort keys, in order.
     public var sortValues: [JSONValue]
 
+    /// A match's values.
     public init(record: Record, zoneKey: Int64, sortValues: [JSONValue]) {
         self.record = record
         self.zoneKey = zoneKey
@@ -272,10 +301,14 @@ public struct QueryMatch: Sendable {
 
 /// A record that holds a `VALIDATE` reference to one a delete operation removed.
 public struct ValidatingBlocker: Sendable, Hashable {
+    /// The delete operation (its index in the batch).
     public var operation: Int
+    /// The record holding the `VALIDATE` reference.
     public var source: String
+    /// The removed record it points at.
     public var target: String
 
+    /// A blocker's values.
     public init(operation: Int, source: String, target: String) {
         self.operation = operation
         self.source = source
