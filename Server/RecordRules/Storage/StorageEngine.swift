@@ -6,10 +6,14 @@ import RecordModel
 /// tombstones), and nothing of CloudKit's rules. ``RecordStore`` holds the rules and calls these.
 ///
 /// Transactions are synchronous closures: an engine runs each on a connection of its own
-/// (SQLite: GRDB's reader or writer queue; an engine over an asynchronous driver runs the
-/// closure on a thread of its own and waits for each statement there). Whatever a closure
-/// throws leaves the database as it was; an engine reports its own failures as
-/// ``RecordSyncError`` with `INTERNAL_ERROR` and lets every other error through unchanged.
+/// (SQLite: GRDB's reader or writer queue; an engine over an asynchronous driver leases a
+/// connection, runs the whole closure on a thread pool of its own, never on an event loop or
+/// Swift's cooperative threads, and waits for each statement there). Whatever a closure throws
+/// leaves the database as it was. A primitive lets its driver's errors through as they are, and
+/// ``read(_:)`` and ``write(_:)`` turn them into ``RecordSyncError`` with `INTERNAL_ERROR`,
+/// letting every other error through unchanged: the rules take a `RecordSyncError` thrown in the
+/// middle of a transaction for one operation's failure (a non-atomic batch goes on), so a failed
+/// statement must never look like one.
 public protocol StorageEngine: Sendable {
     /// Runs `body` in a read transaction: one consistent snapshot, no writes.
     func read<T: Sendable>(_ body: @escaping @Sendable (any StorageTransaction) throws -> T) async throws -> T
