@@ -27,7 +27,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
         // The client's HTTP on Linux (FoundationNetworking's URLSession costs about a millisecond
-        // a request and spins on large uploads: docs/performance.md, step 42).
+        // a request and spins on large uploads: docs/performance.md, "The client's HTTP on Linux").
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
     ],

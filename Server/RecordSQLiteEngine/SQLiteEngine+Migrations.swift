@@ -125,7 +125,7 @@ extension SQLiteEngine {
         // share their first column, so every comparison in a search of a zone-led key ties on
         // it and takes SQLite's slow general path, where a name-led key is told apart by its
         // first column. Both changes together: 6% fewer instructions for a save, 14% for a
-        // cascade, counted with callgrind (docs/performance.md, step 32). What walks a zone
+        // cascade, counted with callgrind (docs/performance.md, "Keys that lead with the name"). What walks a zone
         // uses the zone-led indexes: `records_by_seq`, `records_by_type`, `tombstones_by_seq`,
         // `refs_validating`.
         migrator.registerMigration("v4-name-led-keys") { db in
@@ -186,8 +186,8 @@ extension SQLiteEngine {
         // A reference's field is stored as a small integer, its key in `ref_fields`, not as its
         // name: every entry of `refs` and `refs_by_target` is a fifth smaller. The references of
         // a save land all over `refs_by_target` (one per target), so its leaves are most of
-        // what a commit writes; smaller entries mean fewer leaves, and a save's commit wrote 14%
-        // fewer pages (docs/performance.md, step 38). A field name's key never changes and is
+        // what a commit writes; smaller entries mean fewer leaves: a save's commit writes 14%
+        // fewer pages (docs/performance.md, "Reference fields as keys"). A field name's key never changes and is
         // never removed; the store's keys are shared by every zone and container.
         migrator.registerMigration("v5-reference-field-keys") { db in
             try db.execute(sql: """

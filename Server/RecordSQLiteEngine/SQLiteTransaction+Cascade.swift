@@ -46,11 +46,11 @@ enum Cascade {
     /// already doomed is not added (`OR IGNORE`) and so not walked again. One recursive
     /// `WITH RECURSIVE … UNION` statement finds the same records in the same order, but keeps a
     /// queue and a set of names of its own besides `doomed` (the walk keeps only a scratch copy
-    /// of each level, since each statement reads the table it fills): it took 2.5 times as long
-    /// for a tree 10,000 wide (docs/performance.md, step 37). The walk costs a statement a level, about 10 µs, so
-    /// a chain one record wide is where the recursive statement would win: 0.21 s against 0.08 s
-    /// for a chain 20,000 deep (from Python). The later statements reach each doomed row by its
-    /// key, (name, zone).
+    /// of each level, since each statement reads the table it fills): it takes 2.5 times as long
+    /// for a tree 10,000 wide. The walk costs a statement a level, about 10 µs, so a chain one
+    /// record wide is where the recursive statement wins: 0.21 s against 0.08 s for a chain
+    /// 20,000 deep (docs/performance.md, "The cascade walks level by level"). The later
+    /// statements reach each doomed row by its key, (name, zone).
     ///
     /// - Returns: how many records are doomed, `root` included.
     static func collect(root: String, zoneKey: Int64, in db: Database) throws -> Int {

@@ -135,8 +135,8 @@ enum Scenarios {
         }
         let ratio = pairedRatio(deletes, over: floors)
         // The floor is one recursive DELETE. The server collects a cascade level by
-        // level (step 37), which speeds a bare table's delete too: the ratio against that
-        // stronger floor is reported beside (docs/performance.md).
+        // level, which speeds a bare table's delete too: the ratio against that stronger floor
+        // is reported beside (docs/performance.md, "Targets at the edge").
         return Measurement(scenario: "cascade", unit: "s to delete \(total)", figure: median(deletes), floor: median(floors), ratio: ratio,
                            target: "≤ 3× floor", met: ratio <= 3,
                            notes: String(format: "tombstones fetched in %.2f s; level-walk floor %.3f s: %.2f×",

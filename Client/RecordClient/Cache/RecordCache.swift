@@ -120,7 +120,7 @@ public final class RecordCache: Sendable {
     ///
     /// A fetch writes references in feed order, so the index, ordered by target, takes them
     /// all over its B-tree: commit after commit rewrites most of its pages (about a third of
-    /// the pages a first fetch writes, measured from Python). Built once at the end
+    /// the pages a first fetch writes). Built once at the end
     /// (``restoreReferenceIndex()``) from the whole table, it costs a sort. Meanwhile queries
     /// by reference scan the references instead. Opening the cache builds the index if a
     /// fetch left it out.

@@ -11,8 +11,8 @@ import RecordModel
 ///
 /// The only part of the client that speaks HTTP. Requests go through the `URLSession` the app
 /// gave `Container`, or else, on Linux, through AsyncHTTPClient (``client``): there
-/// FoundationNetworking's `URLSession` (libcurl) took about a millisecond more a request each
-/// way and busy-polls a socket during large uploads (docs/performance.md, step 42). On Apple
+/// FoundationNetworking's `URLSession` (libcurl) costs about a millisecond more a request each
+/// way and busy-polls a socket during large uploads. On Apple
 /// platforms the library's own session is used.
 struct HTTPTransport: Sendable {
     /// The base of every endpoint: `{server}/database/1/{container}/{environment}/{database}/`.

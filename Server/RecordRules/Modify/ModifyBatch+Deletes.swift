@@ -8,7 +8,7 @@ extension ModifyBatch {
     /// In a zone without `VALIDATE` references (one primitive call; deletes never add references)
     /// nothing can block a delete, so the deletes run without savepoints: a delete throws only
     /// before it writes. A savepoint makes SQLite keep a copy of every page the deletes change,
-    /// which made a cascade of 100,001 records take a third longer (docs/performance.md, step 40).
+    /// which a large cascade pays for (docs/performance.md, "Deletes without savepoints…").
     ///
     /// - Returns: `false` when an atomic batch must stop.
     mutating func runDeletes(_ indices: [Int]) throws -> Bool {
