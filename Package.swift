@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "RecordSQL", targets: ["RecordSQL"]),
         .library(name: "RecordRules", targets: ["RecordRules"]),
         .library(name: "RecordSQLiteEngine", targets: ["RecordSQLiteEngine"]),
+        .library(name: "RecordPostgresEngine", targets: ["RecordPostgresEngine"]),
         .library(name: "RecordServer", targets: ["RecordServer"]),
         .library(name: "RecordClient", targets: ["RecordClient"]),
         .executable(name: "recordserver", targets: ["recordserver"]),
@@ -30,6 +31,10 @@ let package = Package(
         // a request and spins on large uploads: docs/performance.md, "The client's HTTP on Linux").
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        // The PostgreSQL engine's driver.
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        // TLS to PostgreSQL where the database URL asks for it.
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
     ],
     targets: [
         // The system zlib, for gzip-compressed request bodies (Debian: zlib1g-dev).
@@ -78,6 +83,23 @@ let package = Package(
             path: "Server/RecordSQLiteEngine",
             swiftSettings: swiftSettings
         ),
+        // The PostgreSQL engine: the same primitives as SQL for PostgreSQL (postgres-nio).
+        .target(
+            name: "RecordPostgresEngine",
+            dependencies: [
+                "RecordModel",
+                "RecordRules",
+                "RecordSQL",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Server/RecordPostgresEngine",
+            swiftSettings: swiftSettings
+        ),
         // The HTTP server (the only target that imports Hummingbird).
         .target(
             name: "RecordServer",
@@ -85,6 +107,7 @@ let package = Package(
                 "RecordModel",
                 "RecordRules",
                 "RecordSQLiteEngine",
+                "RecordPostgresEngine",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -203,6 +226,9 @@ let package = Package(
                 "RecordSQL",
                 "TestSupport",
                 "recordserver",
+                "RecordPostgresEngine",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

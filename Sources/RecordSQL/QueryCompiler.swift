@@ -3,23 +3,28 @@ import GRDB
 import RecordModel
 
 /// Compiles a ``Query`` into one SQL statement over the `records` and `refs` tables (see
-/// <doc:TableShape>), the same statement for the server's store and the client's cache (but for
-/// how a reference's field is matched: by its key in the store, by its name in the cache).
+/// <doc:TableShape>), the same statement for the server's engines and the client's cache (but
+/// for how a reference's field is matched: by its key in the store, by its name in the cache),
+/// in the ``SQLDialect`` of the database that runs it. What a query means is decided here once;
+/// the dialect only spells it.
 ///
-/// Field filters read the stored JSON with `json_extract`; filters on a reference field go
+/// Field filters read the stored JSON (`json_extract`, PostgreSQL's `jsonb` operators); filters on a reference field go
 /// through the `refs_by_target` index, so "children of X" is an index search, not a scan.
 /// Paging is keyset-based: the statement selects the sort-key values, and a continuation
 /// marker carries the last row's values.
 public struct QueryCompiler: Sendable {
     /// A compiled statement: its SQL, its arguments, and how many sort-key columns follow the
     /// record columns.
-    public struct Statement {
-        /// The SQL text.
+    public struct Statement: Sendable {
+        /// The SQL text, with the dialect's placeholders.
         public var sql: String
-        /// Its arguments.
-        public var arguments: StatementArguments
+        /// Its arguments, in placeholder order.
+        public var values: [SQLValue]
         /// How many sort-key columns follow the zone key and the record columns.
         public var sortKeyCount: Int
+
+        /// The arguments for GRDB.
+        public var arguments: StatementArguments { StatementArguments(values.map(\.databaseValue)) }
     }
 
     /// The most filters a query may have.
@@ -44,15 +49,19 @@ public struct QueryCompiler: Sendable {
     /// schema of the queried record type; `keyedReferenceFields` when `refs.field` holds keys
     /// of `ref_fields`. (No default: a store's integer column never equals a name, so the wrong
     /// choice would quietly match nothing.)
-    public init(zoneKeys: [Int64], schema: [String: FieldType], keyedReferenceFields: Bool) {
+    public init(zoneKeys: [Int64], schema: [String: FieldType], keyedReferenceFields: Bool, dialect: SQLDialect = .sqlite) {
         self.zoneKeys = zoneKeys
         self.schema = schema
         self.keyedReferenceFields = keyedReferenceFields
+        self.dialect = dialect
     }
 
-    private var zoneCondition: (sql: String, arguments: StatementArguments) {
-        if zoneKeys.count == 1 { return ("= ?", [zoneKeys[0]]) }
-        return ("IN (\(zoneKeys.map { _ in "?" }.joined(separator: ", ")))", StatementArguments(zoneKeys))
+    /// The SQL the statement is written in.
+    public let dialect: SQLDialect
+
+    private var zoneCondition: (sql: String, arguments: [SQLValue]) {
+        if zoneKeys.count == 1 { return ("= ?", [zoneKeys[0].sqlValue]) }
+        return ("IN (\(zoneKeys.map { _ in "?" }.joined(separator: ", ")))", zoneKeys.map(\.sqlValue))
     }
 
     /// Records whose reference `field` points at one of the targets `targets` (SQL placeholders).
@@ -62,16 +71,16 @@ public struct QueryCompiler: Sendable {
     /// across zones) cannot drive the index that way: SQLite then walks every record of the type
     /// in name order and probes the list, which took 290 ms for 100 children in a zone of
     /// 1,000,000 (recordbench `query-by-reference`).
-    private func referencedBy(_ field: String, targets: String, _ targetArguments: StatementArguments) -> (String, StatementArguments) {
+    private func referencedBy(_ field: String, targets: String, _ targetArguments: [SQLValue]) -> (String, [SQLValue]) {
         let zone = zoneCondition
         // A field name the store has no key for matches nothing, like a name no reference holds.
         let fieldSQL = keyedReferenceFields ? "field = (SELECT id FROM ref_fields WHERE name = ?)" : "field = ?"
         if zoneKeys.count == 1 {
             return ("r.name IN (SELECT source FROM refs WHERE zone_id = ? AND target IN (\(targets)) AND \(fieldSQL))",
-                    zone.arguments + targetArguments + [field])
+                    zone.arguments + targetArguments + [field.sqlValue])
         }
         return ("(r.zone_id, r.name) IN (SELECT zone_id, source FROM refs WHERE zone_id \(zone.sql) AND target IN (\(targets)) AND \(fieldSQL))",
-                zone.arguments + targetArguments + [field])
+                zone.arguments + targetArguments + [field.sqlValue])
     }
 
     /// Compiles `query`.
@@ -90,12 +99,12 @@ public struct QueryCompiler: Sendable {
             throw RecordSyncError(.badRequest, "query.sortBy has \(sorts.count) keys; the limit is \(Self.maximumSortKeys)")
         }
         var conditions: [String] = []
-        var arguments: StatementArguments = []
+        var arguments: [SQLValue] = []
         let zone = zoneCondition
         conditions.append("r.zone_id \(zone.sql)")
         arguments += zone.arguments
         conditions.append("r.type = ?")
-        arguments += [query.recordType]
+        arguments += [query.recordType.sqlValue]
 
         for (index, filter) in filters.enumerated() {
             do {
@@ -126,7 +135,7 @@ public struct QueryCompiler: Sendable {
         }
 
         let keyColumns = sortKeys.enumerated().map { ", \($1.sql) AS k\($0)" }.joined()
-        let order = (sortKeys.map { "\($0.sql) \($0.ascending ? "ASC" : "DESC")" } + ["r.zone_id ASC", "r.name ASC"]).joined(separator: ", ")
+        let order = (sortKeys.map { dialect.orderTerm($0.sql, ascending: $0.ascending) } + ["r.zone_id ASC", "r.name ASC"]).joined(separator: ", ")
         let sql = """
             SELECT r.zone_id, \(RecordRow.columns(alias: "r"))\(keyColumns)
             FROM records r
@@ -134,12 +143,12 @@ public struct QueryCompiler: Sendable {
             ORDER BY \(order)
             LIMIT \(limit)
             """
-        return Statement(sql: sql, arguments: arguments, sortKeyCount: sortKeys.count)
+        return Statement(sql: dialect.numbered(sql), values: arguments, sortKeyCount: sortKeys.count)
     }
 
     // MARK: Filters
 
-    private func condition(for filter: QueryFilter) throws -> (String, StatementArguments) {
+    private func condition(for filter: QueryFilter) throws -> (String, [SQLValue]) {
         let comparator = filter.comparator
         switch comparator {
         case .containsAllTokens, .containsAnyTokens, .near:
@@ -169,7 +178,7 @@ public struct QueryCompiler: Sendable {
         if type.scalar == .reference {
             return try referenceCondition(field, comparator, filter.fieldValue)
         }
-        return try scalarCondition(Self.path(field), comparator, filter.fieldValue, type: type.scalar)
+        return try scalarCondition(dialect.fieldValue(field, type.scalar), comparator, filter.fieldValue, type: type.scalar)
     }
 
     /// The type a filter compares a field as: the schema's, else the given or inferred one.
@@ -197,11 +206,11 @@ public struct QueryCompiler: Sendable {
         return comparator.appliesToListElements ? FieldType(inferred.scalar, isList: true) : FieldType(inferred.scalar)
     }
 
-    private func scalarCondition(_ expression: String, _ comparator: QueryComparator, _ value: RawFieldValue, type: ScalarType) throws -> (String, StatementArguments) {
+    private func scalarCondition(_ expression: String, _ comparator: QueryComparator, _ value: RawFieldValue, type: ScalarType) throws -> (String, [SQLValue]) {
         if comparator.takesList {
             let values = try bindings(value.value, scalar: type, list: true)
             let placeholders = values.map { _ in "?" }.joined(separator: ", ")
-            return ("\(expression) \(comparator == .in ? "IN" : "NOT IN") (\(placeholders))", StatementArguments(values))
+            return ("\(expression) \(comparator == .in ? "IN" : "NOT IN") (\(placeholders))", values)
         }
         let bound = try bindings(value.value, scalar: type, list: false)[0]
         switch comparator {
@@ -212,78 +221,79 @@ public struct QueryCompiler: Sendable {
         case .greaterThan: return ("\(expression) > ?", [bound])
         case .greaterThanOrEquals: return ("\(expression) >= ?", [bound])
         case .beginsWith, .notBeginsWith:
-            guard type == .string, let prefix = bound as? String else {
+            guard type == .string, case .text(let prefix) = bound else {
                 throw RecordSyncError(.badRequest, "\(comparator.rawValue) compares strings")
             }
-            let sql = "substr(\(expression), 1, ?) = ?"
-            return (comparator == .beginsWith ? sql : "NOT (\(sql))", [prefix.unicodeScalars.count, prefix])
+            let (sql, prefixArguments) = dialect.beginsWith(expression, prefix)
+            return (comparator == .beginsWith ? sql : "NOT (\(sql))", prefixArguments)
         default:
             throw RecordSyncError(.badRequest, "\(comparator.rawValue) does not apply to a single value")
         }
     }
 
-    private func listCondition(_ field: String, _ comparator: QueryComparator, _ value: RawFieldValue, scalar: ScalarType) throws -> (String, StatementArguments) {
+    private func listCondition(_ field: String, _ comparator: QueryComparator, _ value: RawFieldValue, scalar: ScalarType) throws -> (String, [SQLValue]) {
         if scalar == .reference {
             let names = try bindings(value.value, scalar: .reference, list: comparator.takesList)
             if comparator == .listContainsAny {
-                guard !names.isEmpty else { return ("0", []) }
-                return referencedBy(field, targets: names.map { _ in "?" }.joined(separator: ", "), StatementArguments(names))
+                guard !names.isEmpty else { return (dialect.constant(false), []) }
+                return referencedBy(field, targets: names.map { _ in "?" }.joined(separator: ", "), names)
             }
-            let exists = { (name: any DatabaseValueConvertible) -> (String, StatementArguments) in
+            let exists = { (name: SQLValue) -> (String, [SQLValue]) in
                 self.referencedBy(field, targets: "?", [name])
             }
             return try combine(comparator, names.map(exists))
         }
-        let elements = "json_each(r.fields, '\(Self.jsonPath(field))')"
+        let (elements, element) = dialect.listElements(field, scalar)
         if comparator == .listMemberBeginsWith || comparator == .notListMemberBeginsWith {
-            guard scalar == .string, let prefix = try bindings(value.value, scalar: .string, list: false)[0] as? String else {
+            guard scalar == .string, case .text(let prefix) = try bindings(value.value, scalar: .string, list: false)[0] else {
                 throw RecordSyncError(.badRequest, "\(comparator.rawValue) needs a STRING_LIST field")
             }
-            let sql = "EXISTS (SELECT 1 FROM \(elements) WHERE substr(json_each.value, 1, ?) = ?)"
-            return (comparator == .listMemberBeginsWith ? sql : "NOT \(sql)", [prefix.unicodeScalars.count, prefix])
+            let (begins, prefixArguments) = dialect.beginsWith(element, prefix)
+            let sql = "EXISTS (SELECT 1 FROM \(elements) WHERE \(begins))"
+            return (comparator == .listMemberBeginsWith ? sql : "NOT \(sql)", prefixArguments)
         }
         let values = try bindings(value.value, scalar: scalar, list: comparator.takesList)
         if comparator == .listContainsAny {
-            guard !values.isEmpty else { return ("0", []) }
-            return ("EXISTS (SELECT 1 FROM \(elements) WHERE json_each.value IN (\(values.map { _ in "?" }.joined(separator: ", "))))", StatementArguments(values))
+            guard !values.isEmpty else { return (dialect.constant(false), []) }
+            return ("EXISTS (SELECT 1 FROM \(elements) WHERE \(element) IN (\(values.map { _ in "?" }.joined(separator: ", "))))", values)
         }
-        return try combine(comparator, values.map { ("EXISTS (SELECT 1 FROM \(elements) WHERE json_each.value = ?)", [$0]) })
+        return try combine(comparator, values.map { ("EXISTS (SELECT 1 FROM \(elements) WHERE \(element) = ?)", [$0]) })
     }
 
     /// Joins per-value "list contains v" conditions as the comparator asks.
-    private func combine(_ comparator: QueryComparator, _ parts: [(String, StatementArguments)]) throws -> (String, StatementArguments) {
+    private func combine(_ comparator: QueryComparator, _ parts: [(String, [SQLValue])]) throws -> (String, [SQLValue]) {
         if comparator == .listContainsAll || comparator == .notListContainsAll, parts.count > Self.maximumAllValues {
             throw RecordSyncError(.badRequest, "\(comparator.rawValue) lists \(parts.count) values; the limit is \(Self.maximumAllValues)")
         }
-        let arguments = parts.reduce(into: StatementArguments()) { $0 += $1.1 }
+        let arguments = parts.reduce(into: [SQLValue]()) { $0 += $1.1 }
         let sqls = parts.map(\.0)
         switch comparator {
         case .listContains: return (sqls[0], arguments)
         case .notListContains: return ("NOT \(sqls[0])", arguments)
-        case .listContainsAny: return sqls.isEmpty ? ("0", []) : ("(\(sqls.joined(separator: " OR ")))", arguments)
-        case .listContainsAll: return sqls.isEmpty ? ("1", []) : ("(\(sqls.joined(separator: " AND ")))", arguments)
-        case .notListContainsAll: return sqls.isEmpty ? ("0", []) : ("NOT (\(sqls.joined(separator: " AND ")))", arguments)
+        case .listContainsAny: return sqls.isEmpty ? (dialect.constant(false), []) : ("(\(sqls.joined(separator: " OR ")))", arguments)
+        case .listContainsAll: return sqls.isEmpty ? (dialect.constant(true), []) : ("(\(sqls.joined(separator: " AND ")))", arguments)
+        case .notListContainsAll: return sqls.isEmpty ? (dialect.constant(false), []) : ("NOT (\(sqls.joined(separator: " AND ")))", arguments)
         default: throw RecordSyncError(.badRequest, "\(comparator.rawValue) does not apply to a list")
         }
     }
 
     /// A filter on a single reference field, answered from the `refs` index.
-    private func referenceCondition(_ field: String, _ comparator: QueryComparator, _ value: RawFieldValue) throws -> (String, StatementArguments) {
+    private func referenceCondition(_ field: String, _ comparator: QueryComparator, _ value: RawFieldValue) throws -> (String, [SQLValue]) {
         let names = try bindings(value.value, scalar: .reference, list: comparator.takesList)
-        let (sources, arguments) = referencedBy(field, targets: names.map { _ in "?" }.joined(separator: ", "), StatementArguments(names))
+        let (sources, arguments) = referencedBy(field, targets: names.map { _ in "?" }.joined(separator: ", "), names)
         switch comparator {
         case .equals, .in:
             return (sources, arguments)
         case .notEquals, .notIn:
             // Records that hold the field but not pointing at any of the names.
-            return ("(json_extract(r.fields, '\(Self.jsonPath(field))') IS NOT NULL AND NOT \(sources))", arguments)
+            return ("(\(dialect.fieldPresent(field)) AND NOT \(sources))", arguments)
         default:
             throw RecordSyncError(.badRequest, "\(comparator.rawValue) does not apply to a REFERENCE field; use EQUALS, NOT_EQUALS, IN or NOT_IN")
         }
     }
 
     /// SQL values for a filter's value: one, or each element of a list.
-    private func bindings(_ json: JSONValue, scalar: ScalarType, list: Bool) throws -> [any DatabaseValueConvertible] {
+    private func bindings(_ json: JSONValue, scalar: ScalarType, list: Bool) throws -> [SQLValue] {
         if list {
             guard case .array(let elements) = json else { throw RecordSyncError(.badRequest, "fieldValue must be a list of \(scalar.rawValue) values") }
             guard elements.count <= Self.maximumListValues else {
@@ -291,15 +301,15 @@ public struct QueryCompiler: Sendable {
             }
             return try elements.flatMap { try bindings($0, scalar: scalar, list: false) }
         }
-        if scalar == .reference, case .string(let name) = json { return [name] }
+        if scalar == .reference, case .string(let name) = json { return [.text(name)] }
         let value = try FieldValue(json: json, type: FieldType(scalar))
         switch value {
-        case .string(let string): return [string]
-        case .int64(let number), .timestamp(let number): return [number]
-        case .double(let number): return [number]
-        case .boolean(let flag): return [flag ? 1 : 0]
-        case .bytes(let data): return [data.base64EncodedString()]
-        case .reference(let reference): return [reference.recordName]
+        case .string(let string): return [.text(string)]
+        case .int64(let number), .timestamp(let number): return [.integer(number)]
+        case .double(let number): return [.real(number)]
+        case .boolean(let flag): return [.integer(flag ? 1 : 0)]
+        case .bytes(let data): return [.text(data.base64EncodedString())]
+        case .reference(let reference): return [.text(reference.recordName)]
         case .location, .asset, .list:
             throw RecordSyncError(.badRequest, "\(scalar.rawValue) values cannot be compared (NEAR is not supported yet)")
         }
@@ -315,26 +325,26 @@ public struct QueryCompiler: Sendable {
         case let type? where type.isList || type.scalar == .location || type.scalar == .asset:
             throw RecordSyncError(.badRequest, "cannot sort by \(NameRules.quoted(field)), a \(type) field")
         case let type? where type.scalar == .reference:
-            return "json_extract(r.fields, '$.\(field).value.recordName')"
-        default:
-            return Self.path(field)
+            return dialect.referenceName(field)
+        case let type:
+            return dialect.fieldValue(field, type?.scalar)
         }
     }
 
     /// Rows strictly after the marker in the query's order.
-    private func keysetCondition(sortKeys: [(sql: String, ascending: Bool)], marker: ContinuationMarker) -> (String, StatementArguments) {
+    private func keysetCondition(sortKeys: [(sql: String, ascending: Bool)], marker: ContinuationMarker) -> (String, [SQLValue]) {
         var alternatives: [String] = []
-        var arguments = StatementArguments()
+        var arguments = [SQLValue]()
         var equalities: [String] = []
-        var equalityArguments = StatementArguments()
+        var equalityArguments = [SQLValue]()
         for (key, value) in zip(sortKeys, marker.values) {
             let bound = Self.binding(value)
             let after: String
-            var afterArguments = StatementArguments()
+            var afterArguments = [SQLValue]()
             switch (key.ascending, bound) {
             case (true, nil): after = "\(key.sql) IS NOT NULL"
             case (true, let v?): after = "\(key.sql) > ?"; afterArguments = [v]
-            case (false, nil): after = "0"
+            case (false, nil): after = dialect.constant(false)
             case (false, let v?): after = "(\(key.sql) < ? OR \(key.sql) IS NULL)"; afterArguments = [v]
             }
             alternatives.append((equalities + [after]).joined(separator: " AND "))
@@ -349,16 +359,16 @@ public struct QueryCompiler: Sendable {
         }
         alternatives.append((equalities + ["(r.zone_id > ? OR (r.zone_id = ? AND r.name > ?))"]).joined(separator: " AND "))
         arguments += equalityArguments
-        arguments += [marker.zone, marker.zone, marker.name]
+        arguments += [.integer(marker.zone), .integer(marker.zone), .text(marker.name)]
         return ("(" + alternatives.map { "(\($0))" }.joined(separator: " OR ") + ")", arguments)
     }
 
-    private static func binding(_ value: JSONValue) -> (any DatabaseValueConvertible)? {
+    private static func binding(_ value: JSONValue) -> SQLValue? {
         switch value {
-        case .int(let number): number
-        case .double(let number): number
-        case .string(let string): string
-        case .bool(let flag): flag ? 1 : 0
+        case .int(let number): .integer(number)
+        case .double(let number): .real(number)
+        case .string(let string): .text(string)
+        case .bool(let flag): .integer(flag ? 1 : 0)
         default: nil
         }
     }
@@ -383,9 +393,4 @@ public struct QueryCompiler: Sendable {
         }
     }
 
-    /// The JSON path of a field's value (field names are letters, digits and underscores, so
-    /// they need no quoting).
-    static func jsonPath(_ field: String) -> String { "$.\(field).value" }
-
-    private static func path(_ field: String) -> String { "json_extract(r.fields, '\(jsonPath(field))')" }
 }

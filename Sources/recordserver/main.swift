@@ -3,9 +3,8 @@ import Foundation
 import Logging
 import RecordRules
 import RecordServer
-import RecordSQLiteEngine
 
-/// `recordserver`: serves the CloudKit Web Services protocol over a SQLite store.
+/// `recordserver`: serves the CloudKit Web Services protocol over a SQLite or PostgreSQL store.
 @main
 struct RecordServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -17,10 +16,46 @@ struct RecordServerCommand: AsyncParsableCommand {
     )
 }
 
-/// The data directory flag shared by every subcommand.
+/// Where the data is, shared by every subcommand.
 struct DataOptions: ParsableArguments {
-    @Option(name: .long, help: "The folder holding the database (created if missing).")
+    @Option(name: .long, help: "The folder holding the SQLite database (created if missing).")
     var data: String = ".recordserver"
+
+    @Option(name: .long, help: ArgumentHelp(
+        "Store in PostgreSQL instead of SQLite: postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require|verify-full].",
+        discussion: "Also read from the environment variable RECORDSYNC_DATABASE.", valueName: "url"))
+    var database: String?
+
+    @Option(name: .long, help: "The most connections to PostgreSQL (with --database).")
+    var poolSize: Int = 16
+
+    /// The database URL: the flag, else the environment.
+    var databaseURL: String? {
+        database ?? ProcessInfo.processInfo.environment["RECORDSYNC_DATABASE"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    func validate() throws {
+        guard poolSize > 0 else { throw ValidationError("--pool-size must be positive") }
+    }
+
+    /// A configuration with these options.
+    func configuration() -> ServerConfiguration {
+        var configuration = ServerConfiguration()
+        configuration.dataDirectory = data
+        configuration.databaseURL = databaseURL
+        configuration.databasePoolSize = poolSize
+        return configuration
+    }
+}
+
+/// Opens the store, or ends the process with one line on standard error saying why it cannot.
+func openStore(_ configuration: ServerConfiguration) async throws -> RecordStore {
+    do {
+        return RecordStore(engine: try await openEngine(configuration), limits: configuration.limits)
+    } catch {
+        FileHandle.standardError.write(Data("recordserver: \(error)\n".utf8))
+        throw ExitCode.failure
+    }
 }
 
 extension RecordServerCommand {
@@ -54,14 +89,14 @@ extension RecordServerCommand {
 
         func run() async throws {
             LoggingSystem.bootstrap(StreamLogHandler.standardError)
-            var configuration = ServerConfiguration()
+            var configuration = dataOptions.configuration()
             configuration.host = host
             configuration.port = port
-            configuration.dataDirectory = dataOptions.data
             configuration.limits.maximumOperationsPerRequest = maxOperations
             configuration.maximumBodyBytes = maxBodyBytes
             configuration.logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
-            let app = try buildApplication(configuration: configuration)
+            let store = try await openStore(configuration)
+            let app = buildApplication(configuration: configuration, store: store)
             try await app.runService()
         }
     }
@@ -83,7 +118,7 @@ extension RecordServerCommand {
             @OptionGroup var dataOptions: DataOptions
 
             func run() async throws {
-                let store = try openStore(dataOptions)
+                let store = try await openStore(dataOptions.configuration())
                 let token = Credentials.newToken()
                 _ = try await store.createUser(named: name, tokenHash: Credentials.hash(token))
                 print(token)
@@ -99,7 +134,7 @@ extension RecordServerCommand {
             @OptionGroup var dataOptions: DataOptions
 
             func run() async throws {
-                let store = try openStore(dataOptions)
+                let store = try await openStore(dataOptions.configuration())
                 let token = Credentials.newToken()
                 _ = try await store.addToken(forUserNamed: name, tokenHash: Credentials.hash(token))
                 print(token)
@@ -108,9 +143,3 @@ extension RecordServerCommand {
     }
 }
 
-private func openStore(_ options: DataOptions) throws -> RecordStore {
-    try FileManager.default.createDirectory(atPath: options.data, withIntermediateDirectories: true)
-    var configuration = ServerConfiguration()
-    configuration.dataDirectory = options.data
-    return RecordStore(engine: try SQLiteEngine(path: configuration.databasePath))
-}

@@ -14,11 +14,12 @@ import Testing
     func withArtists(_ count: Int, _ body: (RecordStore, DatabaseScope) async throws -> Void) async throws {
         for backend in Backend.all {
             try await withTemporaryDirectory { directory in
-                let store = try backend.makeStore(directory)
-                let alice = try await store.createUser(named: "alice", tokenHash: Data([1]))
-                let scope = DatabaseScope(container: "iCloud.test", environment: "development", kind: .private, user: alice)
-                try await save((0..<count).map { Record.artist("a\($0)") }, in: store, scope)
-                try await body(store, scope)
+                try await backend.withStore(directory) { store in
+                    let alice = try await store.createUser(named: "alice", tokenHash: Data([1]))
+                    let scope = DatabaseScope(container: "iCloud.test", environment: "development", kind: .private, user: alice)
+                    try await save((0..<count).map { Record.artist("a\($0)") }, in: store, scope)
+                    try await body(store, scope)
+                }
             }
         }
     }

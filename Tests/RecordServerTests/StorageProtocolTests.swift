@@ -14,9 +14,10 @@ import Testing
     func withStores(_ body: (Backend, RecordStore, DatabaseScope) async throws -> Void) async throws {
         for backend in Backend.all {
             try await withTemporaryDirectory { directory in
-                let store = try backend.makeStore(directory)
-                let alice = try await store.createUser(named: "alice", tokenHash: Data([1]))
-                try await body(backend, store, DatabaseScope(container: "iCloud.test", environment: "development", kind: .private, user: alice))
+                try await backend.withStore(directory) { store in
+                    let alice = try await store.createUser(named: "alice", tokenHash: Data([1]))
+                    try await body(backend, store, DatabaseScope(container: "iCloud.test", environment: "development", kind: .private, user: alice))
+                }
             }
         }
     }

@@ -2,23 +2,37 @@ import Foundation
 import Hummingbird
 import Logging
 import NIOCore
+import RecordPostgresEngine
 import RecordRules
 import RecordSQLiteEngine
 import ServiceLifecycle
 
-/// Builds the RecordSync server: opens the store under the data directory and wires the
-/// routes. Both `recordserver` and the tests call this.
+/// Opens the engine the configuration names: PostgreSQL at ``ServerConfiguration/databaseURL``,
+/// else SQLite under ``ServerConfiguration/dataDirectory`` (created if missing).
+///
+/// - Throws: `PostgresEngineError` (a bad URL, a database that cannot be reached or migrated)
+///   or GRDB's error for a SQLite file that cannot be opened.
+public func openEngine(_ configuration: ServerConfiguration) async throws -> any StorageEngine {
+    if let url = configuration.databaseURL {
+        var logger = configuration.logger
+        logger.logLevel = max(logger.logLevel, .warning)
+        return try await PostgresEngine(location: try PostgresLocation(url: url), maximumConnections: configuration.databasePoolSize, logger: logger)
+    }
+    try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
+    return try SQLiteEngine(path: configuration.databasePath)
+}
+
+/// Builds the RecordSync server: opens the store (``openEngine(_:)``) and wires the routes.
 ///
 /// The application logs `listening on http://HOST:PORT` once it accepts connections, and
 /// `onListening` (if given) receives the port (useful with port 0).
 ///
-/// - Throws: when the data directory cannot be created or the database cannot be opened.
+/// - Throws: when the store cannot be opened (``openEngine(_:)``).
 public func buildApplication(
     configuration: ServerConfiguration,
     onListening: (@Sendable (_ port: Int) async -> Void)? = nil
-) throws -> some ApplicationProtocol {
-    try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
-    let store = RecordStore(engine: try SQLiteEngine(path: configuration.databasePath), limits: configuration.limits)
+) async throws -> some ApplicationProtocol {
+    let store = RecordStore(engine: try await openEngine(configuration), limits: configuration.limits)
     return buildApplication(configuration: configuration, store: store, onListening: onListening)
 }
 

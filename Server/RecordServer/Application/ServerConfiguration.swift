@@ -13,6 +13,12 @@ public struct ServerConfiguration: Sendable {
     public var port: Int = 8080
     /// The folder holding the SQLite database (`records.sqlite`), created if missing.
     public var dataDirectory: String = ".recordserver"
+    /// The PostgreSQL database to store in instead of SQLite
+    /// (`postgres://USER@HOST:PORT/DATABASE`, see `PostgresLocation`), or `nil` for SQLite
+    /// under ``dataDirectory``.
+    public var databaseURL: String?
+    /// The most connections to PostgreSQL the server opens.
+    public var databasePoolSize: Int = 16
     /// The store's limits.
     public var limits = StoreLimits()
     /// The largest request body accepted, in bytes (larger: `LIMIT_EXCEEDED`).

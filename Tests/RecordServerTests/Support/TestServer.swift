@@ -1,7 +1,11 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import Crypto
+import Logging
+import PostgresNIO
 import RecordModel
+import RecordPostgresEngine
 import RecordRules
 import RecordServer
 import RecordSQLiteEngine
@@ -11,20 +15,105 @@ import Testing
 /// A storage engine the suite runs against. Every test that goes through ``withServer`` runs
 /// once per engine, so these tests are the conformance suite of ``StorageEngine``: a new
 /// engine is added here and must pass them unchanged.
+///
+/// PostgreSQL runs when `RECORDSYNC_TEST_POSTGRES` holds the URL of a server the tests may
+/// create schemas in (`.ci/run` starts one; `Scripts/postgres-cluster` starts one by hand).
+/// Without it the suite runs on SQLite alone and says so once.
 struct Backend: Sendable, CustomStringConvertible {
     var description: String
-    var makeEngine: @Sendable (_ directory: String) throws -> any StorageEngine
+    var makeEngine: @Sendable (_ directory: String) async throws -> any StorageEngine
 
     static let sqlite = Backend(description: "SQLite") { directory in
         try SQLiteEngine(path: (directory as NSString).appendingPathComponent("records.sqlite"))
     }
 
-    /// A store of this engine's under `directory`.
-    func makeStore(_ directory: String, _ limits: StoreLimits = StoreLimits()) throws -> RecordStore {
-        RecordStore(engine: try makeEngine(directory), limits: limits)
+    /// PostgreSQL, a schema of its own per data directory (the same directory opens the same
+    /// schema again, as a restarted server opens its file).
+    static let postgres = Backend(description: "PostgreSQL") { directory in
+        guard let url = TestPostgres.url else { throw TestPostgres.Unavailable() }
+        let schema = try await TestPostgres.schema(for: directory)
+        let location = try PostgresLocation(url: url + (url.contains("?") ? "&" : "?") + "options=-c%20search_path%3D\(schema)")
+        var logger = Logger(label: "test.postgres")
+        logger.logLevel = .warning
+        return try await PostgresEngine(location: location, maximumConnections: 8, logger: logger)
     }
 
-    static let all: [Backend] = [.sqlite]
+    /// A store of this engine's under `directory`.
+    func makeStore(_ directory: String, _ limits: StoreLimits = StoreLimits()) async throws -> RecordStore {
+        RecordStore(engine: try await makeEngine(directory), limits: limits)
+    }
+
+    /// Runs `body` with a store of this engine's under `directory`, then closes the engine.
+    func withStore<T>(_ directory: String, _ limits: StoreLimits = StoreLimits(), _ body: (RecordStore) async throws -> T) async throws -> T {
+        let store = try await makeStore(directory, limits)
+        do {
+            let result = try await body(store)
+            await Self.close(store.engine)
+            return result
+        } catch {
+            await Self.close(store.engine)
+            throw error
+        }
+    }
+
+    /// Closes an engine's connections (SQLite's close with the last reference).
+    static func close(_ engine: any StorageEngine) async {
+        if let engine = engine as? PostgresEngine { await engine.shutdown() }
+    }
+
+    static let all: [Backend] = TestPostgres.url == nil ? [.sqlite] : [.sqlite, .postgres]
+}
+
+/// The PostgreSQL server the tests use, if any.
+enum TestPostgres {
+    struct Unavailable: Error {}
+
+    /// `RECORDSYNC_TEST_POSTGRES`, or `nil`.
+    static let url: String? = {
+        let url = ProcessInfo.processInfo.environment["RECORDSYNC_TEST_POSTGRES"].flatMap { $0.isEmpty ? nil : $0 }
+        if url == nil { print("RECORDSYNC_TEST_POSTGRES is not set: the server suite runs on SQLite only") }
+        return url
+    }()
+
+    /// Schemas are named after their directory; those of earlier runs are dropped on first use.
+    private static let sweep = Task {
+        try await withConnection { connection in
+            let schemas = try await connection.query("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'rs\\_t\\_%'", logger: logger).collect()
+            for row in schemas {
+                try await connection.query(PostgresQuery(unsafeSQL: "DROP SCHEMA \"\(try row.decode(String.self))\" CASCADE"), logger: logger)
+            }
+        }
+    }
+
+    static let logger = Logger(label: "test.postgres")
+
+    /// The schema of `directory`, created if missing.
+    static func schema(for directory: String) async throws -> String {
+        try await sweep.value
+        let digest = SHA256.hash(data: Data(directory.utf8)).prefix(8).map { String(format: "%02x", $0) }.joined()
+        let name = "rs_t_\(digest)"
+        try await withConnection { connection in
+            try await connection.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA IF NOT EXISTS \(name)"), logger: logger)
+        }
+        return name
+    }
+
+    static func withConnection<T>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        guard let url else { throw Unavailable() }
+        let location = try PostgresLocation(url: url)
+        let connection = try await PostgresConnection.connect(
+            configuration: .init(host: location.host, port: location.port, username: location.username, password: location.password,
+                                 database: location.database, tls: .disable),
+            id: 0, logger: logger)
+        do {
+            let result = try await body(connection)
+            try? await connection.close()
+            return result
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+    }
 }
 
 /// A running server, reached over real HTTP on a port picked by the system.
@@ -62,10 +151,11 @@ func withServer(
             configuration.dataDirectory = directory
             configuration.logger.logLevel = .warning
             configure(&configuration)
-            let store = try backend.makeStore(directory, configuration.limits)
-            let app = buildApplication(configuration: configuration, store: store)
-            try await app.test(.live) { client in
-                try await body(TestServer(client: client, store: store, directory: directory, backend: backend))
+            try await backend.withStore(directory, configuration.limits) { store in
+                let app = buildApplication(configuration: configuration, store: store)
+                try await app.test(.live) { client in
+                    try await body(TestServer(client: client, store: store, directory: directory, backend: backend))
+                }
             }
         }
     }

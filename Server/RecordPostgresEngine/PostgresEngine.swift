@@ -1,0 +1,166 @@
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import PostgresNIO
+import RecordModel
+import RecordRules
+
+/// The PostgreSQL engine: the storage primitives as SQL on one PostgreSQL database, which any
+/// number of `recordserver` processes may share.
+///
+/// Each transaction leases a connection from a pool and runs on a thread of the engine's own
+/// pool (never an event loop, never Swift's cooperative threads), waiting there for each
+/// statement. Reads run in one `REPEATABLE READ READ ONLY` snapshot. Writes run in
+/// `READ COMMITTED`: a write locks its zone's row (``StorageTransaction/lockZoneForWriting(_:)``)
+/// before it reads or writes anything of the zone, so every statement after the lock sees what
+/// the zone's previous writer committed, and the zone's feed numbers commit in order. A write
+/// that a concurrent commit has made stale (a deadlock, a unique key taken in the meantime, a zone
+/// deleted between being read and being locked) is run again from the start, in a new
+/// transaction, a few times before it fails; its body is a pure function of what it reads, so
+/// running it again is safe.
+public final class PostgresEngine: StorageEngine {
+    /// The database.
+    public let location: PostgresLocation
+    /// The pool of connections.
+    let client: PostgresClient
+    /// Runs the pool (`PostgresClient.run()`) until ``shutdown()``.
+    private let clientTask: Task<Void, Never>
+    /// The threads transactions run on: one pool for the process, started on first use, of
+    /// ``threadCount`` threads (a transaction holds one while it runs; more wait their turn).
+    /// Shared rather than one per engine: an engine's pool could not be shut down reliably
+    /// (NIOThreadPool's graceful shutdown hung joining an idle thread), and a process normally
+    /// has one engine.
+    static let threads: NIOThreadPool = {
+        let pool = NIOThreadPool(numberOfThreads: threadCount)
+        pool.start()
+        return pool
+    }()
+    /// How many transactions of the process's engines run at once.
+    public static let threadCount = 64
+    /// The log of the driver.
+    let logger: Logger
+    /// The connections (by id) that have created the temporary tables cascades use.
+    let preparedConnections = NIOLockedValueBox<Set<Int>>([])
+    /// How often a write made stale by a concurrent commit is run again before it fails.
+    static let attempts = 8
+
+    /// Connects to the database `location` names, brings its schema up to date (under a lock,
+    /// so that servers starting together do not race) and opens a pool of at most
+    /// `maximumConnections` connections.
+    ///
+    /// - Throws: ``PostgresEngineError`` when the database cannot be reached or migrated.
+    public init(location: PostgresLocation, maximumConnections: Int = 16, logger: Logger = Logger(label: "recordsync.postgres")) async throws {
+        self.logger = logger
+        self.location = location
+        try await Self.migrate(location, logger: logger)
+        var configuration = try location.clientConfiguration
+        configuration.options.maximumConnections = max(1, maximumConnections)
+        configuration.options.minimumConnections = 0
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        self.client = client
+        clientTask = Task { await client.run() }
+    }
+
+    /// Closes the pool of connections. Transactions started afterwards fail.
+    public func shutdown() async {
+        clientTask.cancel()
+        _ = await clientTask.value
+    }
+
+    /// Runs `body` in a read-only snapshot.
+    public func read<T: Sendable>(_ body: @escaping @Sendable (any StorageTransaction) throws -> T) async throws -> T {
+        try await transaction { transaction in
+            try transaction.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            let value = try body(transaction)
+            try transaction.execute("COMMIT")
+            return value
+        }
+    }
+
+    /// Runs `body` in a write transaction, again from the start when a concurrent commit made it
+    /// stale.
+    public func write<T: Sendable>(_ body: @escaping @Sendable (any StorageTransaction) throws -> WriteOutcome<T>) async throws -> T {
+        var attempt = 1
+        while true {
+            do {
+                return try await transaction { transaction in
+                    try transaction.prepareTemporaryTables()
+                    try transaction.execute("BEGIN")
+                    switch try body(transaction) {
+                    case .commit(let value):
+                        try transaction.execute("COMMIT")
+                        return value
+                    case .rollback(let value):
+                        try transaction.execute("ROLLBACK")
+                        return value
+                    }
+                }
+            } catch let error as PostgresRetry where attempt < Self.attempts {
+                logger.debug("write run again: \(error.reason)")
+                attempt += 1
+                // Writers that deadlocked would meet again at once: wait a little, at random.
+                try await Task.sleep(for: .milliseconds(Int.random(in: 1...(2 << min(attempt, 6)))))
+            } catch let error as PostgresRetry {
+                throw RecordSyncError(.internalError, "storage error: \(error.reason), \(Self.attempts) times")
+            }
+        }
+    }
+
+    /// Leases a connection and runs `body` on the engine's threads; if `body` throws, rolls back
+    /// whatever it began. The driver's errors become `INTERNAL_ERROR` (a concurrent commit's,
+    /// ``PostgresRetry``).
+    private func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresTransaction) throws -> T) async throws -> T {
+        do {
+            return try await client.withConnection { connection in
+                try await Self.threads.runIfActive { [self] in
+                    let transaction = PostgresTransaction(connection: connection, engine: self)
+                    do {
+                        return try body(transaction)
+                    } catch {
+                        if !connection.isClosed { _ = try? transaction.execute("ROLLBACK") }
+                        throw error
+                    }
+                }
+            }
+        } catch let error as PSQLError {
+            if let retry = PostgresRetry(error) { throw retry }
+            throw RecordSyncError(.internalError, "storage error: \(PostgresEngineError.describe(error))")
+        } catch let error as PostgresDecodingError {
+            throw RecordSyncError(.internalError, "storage error: cannot decode column \(error.columnName)")
+        }
+    }
+}
+
+/// A write that a concurrent commit made stale: it is run again from the start.
+struct PostgresRetry: Error {
+    var reason: String
+
+    init(_ reason: String) { self.reason = reason }
+
+    /// The retry a server error calls for, or `nil`: a serialization failure, a deadlock, or a
+    /// unique key another transaction took after this one looked.
+    init?(_ error: PSQLError) {
+        guard let state = error.serverInfo?[.sqlState], ["40001", "40P01", "23505"].contains(state) else { return nil }
+        reason = "SQLSTATE \(state)"
+    }
+}
+
+/// Why the engine could not start.
+public struct PostgresEngineError: Error, CustomStringConvertible {
+    public var description: String
+
+    init(_ description: String) { self.description = description }
+
+    /// One line saying what went wrong, from a driver error.
+    static func describe(_ error: any Error) -> String {
+        guard let error = error as? PSQLError else { return "\(error)" }
+        if let server = error.serverInfo {
+            let message = server[.message] ?? "error"
+            return "\(message) (SQLSTATE \(server[.sqlState] ?? "?"))"
+        }
+        if let underlying = error.underlying { return "\(error.code): \(underlying)" }
+        return "\(error.code)"
+    }
+}

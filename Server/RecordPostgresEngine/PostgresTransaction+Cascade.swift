@@ -1,0 +1,83 @@
+import Foundation
+import PostgresNIO
+import RecordModel
+import RecordRules
+
+/// Cascading deletes, set-based, as in the SQLite engine: the doomed records are collected level
+/// by level into a temporary table over `refs_by_target` and removed by a few set statements.
+extension PostgresTransaction {
+    /// Creates the connection's temporary tables the first time it runs a write, before the
+    /// write's transaction begins (so that no rollback undoes them). They last as long as the
+    /// connection; their rows go at each commit.
+    func prepareTemporaryTables() throws {
+        let id = connection.id
+        guard !engine.preparedConnections.withLockedValue({ $0.contains(id) }) else { return }
+        try execute("""
+            CREATE TEMP TABLE IF NOT EXISTS doomed(pos BIGINT PRIMARY KEY, name TEXT COLLATE "C" NOT NULL UNIQUE) ON COMMIT DELETE ROWS
+            """)
+        try execute("""
+            CREATE TEMP TABLE IF NOT EXISTS batch_deleted(name TEXT COLLATE "C" PRIMARY KEY, operation BIGINT NOT NULL) ON COMMIT DELETE ROWS
+            """)
+        engine.preparedConnections.withLockedValue { _ = $0.insert(id) }
+    }
+
+    func anyValidatingReference(inZone zone: Int64) throws -> Bool {
+        try !rows("SELECT 1 FROM refs WHERE zone_id = \(zone) AND action = 2 LIMIT 1").isEmpty
+    }
+
+    /// Each level is one statement: the `DELETE_SELF` sources of the level before (a range of
+    /// `pos`) not doomed yet, each once where it is first reached, numbered on in the contract's
+    /// order (the level before's order, then field key, then name).
+    func collectCascade(from root: String, inZone zone: Int64) throws -> Int {
+        try execute("DELETE FROM doomed")
+        try execute("INSERT INTO doomed(pos, name) VALUES (1, \(root))")
+        var count: Int64 = 1
+        var levelStart: Int64 = 0
+        while true {
+            let added = try execute("""
+                INSERT INTO doomed(pos, name)
+                SELECT \(count) + row_number() OVER (ORDER BY s.pos, s.field, s.source), s.source FROM (
+                    SELECT DISTINCT ON (refs.source) refs.source, d.pos, refs.field
+                    FROM doomed d JOIN refs ON refs.zone_id = \(zone) AND refs.target = d.name AND refs.action = 1
+                    WHERE d.pos > \(levelStart) AND d.pos <= \(count)
+                      AND NOT EXISTS (SELECT 1 FROM doomed x WHERE x.name = refs.source)
+                    ORDER BY refs.source, d.pos, refs.field) s
+                """)
+            if added == 0 { return Int(count) }
+            levelStart = count
+            count += Int64(added)
+        }
+    }
+
+    func noteValidatedInCascade(operation: Int, inZone zone: Int64) throws {
+        try execute("""
+            INSERT INTO batch_deleted(name, operation)
+            SELECT d.name, \(operation) FROM doomed d
+            WHERE EXISTS (SELECT 1 FROM refs WHERE refs.zone_id = \(zone) AND refs.target = d.name AND refs.action = 2)
+            ON CONFLICT (name) DO UPDATE SET operation = excluded.operation
+            """)
+    }
+
+    func deleteCascade(root: String, inZone zone: Int64, firstSequence: Int64) throws -> [String] {
+        try execute("""
+            INSERT INTO tombstones(zone_id, name, type, seq)
+            SELECT r.zone_id, r.name, r.type, \(firstSequence) + d.pos - 1 FROM doomed d JOIN records r ON r.zone_id = \(zone) AND r.name = d.name
+            ON CONFLICT (zone_id, name) DO UPDATE SET type = excluded.type, seq = excluded.seq
+            """)
+        try execute("DELETE FROM refs WHERE zone_id = \(zone) AND source IN (SELECT name FROM doomed)")
+        try execute("DELETE FROM records WHERE zone_id = \(zone) AND name IN (SELECT name FROM doomed)")
+        return try rows("SELECT name FROM doomed WHERE name <> \(root) ORDER BY name").map { try $0.decode(String.self) }
+    }
+
+    func startDeleteRound() throws {
+        try execute("DELETE FROM batch_deleted")
+    }
+
+    func validatingBlockers(inZone zone: Int64) throws -> [ValidatingBlocker] {
+        try rows("""
+            SELECT DISTINCT ON (b.operation) b.operation, refs.source, refs.target
+            FROM batch_deleted b JOIN refs ON refs.zone_id = \(zone) AND refs.target = b.name AND refs.action = 2
+            ORDER BY b.operation, refs.source, refs.target
+            """).map { let (operation, source, target) = try $0.decode((Int64, String, String).self); return ValidatingBlocker(operation: Int(operation), source: source, target: target) }
+    }
+}

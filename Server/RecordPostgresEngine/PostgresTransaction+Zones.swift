@@ -1,0 +1,71 @@
+import Foundation
+import PostgresNIO
+import RecordModel
+import RecordRules
+
+extension PostgresTransaction {
+    func zone(named name: String, in database: Int64) throws -> StoredZone? {
+        guard let row = try rows("SELECT id, uid, seq, deleted FROM zones WHERE database_id = \(database) AND name = \(name)").first else { return nil }
+        let (key, uid, sequence, deleted) = try row.decode((Int64, UUID, Int64, Bool).self)
+        zonesSeen[key] = (uid, deleted)
+        return StoredZone(key: key, name: name, uid: uid, sequence: sequence, deleted: deleted)
+    }
+
+    func liveZones(in database: Int64) throws -> [StoredZone] {
+        try rows("SELECT id, name, uid, seq FROM zones WHERE database_id = \(database) AND NOT deleted ORDER BY name").map {
+            let (key, name, uid, sequence) = try $0.decode((Int64, String, UUID, Int64).self)
+            return StoredZone(key: key, name: name, uid: uid, sequence: sequence, deleted: false)
+        }
+    }
+
+    func insertZone(named name: String, in database: Int64, uid: UUID, databaseSequence: Int64) throws -> Int64 {
+        let key = try rows("""
+            INSERT INTO zones(database_id, name, uid, seq, db_seq, deleted) VALUES (\(database), \(name), \(uid), 0, \(databaseSequence), FALSE) RETURNING id
+            """)[0].decode(Int64.self)
+        zonesSeen[key] = (uid, false)
+        return key
+    }
+
+    func reviveZone(_ zone: Int64, uid: UUID, databaseSequence: Int64) throws {
+        try execute("UPDATE zones SET deleted = FALSE, uid = \(uid), db_seq = \(databaseSequence) WHERE id = \(zone)")
+        zonesSeen[zone] = (uid, false)
+    }
+
+    func markZoneDeleted(_ zone: Int64, databaseSequence: Int64) throws {
+        guard let uid = try rows("UPDATE zones SET deleted = TRUE, db_seq = \(databaseSequence) WHERE id = \(zone) RETURNING uid").first?.decode(UUID.self) else { return }
+        zonesSeen[zone] = (uid, true)
+    }
+
+    /// The references go first, found through their zone's sources; then rows and tombstones.
+    func deleteZoneContents(_ zone: Int64) throws {
+        try execute("DELETE FROM refs WHERE zone_id = \(zone)")
+        try execute("DELETE FROM records WHERE zone_id = \(zone)")
+        try execute("DELETE FROM tombstones WHERE zone_id = \(zone)")
+    }
+
+    func insertIncarnation(_ uid: UUID, of zone: Int64) throws {
+        try execute("INSERT INTO zone_incarnations(uid, zone_id) VALUES (\(uid), \(zone))")
+    }
+
+    func zone(ofIncarnation uid: UUID) throws -> Int64? {
+        try rows("SELECT zone_id FROM zone_incarnations WHERE uid = \(uid)").first?.decode(Int64.self)
+    }
+
+    /// Locks the zone's row until commit (other writers of the zone wait here; readers never
+    /// do). If another writer deleted or replaced the zone after this transaction read it, the
+    /// transaction is stale and runs again.
+    func lockZoneForWriting(_ zone: Int64) throws -> Int64 {
+        guard let row = try rows("SELECT seq, uid, deleted FROM zones WHERE id = \(zone) FOR UPDATE").first else {
+            throw PostgresRetry("zone \(zone) vanished")
+        }
+        let (sequence, uid, deleted) = try row.decode((Int64, UUID, Bool).self)
+        if let seen = zonesSeen[zone], seen.uid != uid || seen.deleted != deleted {
+            throw PostgresRetry("zone \(zone) changed before it was locked")
+        }
+        return sequence
+    }
+
+    func setZoneSequence(_ zone: Int64, to sequence: Int64, databaseSequence: Int64) throws {
+        try execute("UPDATE zones SET seq = \(sequence), db_seq = \(databaseSequence) WHERE id = \(zone)")
+    }
+}

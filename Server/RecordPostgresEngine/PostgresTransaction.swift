@@ -1,0 +1,174 @@
+import Foundation
+import Logging
+import PostgresNIO
+import RecordModel
+import RecordRules
+import RecordSQL
+
+/// One transaction of the PostgreSQL engine: the storage primitives as statements on one leased
+/// connection (tables: ``PostgresEngine/migrations``), each waited for on the engine's thread.
+final class PostgresTransaction: StorageTransaction {
+    let connection: PostgresConnection
+    let engine: PostgresEngine
+    /// The keys of reference field names read or added in this transaction; a savepoint that is
+    /// undone forgets those it added.
+    private var fieldKeys: [String: Int64] = [:]
+    /// What this transaction read of each zone before locking it (incarnation, deleted): a zone
+    /// another writer changed in between makes the transaction stale.
+    var zonesSeen: [Int64: (uid: UUID, deleted: Bool)] = [:]
+    /// How many savepoints are open.
+    private var savepoints = 0
+
+    init(connection: PostgresConnection, engine: PostgresEngine) {
+        self.connection = connection
+        self.engine = engine
+    }
+
+    // MARK: Statements
+
+    /// Runs a statement and returns its rows.
+    @discardableResult
+    func rows(_ query: PostgresQuery) throws -> [PostgresRow] {
+        try connection.query(query, logger: engine.logger).wait().rows
+    }
+
+    /// Runs a statement and returns how many rows it changed.
+    @discardableResult
+    func execute(_ query: PostgresQuery) throws -> Int {
+        try connection.query(query, logger: engine.logger).wait().metadata.rows ?? 0
+    }
+
+    /// A statement of `sql` (placeholders `$1`, …) with `values` bound.
+    static func statement(_ sql: String, _ values: [SQLValue]) throws -> PostgresQuery {
+        var binds = PostgresBindings(capacity: values.count)
+        for value in values {
+            switch value {
+            case .integer(let number): binds.append(number)
+            case .real(let number): binds.append(number)
+            case .text(let string): binds.append(string)
+            case .blob(let data): try binds.append(data)
+            case .null: binds.appendNull()
+            }
+        }
+        return PostgresQuery(unsafeSQL: sql, binds: binds)
+    }
+
+    func savepoint(_ body: () throws -> Bool) throws {
+        let keys = fieldKeys
+        let zones = zonesSeen
+        savepoints += 1
+        let name = "s\(savepoints)"
+        defer { savepoints -= 1 }
+        try execute(PostgresQuery(unsafeSQL: "SAVEPOINT \(name)"))
+        let kept: Bool
+        do {
+            kept = try body()
+        } catch {
+            fieldKeys = keys
+            zonesSeen = zones
+            try execute(PostgresQuery(unsafeSQL: "ROLLBACK TO SAVEPOINT \(name)"))
+            try execute(PostgresQuery(unsafeSQL: "RELEASE SAVEPOINT \(name)"))
+            throw error
+        }
+        if !kept {
+            fieldKeys = keys
+            zonesSeen = zones
+            try execute(PostgresQuery(unsafeSQL: "ROLLBACK TO SAVEPOINT \(name)"))
+        }
+        try execute(PostgresQuery(unsafeSQL: "RELEASE SAVEPOINT \(name)"))
+    }
+
+    /// The key of the reference field `name` in `ref_fields`, added if the store has none yet.
+    func fieldKey(_ name: String) throws -> Int64 {
+        if let key = fieldKeys[name] { return key }
+        var key = try rows("INSERT INTO ref_fields(name) VALUES (\(name)) ON CONFLICT (name) DO NOTHING RETURNING id").first?.decode(Int64.self)
+        if key == nil {
+            key = try rows("SELECT id FROM ref_fields WHERE name = \(name)").first?.decode(Int64.self)
+        }
+        guard let key else { throw PostgresRetry("reference field \(name) vanished") }
+        fieldKeys[name] = key
+        return key
+    }
+
+    // MARK: Users
+
+    func user(named name: String) throws -> User? {
+        try rows("SELECT id, record_name FROM users WHERE name = \(name)").first
+            .map { let (id, recordName) = try $0.decode((Int64, String).self); return User(id: id, name: name, userRecordName: recordName) }
+    }
+
+    func insertUser(named name: String, recordName: String, createdAt: Int64) throws -> User {
+        let id = try rows("INSERT INTO users(name, record_name, created_at) VALUES (\(name), \(recordName), \(createdAt)) RETURNING id")[0].decode(Int64.self)
+        return User(id: id, name: name, userRecordName: recordName)
+    }
+
+    func insertToken(hash: Data, userKey: Int64, createdAt: Int64) throws {
+        try execute(try "INSERT INTO tokens(hash, user_id, created_at) VALUES (\(hash), \(userKey), \(createdAt))")
+    }
+
+    func user(forTokenHash hash: Data) throws -> User? {
+        try rows(try "SELECT u.id, u.name, u.record_name FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = \(hash)").first
+            .map { let (id, name, recordName) = try $0.decode((Int64, String, String).self); return User(id: id, name: name, userRecordName: recordName) }
+    }
+
+    // MARK: Databases
+
+    func database(at address: DatabaseAddress) throws -> StoredDatabase? {
+        try rows("""
+            SELECT d.id, d.container_id, d.uid, d.seq FROM databases d JOIN containers c ON c.id = d.container_id
+            WHERE c.name = \(address.container) AND c.environment = \(address.environment) AND d.kind = \(address.kind.rawValue) AND d.owner_id = \(address.ownerKey)
+            """).first.map {
+            let (key, container, uid, sequence) = try $0.decode((Int64, Int64, UUID, Int64).self)
+            return StoredDatabase(key: key, containerKey: container, uid: uid, sequence: sequence)
+        }
+    }
+
+    func insertDatabase(at address: DatabaseAddress, uid: UUID) throws -> StoredDatabase {
+        try execute("INSERT INTO containers(name, environment) VALUES (\(address.container), \(address.environment)) ON CONFLICT DO NOTHING")
+        guard let container = try rows("SELECT id FROM containers WHERE name = \(address.container) AND environment = \(address.environment)").first?.decode(Int64.self) else {
+            throw PostgresRetry("container \(address.container) vanished")
+        }
+        let key = try rows("""
+            INSERT INTO databases(container_id, kind, owner_id, uid, seq) VALUES (\(container), \(address.kind.rawValue), \(address.ownerKey), \(uid), 0) RETURNING id
+            """)[0].decode(Int64.self)
+        return StoredDatabase(key: key, containerKey: container, uid: uid, sequence: 0)
+    }
+
+    /// Locks the database's row until commit: the rules take the database's number last, just
+    /// before committing, so writers of different zones hold it only for their commit.
+    func advanceDatabaseSequence(_ database: Int64) throws -> Int64 {
+        try rows("UPDATE databases SET seq = seq + 1 WHERE id = \(database) RETURNING seq").first?.decode(Int64.self) ?? 0
+    }
+
+    func zoneChanges(in database: Int64, after sequence: Int64, deletionFloor: Int64, limit: Int) throws -> [ZoneChangeRow] {
+        try rows("""
+            SELECT name, deleted, db_seq FROM zones
+            WHERE database_id = \(database) AND db_seq > \(sequence) AND (NOT deleted OR db_seq > \(deletionFloor))
+            ORDER BY db_seq LIMIT \(limit)
+            """).map { let (name, deleted, sequence) = try $0.decode((String, Bool, Int64).self); return ZoneChangeRow(name: name, deleted: deleted, sequence: sequence) }
+    }
+
+    // MARK: Schema
+
+    func schema(of recordType: String, inContainer container: Int64) throws -> [String: FieldType] {
+        var types: [String: FieldType] = [:]
+        for row in try rows("SELECT field, type FROM schema_fields WHERE container_id = \(container) AND record_type = \(recordType)") {
+            let (field, type) = try row.decode((String, String).self)
+            if let type = FieldType(rawValue: type) { types[field] = type }
+        }
+        return types
+    }
+
+    /// A field another writer typed differently in the meantime makes this write stale (its
+    /// rules judged the save against a schema without the field).
+    func addSchemaField(_ field: String, type: FieldType, of recordType: String, inContainer container: Int64) throws {
+        let inserted = try execute("""
+            INSERT INTO schema_fields(container_id, record_type, field, type) VALUES (\(container), \(recordType), \(field), \(type.rawValue))
+            ON CONFLICT DO NOTHING
+            """)
+        if inserted == 0 {
+            let stored = try rows("SELECT type FROM schema_fields WHERE container_id = \(container) AND record_type = \(recordType) AND field = \(field)").first?.decode(String.self)
+            if stored != type.rawValue { throw PostgresRetry("field \(field) of \(recordType) typed by another writer") }
+        }
+    }
+}

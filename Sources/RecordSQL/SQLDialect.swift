@@ -1,0 +1,141 @@
+import Foundation
+import GRDB
+import RecordModel
+
+/// A value bound to a statement, whatever database runs it.
+public enum SQLValue: Sendable, Hashable {
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+    case blob(Data)
+    case null
+
+    /// The value for GRDB.
+    public var databaseValue: DatabaseValue {
+        switch self {
+        case .integer(let number): number.databaseValue
+        case .real(let number): number.databaseValue
+        case .text(let string): string.databaseValue
+        case .blob(let data): data.databaseValue
+        case .null: .null
+        }
+    }
+}
+
+/// The SQL a ``QueryCompiler`` writes: SQLite's (the server's SQLite engine and the client's
+/// cache) or PostgreSQL's. The compiler decides what a query means once; a dialect only says
+/// how each piece is spelled. Both read the same row shape: `records` with the fields as their
+/// wire JSON text, `refs` with one row per reference.
+///
+/// The answers are the same in both: fields are read as the typed value SQLite's `json_extract`
+/// gives (an integer, a real, text; a boolean as 0 or 1), strings compare and sort in byte
+/// order (PostgreSQL: `COLLATE "C"`), and a missing value sorts first ascending and last
+/// descending, as in SQLite.
+public enum SQLDialect: Sendable {
+    case sqlite
+    case postgres
+
+    /// The value of a field of `r` as a comparable SQL value of `scalar`'s type.
+    func fieldValue(_ field: String, _ scalar: ScalarType?) -> String {
+        switch self {
+        case .sqlite:
+            return "json_extract(r.fields, '$.\(field).value')"
+        case .postgres:
+            return Self.postgresValue("r.fields::jsonb #> '{\(field),value}'", scalar)
+        }
+    }
+
+    /// The record name a reference field of `r` points at.
+    func referenceName(_ field: String) -> String {
+        switch self {
+        case .sqlite: "json_extract(r.fields, '$.\(field).value.recordName')"
+        case .postgres: "(r.fields::jsonb #>> '{\(field),value,recordName}') COLLATE \"C\""
+        }
+    }
+
+    /// Whether `r` holds the field (whatever its value).
+    func fieldPresent(_ field: String) -> String {
+        switch self {
+        case .sqlite: "json_extract(r.fields, '$.\(field).value') IS NOT NULL"
+        case .postgres: "r.fields::jsonb #> '{\(field),value}' IS NOT NULL"
+        }
+    }
+
+    /// A sub-query source of the elements of a list field of `r`, and the expression of one
+    /// element as a value of `scalar`'s type.
+    func listElements(_ field: String, _ scalar: ScalarType) -> (from: String, value: String) {
+        switch self {
+        case .sqlite:
+            return ("json_each(r.fields, '$.\(field).value')", "json_each.value")
+        case .postgres:
+            return ("jsonb_array_elements(r.fields::jsonb #> '{\(field),value}') AS e(v)", Self.postgresValue("e.v", scalar))
+        }
+    }
+
+    /// A condition: `expression` (text) begins with `prefix`.
+    func beginsWith(_ expression: String, _ prefix: String) -> (String, [SQLValue]) {
+        switch self {
+        case .sqlite: ("substr(\(expression), 1, ?) = ?", [.integer(Int64(prefix.unicodeScalars.count)), .text(prefix)])
+        case .postgres: ("starts_with(\(expression), ?)", [.text(prefix)])
+        }
+    }
+
+    /// The constant true or false as a condition.
+    func constant(_ value: Bool) -> String {
+        switch self {
+        case .sqlite: value ? "1" : "0"
+        case .postgres: value ? "TRUE" : "FALSE"
+        }
+    }
+
+    /// An ORDER BY term: missing values first ascending, last descending (SQLite's order).
+    func orderTerm(_ expression: String, ascending: Bool) -> String {
+        switch self {
+        case .sqlite: "\(expression) \(ascending ? "ASC" : "DESC")"
+        case .postgres: "\(expression) \(ascending ? "ASC NULLS FIRST" : "DESC NULLS LAST")"
+        }
+    }
+
+    /// The statement with the dialect's placeholders: SQLite's `?` as written, PostgreSQL's
+    /// `$1`, `$2`, …. The compiler writes no `?` other than placeholders (no string literal
+    /// holds one: JSON paths are field names, letters, digits and underscores).
+    func numbered(_ sql: String) -> String {
+        guard self == .postgres else { return sql }
+        var result = ""
+        result.reserveCapacity(sql.utf8.count + 16)
+        var number = 0
+        for character in sql {
+            if character == "?" {
+                number += 1
+                result += "$\(number)"
+            } else {
+                result.append(character)
+            }
+        }
+        return result
+    }
+
+    /// A JSON value (`jsonb`) as PostgreSQL's value of the type SQLite's `json_extract` would
+    /// give: BIGINT for integers and timestamps, DOUBLE PRECISION for doubles, 0 or 1 for
+    /// booleans, text in byte order for strings and everything else.
+    private static func postgresValue(_ json: String, _ scalar: ScalarType?) -> String {
+        switch scalar {
+        case .int64, .timestamp: "(\(json) #>> '{}')::bigint"
+        case .double: "(\(json) #>> '{}')::double precision"
+        case .boolean: "(\(json) #>> '{}')::boolean::int"
+        default: "(\(json) #>> '{}') COLLATE \"C\""
+        }
+    }
+}
+
+/// Values that bind as a ``SQLValue``.
+public protocol SQLValueConvertible {
+    /// The bound value.
+    var sqlValue: SQLValue { get }
+}
+
+extension Int64: SQLValueConvertible { public var sqlValue: SQLValue { .integer(self) } }
+extension Int: SQLValueConvertible { public var sqlValue: SQLValue { .integer(Int64(self)) } }
+extension Double: SQLValueConvertible { public var sqlValue: SQLValue { .real(self) } }
+extension String: SQLValueConvertible { public var sqlValue: SQLValue { .text(self) } }
+extension Data: SQLValueConvertible { public var sqlValue: SQLValue { .blob(self) } }
