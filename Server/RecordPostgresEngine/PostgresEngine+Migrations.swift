@@ -159,10 +159,12 @@ extension PostgresEngine {
     /// A connection of its own to the database at `location`.
     ///
     /// - Throws: ``PostgresEngineError`` with one line saying why it could not connect.
-    static func connect(_ location: PostgresLocation, logger: Logger, id: Int = 0) async throws -> PostgresConnection {
+    static func connect(_ location: PostgresLocation, logger: Logger, id: Int = 0, applicationName: String = "recordsync") async throws -> PostgresConnection {
         do {
+            var configuration = try location.connectionConfiguration
+            configuration.options.additionalStartupParameters.append(("application_name", applicationName))
             return try await PostgresConnection.connect(
-                on: MultiThreadedEventLoopGroup.singleton.any(), configuration: try location.connectionConfiguration, id: id, logger: logger)
+                on: MultiThreadedEventLoopGroup.singleton.any(), configuration: configuration, id: id, logger: logger)
         } catch let error as PostgresEngineError {
             throw error
         } catch {

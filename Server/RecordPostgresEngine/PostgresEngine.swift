@@ -45,6 +45,13 @@ public final class PostgresEngine: StorageEngine {
     let preparedConnections = NIOLockedValueBox<Set<Int>>([])
     /// How often a write made stale by a concurrent commit is run again before it fails.
     static let attempts = 8
+    /// Tells the other servers over this database of changes, and this one of theirs.
+    let relay: PostgresChangeRelay
+    public var changeRelay: (any ChangeRelay)? { relay }
+    /// A pause before each write's commit, for tests that prove a reader never skips a change
+    /// committed late (`RECORDSYNC_TEST_COMMIT_DELAY_MS`; never set in production).
+    let commitDelay: Duration? = ProcessInfo.processInfo.environment["RECORDSYNC_TEST_COMMIT_DELAY_MS"]
+        .flatMap(Int.init).flatMap { $0 > 0 ? .milliseconds($0) : nil }
 
     /// Connects to the database `location` names, brings its schema up to date (under a lock,
     /// so that servers starting together do not race) and opens a pool of at most
@@ -58,13 +65,19 @@ public final class PostgresEngine: StorageEngine {
         var configuration = try location.clientConfiguration
         configuration.options.maximumConnections = max(1, maximumConnections)
         configuration.options.minimumConnections = 0
-        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        // The pool's own log, errors only: it warns of a lease made before `run()` has begun,
+        // which the first transaction of a short-lived process can be (it waits, and works).
+        var poolLogger = logger
+        poolLogger.logLevel = max(logger.logLevel, .error)
+        let client = PostgresClient(configuration: configuration, backgroundLogger: poolLogger)
         self.client = client
         clientTask = Task { await client.run() }
+        relay = PostgresChangeRelay(location: location, client: client, logger: logger)
     }
 
     /// Closes the pool of connections. Transactions started afterwards fail.
     public func shutdown() async {
+        await relay.close()
         clientTask.cancel()
         _ = await clientTask.value
     }
@@ -90,6 +103,7 @@ public final class PostgresEngine: StorageEngine {
                     try transaction.execute("BEGIN")
                     switch try body(transaction) {
                     case .commit(let value):
+                        if let delay = self.commitDelay { Thread.sleep(forTimeInterval: Double(delay.components.attoseconds) / 1e18 + Double(delay.components.seconds)) }
                         try transaction.execute("COMMIT")
                         return value
                     case .rollback(let value):

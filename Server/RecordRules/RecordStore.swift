@@ -21,7 +21,7 @@ public final class RecordStore: Sendable {
     public init(engine: any StorageEngine, limits: StoreLimits = StoreLimits()) {
         self.engine = engine
         self.limits = limits
-        self.notifier = ChangeNotifier()
+        self.notifier = ChangeNotifier(relay: engine.changeRelay)
     }
 
     /// Milliseconds since 1970, now.

@@ -14,6 +14,22 @@ struct RecordServerCommand: AsyncParsableCommand {
         subcommands: [Serve.self, UserCommand.self],
         defaultSubcommand: Serve.self
     )
+
+    /// Logs go to standard error whatever the subcommand (`user add` prints its token, and
+    /// nothing else, on standard output).
+    static func main() async {
+        LoggingSystem.bootstrap(StreamLogHandler.standardError)
+        do {
+            var command = try parseAsRoot()
+            if var command = command as? any AsyncParsableCommand {
+                try await command.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: error)
+        }
+    }
 }
 
 /// Where the data is, shared by every subcommand.
@@ -88,7 +104,6 @@ extension RecordServerCommand {
         }
 
         func run() async throws {
-            LoggingSystem.bootstrap(StreamLogHandler.standardError)
             var configuration = dataOptions.configuration()
             configuration.host = host
             configuration.port = port

@@ -20,44 +20,62 @@ import Testing
     @Test func fourConcurrentClientProcessesConvergeOnTheServersZone() async throws {
         try await withServer { server in
             let token = try await server.token(forNewUser: "alice")
-            let caches = (0..<4).map { "\(server.directory)/client-\($0).sqlite" }
-            let workers = try (0..<4).map { index in
-                try ChildProcess("recordsync-testclient", ["work", server.url.absoluteString, token, caches[index], "p\(index)", "\(index + 1)", "60"])
-            }
-            var acknowledgedLedger: [String] = []
-            for worker in workers {
-                let result = await worker.wait()
-                #expect(result.status == 0, "\(result.output)")
-                #expect(result.output.contains("done"))
-                acknowledgedLedger += result.output.split(separator: "\n").filter { $0.hasPrefix("ledger ") }.map { String($0.dropFirst(7)) }
-            }
-            // After they stop, each syncs once more.
-            for cache in caches {
-                let sync = try await ChildProcess.run("recordsync-testclient", ["sync", server.url.absoluteString, token, cache], mergeErrors: true)
-                #expect(sync.status == 0, "\(sync.output)")
-            }
+            try await Self.converge(servers: Array(repeating: server.url, count: 4), token: token, directory: server.directory)
+        }
+    }
 
-            let database = Container(serverURL: server.url, identifier: "iCloud.test.Processes", credentials: .bearerToken(token)).privateCloudDatabase
-            let zone = ZoneID(zoneName: "Shared")
-            let onServer = try await Self.serverRecords(database, zone: zone)
-            #expect(onServer.values.contains { $0.recordType == "Artwork" })
-            #expect(onServer.values.contains { $0.fields["editedBy"] != nil })
-            for cache in caches {
-                let local = try await RecordCache(path: cache).allRecords(inZoneWith: zone)
-                #expect(local.count == onServer.count, "\(cache): \(local.count) records, the server has \(onServer.count)")
-                for record in local {
-                    let remote = onServer[record.recordName]
-                    #expect(remote?.recordChangeTag == record.recordChangeTag, "\(record.recordName)")
-                    #expect(remote?.fields == record.fields, "\(record.recordName)")
-                    #expect(remote?.recordType == record.recordType)
-                }
-                #expect(try await RecordCache(path: cache).pendingChangeCount() == 0)
+    /// The same four processes, two on each of two `recordserver` nodes over one PostgreSQL.
+    @Test(.enabled(if: TestPostgres.url != nil, "needs RECORDSYNC_TEST_POSTGRES"))
+    func fourClientProcessesConvergeOverTwoNodesOfOnePostgreSQL() async throws {
+        try await withTemporaryDirectory { directory in
+            let deployment = try await Deployment(directory: directory, nodes: 2)
+            defer { Task { await deployment.stop() } }
+            let token = try await deployment.addUser("alice")
+            try await Self.converge(servers: (0..<4).map { deployment.nodes[$0 % 2].url }, token: token, directory: directory)
+        }
+    }
+
+    /// Four `recordsync-testclient` processes, the `n`th talking to `servers[n]`, work on one
+    /// zone at once, then each syncs once more: every cache holds the server's zone, and every
+    /// write a process saw acknowledged is on the server.
+    static func converge(servers: [URL], token: String, directory: String) async throws {
+        let caches = (0..<4).map { "\(directory)/client-\($0).sqlite" }
+        let workers = try (0..<4).map { index in
+            try ChildProcess("recordsync-testclient", ["work", servers[index].absoluteString, token, caches[index], "p\(index)", "\(index + 1)", "60"])
+        }
+        var acknowledgedLedger: [String] = []
+        for worker in workers {
+            let result = await worker.wait()
+            #expect(result.status == 0, "\(result.output)")
+            #expect(result.output.contains("done"))
+            acknowledgedLedger += result.output.split(separator: "\n").filter { $0.hasPrefix("ledger ") }.map { String($0.dropFirst(7)) }
+        }
+        // After they stop, each syncs once more.
+        for (index, cache) in caches.enumerated() {
+            let sync = try await ChildProcess.run("recordsync-testclient", ["sync", servers[index].absoluteString, token, cache], mergeErrors: true)
+            #expect(sync.status == 0, "\(sync.output)")
+        }
+
+        let database = Container(serverURL: servers[0], identifier: "iCloud.test.Processes", credentials: .bearerToken(token)).privateCloudDatabase
+        let zone = ZoneID(zoneName: "Shared")
+        let onServer = try await Self.serverRecords(database, zone: zone)
+        #expect(onServer.values.contains { $0.recordType == "Artwork" })
+        #expect(onServer.values.contains { $0.fields["editedBy"] != nil })
+        for cache in caches {
+            let local = try await RecordCache(path: cache).allRecords(inZoneWith: zone)
+            #expect(local.count == onServer.count, "\(cache): \(local.count) records, the server has \(onServer.count)")
+            for record in local {
+                let remote = onServer[record.recordName]
+                #expect(remote?.recordChangeTag == record.recordChangeTag, "\(record.recordName)")
+                #expect(remote?.fields == record.fields, "\(record.recordName)")
+                #expect(remote?.recordType == record.recordType)
             }
-            // No acknowledged write is lost: every ledger record a process saw acknowledged is there.
-            #expect(!acknowledgedLedger.isEmpty)
-            for name in acknowledgedLedger {
-                #expect(onServer[name] != nil, "acknowledged \(name) is missing")
-            }
+            #expect(try await RecordCache(path: cache).pendingChangeCount() == 0)
+        }
+        // No acknowledged write is lost: every ledger record a process saw acknowledged is there.
+        #expect(!acknowledgedLedger.isEmpty)
+        for name in acknowledgedLedger {
+            #expect(onServer[name] != nil, "acknowledged \(name) is missing")
         }
     }
 

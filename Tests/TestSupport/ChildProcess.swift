@@ -17,8 +17,9 @@ public final class ChildProcess: @unchecked Sendable {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(name)
     }
 
-    /// Starts `name ARGUMENTS`; standard output (and standard error, if `mergeErrors`) is collected.
-    public init(_ name: String, _ arguments: [String], mergeErrors: Bool = true) throws {
+    /// Starts `name ARGUMENTS`; standard output (and standard error, if `mergeErrors`) is
+    /// collected; `environment` is added to this process's environment.
+    public init(_ name: String, _ arguments: [String], mergeErrors: Bool = true, environment: [String: String] = [:]) throws {
         outputURL = FileManager.default.temporaryDirectory
             .appendingPathComponent("recordsync-child-\(UUID().uuidString).out")
         guard FileManager.default.createFile(atPath: outputURL.path, contents: nil) else {
@@ -29,6 +30,9 @@ public final class ChildProcess: @unchecked Sendable {
         defer { try? output.close() }
         process.executableURL = Self.executable(name)
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = output
         process.standardError = mergeErrors ? output : FileHandle.nullDevice

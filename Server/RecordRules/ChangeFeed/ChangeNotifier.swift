@@ -10,6 +10,10 @@ import ServiceLifecycle
 /// runs ``run(keepAliveInterval:)`` as a service, which sends a keep-alive to every listener
 /// periodically (so streams of clients that went away are noticed and dropped) and ends every
 /// stream on shutdown.
+///
+/// Over storage that several servers share, the engine's ``ChangeRelay`` carries each
+/// publication to the other servers, and theirs here. When the relay may have missed some,
+/// every stream is ended: a client reconnects and, as on every connection, fetches.
 public actor ChangeNotifier {
     /// What a listener receives: changed zones, or an empty list as a keep-alive.
     public typealias Event = [ZoneID]
@@ -28,13 +32,25 @@ public actor ChangeNotifier {
             kind = scope.kind
             owner = scope.kind == .private ? scope.user.id : 0
         }
+
+        init?(_ announcement: ChangeAnnouncement) {
+            guard let kind = DatabaseKind(rawValue: announcement.kind) else { return nil }
+            container = announcement.container
+            environment = announcement.environment
+            self.kind = kind
+            owner = announcement.owner
+        }
     }
 
     private var listeners: [Key: [UUID: AsyncStream<Event>.Continuation]] = [:]
     private var finished = false
+    /// Carries publications to and from the other servers over the same storage, if any.
+    private let relay: (any ChangeRelay)?
 
-    /// Creates a notifier.
-    public init() {}
+    /// Creates a notifier; `relay` connects it with the other servers' notifiers.
+    public init(relay: (any ChangeRelay)? = nil) {
+        self.relay = relay
+    }
 
     /// Starts listening to the database of `scope`.
     ///
@@ -56,24 +72,54 @@ public actor ChangeNotifier {
         listeners[Key(scope)]?.removeValue(forKey: id)?.finish()
     }
 
-    /// Tells every listener of the database of `scope` that `zones` changed.
-    public func publish(_ zones: [ZoneID], in scope: DatabaseScope) {
+    /// Tells every listener of the database of `scope`, here and on the other servers, that
+    /// `zones` changed.
+    public func publish(_ zones: [ZoneID], in scope: DatabaseScope) async {
         guard !zones.isEmpty else { return }
-        for continuation in listeners[Key(scope)]?.values ?? [:].values {
+        deliver(zones, to: Key(scope))
+        await relay?.announce(ChangeAnnouncement(zones: zones, in: scope))
+    }
+
+    private func deliver(_ zones: [ZoneID], to key: Key) {
+        for continuation in listeners[key]?.values ?? [:].values {
             continuation.yield(zones)
+        }
+    }
+
+    /// What the relay brought: another server's change, or word that some may have been missed
+    /// (every stream ends; clients reconnect and fetch).
+    private func relayed(_ change: RelayedChange) {
+        switch change {
+        case .changed(let announcement):
+            if let key = Key(announcement) { deliver(announcement.zones, to: key) }
+        case .interrupted:
+            for continuations in listeners.values {
+                for continuation in continuations.values { continuation.finish() }
+            }
+            listeners = [:]
         }
     }
 
     /// How many listeners there are (for tests and diagnostics).
     public var listenerCount: Int { listeners.values.reduce(0) { $0 + $1.count } }
 
-    /// Sends keep-alives every `keepAliveInterval` until graceful shutdown, then ends every stream.
+    /// Sends keep-alives every `keepAliveInterval` and delivers what the relay brings, until
+    /// graceful shutdown; then ends every stream.
     public func run(keepAliveInterval: Duration) async throws {
         finished = false
+        let relayed = relay?.changes()
         await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: keepAliveInterval)
-                await self.keepAlive()
+            await withTaskGroup(of: Void.self) { group in
+                if let relayed {
+                    group.addTask {
+                        for await change in relayed { await self.relayed(change) }
+                    }
+                }
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: keepAliveInterval)
+                    await self.keepAlive()
+                }
+                group.cancelAll()
             }
         }
         finishAll()

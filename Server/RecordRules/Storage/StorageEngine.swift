@@ -21,6 +21,15 @@ public protocol StorageEngine: Sendable {
     /// Runs `body` in a write transaction, serialised with every other write that touches the
     /// same zones, and commits or rolls back as it says. A throw rolls back.
     func write<T: Sendable>(_ body: @escaping @Sendable (any StorageTransaction) throws -> WriteOutcome<T>) async throws -> T
+
+    /// How servers sharing this storage tell each other of changes, or `nil` if one server owns
+    /// it (the default).
+    var changeRelay: (any ChangeRelay)? { get }
+}
+
+extension StorageEngine {
+    /// One server owns the storage: nothing to relay.
+    public var changeRelay: (any ChangeRelay)? { nil }
 }
 
 /// What a write transaction's body decided.

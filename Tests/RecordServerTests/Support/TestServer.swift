@@ -1,9 +1,7 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
-import Crypto
 import Logging
-import PostgresNIO
 import RecordModel
 import RecordPostgresEngine
 import RecordRules
@@ -30,9 +28,7 @@ struct Backend: Sendable, CustomStringConvertible {
     /// PostgreSQL, a schema of its own per data directory (the same directory opens the same
     /// schema again, as a restarted server opens its file).
     static let postgres = Backend(description: "PostgreSQL") { directory in
-        guard let url = TestPostgres.url else { throw TestPostgres.Unavailable() }
-        let schema = try await TestPostgres.schema(for: directory)
-        let location = try PostgresLocation(url: url + (url.contains("?") ? "&" : "?") + "options=-c%20search_path%3D\(schema)")
+        let location = try PostgresLocation(url: try await TestPostgres.databaseURL(for: directory))
         var logger = Logger(label: "test.postgres")
         logger.logLevel = .warning
         return try await PostgresEngine(location: location, maximumConnections: 8, logger: logger)
@@ -62,58 +58,6 @@ struct Backend: Sendable, CustomStringConvertible {
     }
 
     static let all: [Backend] = TestPostgres.url == nil ? [.sqlite] : [.sqlite, .postgres]
-}
-
-/// The PostgreSQL server the tests use, if any.
-enum TestPostgres {
-    struct Unavailable: Error {}
-
-    /// `RECORDSYNC_TEST_POSTGRES`, or `nil`.
-    static let url: String? = {
-        let url = ProcessInfo.processInfo.environment["RECORDSYNC_TEST_POSTGRES"].flatMap { $0.isEmpty ? nil : $0 }
-        if url == nil { print("RECORDSYNC_TEST_POSTGRES is not set: the server suite runs on SQLite only") }
-        return url
-    }()
-
-    /// Schemas are named after their directory; those of earlier runs are dropped on first use.
-    private static let sweep = Task {
-        try await withConnection { connection in
-            let schemas = try await connection.query("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'rs\\_t\\_%'", logger: logger).collect()
-            for row in schemas {
-                try await connection.query(PostgresQuery(unsafeSQL: "DROP SCHEMA \"\(try row.decode(String.self))\" CASCADE"), logger: logger)
-            }
-        }
-    }
-
-    static let logger = Logger(label: "test.postgres")
-
-    /// The schema of `directory`, created if missing.
-    static func schema(for directory: String) async throws -> String {
-        try await sweep.value
-        let digest = SHA256.hash(data: Data(directory.utf8)).prefix(8).map { String(format: "%02x", $0) }.joined()
-        let name = "rs_t_\(digest)"
-        try await withConnection { connection in
-            try await connection.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA IF NOT EXISTS \(name)"), logger: logger)
-        }
-        return name
-    }
-
-    static func withConnection<T>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
-        guard let url else { throw Unavailable() }
-        let location = try PostgresLocation(url: url)
-        let connection = try await PostgresConnection.connect(
-            configuration: .init(host: location.host, port: location.port, username: location.username, password: location.password,
-                                 database: location.database, tls: .disable),
-            id: 0, logger: logger)
-        do {
-            let result = try await body(connection)
-            try? await connection.close()
-            return result
-        } catch {
-            try? await connection.close()
-            throw error
-        }
-    }
 }
 
 /// A running server, reached over real HTTP on a port picked by the system.

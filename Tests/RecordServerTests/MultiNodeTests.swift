@@ -1,0 +1,238 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import RecordClient
+import RecordModel
+import TestSupport
+import Testing
+
+/// Several `recordserver` processes over one PostgreSQL database (``Deployment``): any request
+/// may reach any node, and every node's answers are the database's.
+@Suite(.serialized, .enabled(if: TestPostgres.url != nil, "needs RECORDSYNC_TEST_POSTGRES"))
+struct MultiNodeTests {
+    /// The container the `recordsync-testclient` processes use.
+    static let container = "iCloud.test.Processes"
+
+    /// POSTs JSON to an endpoint of the private database through `node`.
+    static func post(_ node: URL, _ endpoint: String, _ body: String, token: String) async throws -> (status: Int, json: JSONValue) {
+        var request = URLRequest(url: node.appendingPathComponent("database/1/\(container)/development/private/\(endpoint)"))
+        request.httpMethod = "POST"
+        request.httpBody = Data(body.utf8)
+        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+        let (data, response) = try await URLSession.shared.data(for: request)
+        return ((response as? HTTPURLResponse)?.statusCode ?? 0, (try? JSONDecoder().decode(JSONValue.self, from: data)) ?? .null)
+    }
+
+    /// One page of zone `Shared`'s changes through `node`, or `nil` while the zone does not exist.
+    static func page(_ node: URL, token: String, since syncToken: String?, limit: Int) async throws -> ZoneChanges? {
+        let body = String(decoding: try JSONEncoder().encode(RecordChangesRequest(zoneID: ZoneID(zoneName: "Shared"), syncToken: syncToken, resultsLimit: limit)), as: UTF8.self)
+        let (status, json) = try await post(node, "records/changes", body, token: token)
+        if json["serverErrorCode"]?.stringValue == "ZONE_NOT_FOUND" { return nil }
+        #expect(status == 200, "\(json)")
+        return try JSONDecoder().decode(ZoneChanges.self, from: JSONEncoder().encode(json))
+    }
+
+    /// What a reader knows of a zone after applying pages in order: each record's change tag.
+    struct ReaderState {
+        var tags: [String: String] = [:]
+        /// Every record change seen (name and tag), in order: none may come twice.
+        var seen: [String] = []
+        var ledger: [String] = []
+
+        mutating func apply(_ page: ZoneChanges) {
+            for record in page.records {
+                if record.deleted == true {
+                    tags[record.recordName] = nil
+                } else {
+                    tags[record.recordName] = record.recordChangeTag
+                    seen.append("\(record.recordName)@\(record.recordChangeTag ?? "")")
+                    if record.recordType == "Ledger" { ledger.append(record.recordName) }
+                }
+            }
+        }
+    }
+
+    /// 4 writer processes, spread over two nodes, create, update, delete and cascade in one zone
+    /// while every commit waits a little after taking its numbers (`RECORDSYNC_TEST_COMMIT_DELAY_MS`),
+    /// so that commits land out of the order of their numbers if anything lets them; a reader
+    /// paging through a third node with a small limit sees every acknowledged change once.
+    @Test func aReaderOnAnotherNodeSeesEveryAcknowledgedChangeExactlyOnce() async throws {
+        try await withTemporaryDirectory { directory in
+            let deployment = try await Deployment(directory: directory, nodes: 3, environment: ["RECORDSYNC_TEST_COMMIT_DELAY_MS": "15"])
+            defer { Task { await deployment.stop() } }
+            let token = try await deployment.addUser("alice")
+            let writers = try (0..<4).map { index in
+                try ChildProcess("recordsync-testclient", ["work", deployment.nodes[index % 2].url.absoluteString, token,
+                                                           "\(directory)/client-\(index).sqlite", "p\(index)", "\(index + 11)", "40"])
+            }
+            let reader = deployment.nodes[2].url
+            var state = ReaderState()
+            var syncToken: String?
+            var writing = true
+            while true {
+                writing = writers.contains { $0.process.isRunning }
+                guard let page = try await Self.page(reader, token: token, since: syncToken, limit: 3) else {
+                    try await Task.sleep(for: .milliseconds(20))
+                    continue
+                }
+                state.apply(page)
+                syncToken = page.syncToken
+                if !page.moreComing {
+                    if !writing { break }
+                    try await Task.sleep(for: .milliseconds(5))
+                }
+            }
+            var acknowledged: [String] = []
+            for writer in writers {
+                let result = await writer.wait()
+                #expect(result.status == 0, "\(result.output)")
+                acknowledged += result.output.split(separator: "\n").filter { $0.hasPrefix("ledger ") }.map { String($0.dropFirst(7)) }
+            }
+            #expect(!acknowledged.isEmpty)
+            #expect(Set(state.seen).count == state.seen.count, "a change was delivered twice")
+            for name in acknowledged {
+                #expect(state.ledger.filter { $0 == name }.count == 1, "acknowledged \(name) seen \(state.ledger.filter { $0 == name }.count) times")
+            }
+            // The reader's picture is the zone as a fresh fetch through another node gives it.
+            var fresh = ReaderState()
+            var freshToken: String?
+            while let page = try await Self.page(deployment.nodes[0].url, token: token, since: freshToken, limit: 200) {
+                fresh.apply(page)
+                freshToken = page.syncToken
+                if !page.moreComing { break }
+            }
+            #expect(fresh.tags == state.tags)
+            #expect(state.tags.values.contains { _ in true })
+        }
+    }
+
+    /// The push channel of one node carries a write made through another.
+    @Test func aClientOnOneNodeIsPushedAWriteMadeThroughAnother() async throws {
+        try await withTemporaryDirectory { directory in
+            let deployment = try await Deployment(directory: directory, nodes: 2)
+            defer { Task { await deployment.stop() } }
+            let token = try await deployment.addUser("alice")
+            let events = try await EventStream(node: deployment.nodes[0].url, token: token)
+            let (status, json) = try await Self.post(deployment.nodes[1].url, "records/modify", """
+                {"operations": [{"operationType": "forceReplace", "record": {"recordName": "pushed", "recordType": "Note", "fields": {"text": {"value": "hi"}}}}]}
+                """, token: token)
+            #expect(status == 200, "\(json)")
+            #expect(try await events.next(containing: "_defaultZone") != nil, "no push: \(events.text)")
+            events.cancel()
+        }
+    }
+
+    /// When a node's listening connection drops, the streams it serves end (their clients
+    /// reconnect and fetch), and once it listens again pushes arrive again.
+    @Test func whenANodeStopsListeningItsClientsAreToldToRefetch() async throws {
+        try await withTemporaryDirectory { directory in
+            let deployment = try await Deployment(directory: directory, nodes: 2)
+            defer { Task { await deployment.stop() } }
+            let token = try await deployment.addUser("alice")
+            let events = try await EventStream(node: deployment.nodes[0].url, token: token)
+            let terminated = try await TestPostgres.withConnection { connection in
+                try await connection.query("""
+                    SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'recordsync-listen'
+                    """, logger: .init(label: "test")).collect().count
+            }
+            #expect(terminated >= 2)
+            #expect(try await events.ended(within: .seconds(10)), "the stream did not end: \(events.text)")
+
+            // The node listens again within a second or two (ending, once more, the streams
+            // opened meanwhile); from then on it relays again.
+            var pushed = false
+            for attempt in 0..<10 where !pushed {
+                let again = try await EventStream(node: deployment.nodes[0].url, token: token)
+                _ = try await Self.post(deployment.nodes[1].url, "records/modify", """
+                    {"operations": [{"operationType": "forceReplace", "record": {"recordName": "later\(attempt)", "recordType": "Note", "fields": {}}}]}
+                    """, token: token)
+                pushed = try await again.next(containing: "_defaultZone", within: .seconds(2)) != nil
+                again.cancel()
+            }
+            #expect(pushed, "no push after the node listens again")
+        }
+    }
+
+    /// `kill -9` of a node while a batch is written through it: the batch's transaction dies
+    /// with its connection, so none of it is stored, and every acknowledged write is.
+    @Test func killingANodeMidBatchLosesNoAcknowledgedWriteAndKeepsNoPartOfTheBatch() async throws {
+        try await withTemporaryDirectory { directory in
+            let deployment = try await Deployment(directory: directory, nodes: 1)
+            defer { Task { await deployment.stop() } }
+            let slow = try await deployment.startNode(environment: ["RECORDSYNC_TEST_COMMIT_DELAY_MS": "4000"])
+            let token = try await deployment.addUser("alice")
+            let steady = deployment.nodes[0].url
+            func batch(_ prefix: String, _ count: Int) -> String {
+                let operations = (0..<count).map { """
+                    {"operationType": "create", "record": {"recordName": "\(prefix)\($0)", "recordType": "Note", "fields": {"n": {"value": \($0)}}}}
+                    """ }
+                return "{\"operations\": [\(operations.joined(separator: ","))]}"
+            }
+            #expect(try await Self.post(steady, "records/modify", batch("kept-", 20), token: token).status == 200)
+
+            let doomed = Task { try? await Self.post(slow.url, "records/modify", batch("doomed-", 100), token: token) }
+            // The batch is written and waiting to commit (4 s) when the node dies.
+            try await Task.sleep(for: .milliseconds(1500))
+            let stopped = await slow.stop(signal: SIGKILL)
+            #expect(stopped.reason == .uncaughtSignal)
+            _ = await doomed.value
+
+            let names = (0..<20).map { "{\"recordName\": \"kept-\($0)\"}" } + (0..<100).map { "{\"recordName\": \"doomed-\($0)\"}" }
+            let (status, json) = try await Self.post(steady, "records/lookup", "{\"records\": [\(names.joined(separator: ","))]}", token: token)
+            #expect(status == 200)
+            let results = json["records"]?.arrayValue ?? []
+            #expect(results.count == 120)
+            let found = results.filter { $0["serverErrorCode"] == nil }.compactMap { $0["recordName"]?.stringValue }
+            #expect(found.sorted() == (0..<20).map { "kept-\($0)" }.sorted())
+        }
+    }
+}
+
+/// A node's push channel as the client library reads it, its events kept as they arrive.
+final class EventStream: @unchecked Sendable {
+    private let lock = NSLock()
+    private var events: [ChangeNotification] = []
+    private var finished = false
+    private var task: Task<Void, Never>?
+
+    /// Opens the stream and waits until the node says it is connected.
+    init(node: URL, token: String) async throws {
+        let database = Container(serverURL: node, identifier: MultiNodeTests.container, credentials: .bearerToken(token)).privateCloudDatabase
+        task = Task { [self] in
+            do {
+                for try await event in database.changeNotifications() { lock.withLock { events.append(event) } }
+            } catch {}
+            lock.withLock { finished = true }
+        }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !lock.withLock({ events.contains(.connected) }), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+    }
+
+    var text: String { lock.withLock { "\(events)" } }
+
+    /// Waits for an event naming the zone `zoneName`.
+    func next(containing zoneName: String, within limit: Duration = .seconds(10)) async throws -> ChangeNotification? {
+        let deadline = ContinuousClock.now + limit
+        while ContinuousClock.now < deadline {
+            let match = lock.withLock {
+                events.first { if case .zonesChanged(let zones) = $0 { zones.contains { $0.zoneName == zoneName } } else { false } }
+            }
+            if let match { return match }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return nil
+    }
+
+    /// Whether the server ended the stream within `limit`.
+    func ended(within limit: Duration) async throws -> Bool {
+        let deadline = ContinuousClock.now + limit
+        while ContinuousClock.now < deadline {
+            if lock.withLock({ finished }) { return true }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return false
+    }
+
+    func cancel() { task?.cancel() }
+}

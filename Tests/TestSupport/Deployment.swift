@@ -1,0 +1,61 @@
+import Foundation
+import RecordModel
+
+/// Several `recordserver` processes over one PostgreSQL database (a schema of its own in the
+/// test server, ``TestPostgres``), as a deployment behind a load balancer runs them.
+public final class Deployment: @unchecked Sendable {
+    /// One server process.
+    public final class Node: Sendable {
+        public let child: ChildProcess
+        /// `http://127.0.0.1:PORT`.
+        public let url: URL
+
+        init(child: ChildProcess, url: URL) {
+            self.child = child
+            self.url = url
+        }
+
+        /// Sends `signal` and waits for the process to end.
+        @discardableResult
+        public func stop(signal: Int32 = SIGTERM) async -> (status: Int32, reason: Process.TerminationReason, output: String) {
+            await child.stop(signal: signal)
+        }
+    }
+
+    /// The database all nodes share.
+    public let databaseURL: String
+    /// The nodes started so far.
+    public private(set) var nodes: [Node] = []
+
+    /// A deployment over the schema of `directory`, with `count` nodes started.
+    public init(directory: String, nodes count: Int, environment: [String: String] = [:]) async throws {
+        databaseURL = try await TestPostgres.databaseURL(for: directory)
+        for _ in 0..<count { _ = try await startNode(environment: environment) }
+    }
+
+    /// Starts one more node; `environment` is added to its own.
+    @discardableResult
+    public func startNode(environment: [String: String] = [:]) async throws -> Node {
+        let child = try ChildProcess("recordserver", ["--port", "0", "--database", databaseURL, "--log-level", "notice"], environment: environment)
+        guard let line = try await child.waitFor(#"listening on http://127\.0\.0\.1:\d+"#),
+              let port = line.split(separator: ":").last, let url = URL(string: "http://127.0.0.1:\(port)") else {
+            _ = await child.stop(signal: SIGKILL)
+            throw RecordSyncError(.internalError, "recordserver did not start: \(child.text)")
+        }
+        let node = Node(child: child, url: url)
+        nodes.append(node)
+        return node
+    }
+
+    /// Creates a user with `recordserver user add` and returns their token.
+    public func addUser(_ name: String) async throws -> String {
+        let result = try await ChildProcess.run("recordserver", ["user", "add", name, "--database", databaseURL], mergeErrors: true)
+        guard result.status == 0 else { throw RecordSyncError(.internalError, "user add failed: \(result.output)") }
+        return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Stops every node.
+    public func stop() async {
+        for node in nodes where node.child.process.isRunning { await node.stop(signal: SIGKILL) }
+    }
+}
