@@ -134,6 +134,10 @@ let package = Package(
             name: "recordserver",
             dependencies: [
                 "RecordServer",
+                "RecordSQL",
+                "RecordSQLiteEngine",
+                "RecordPostgresEngine",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

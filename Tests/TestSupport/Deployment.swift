@@ -28,8 +28,13 @@ public final class Deployment: @unchecked Sendable {
     public private(set) var nodes: [Node] = []
 
     /// A deployment over the schema of `directory`, with `count` nodes started.
-    public init(directory: String, nodes count: Int, environment: [String: String] = [:]) async throws {
-        databaseURL = try await TestPostgres.databaseURL(for: directory)
+    public convenience init(directory: String, nodes count: Int, environment: [String: String] = [:]) async throws {
+        try await self.init(databaseURL: try await TestPostgres.databaseURL(for: directory), nodes: count, environment: environment)
+    }
+
+    /// A deployment over the database at `databaseURL`, with `count` nodes started.
+    public init(databaseURL: String, nodes count: Int, environment: [String: String] = [:]) async throws {
+        self.databaseURL = databaseURL
         for _ in 0..<count { _ = try await startNode(environment: environment) }
     }
 

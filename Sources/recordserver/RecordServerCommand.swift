@@ -11,7 +11,7 @@ struct RecordServerCommand: AsyncParsableCommand {
         commandName: "recordserver",
         abstract: "A self-hostable, CloudKit-compatible record sync server.",
         discussion: "With no subcommand, serves on 127.0.0.1:8080 with data in ./.recordserver/.",
-        subcommands: [Serve.self, UserCommand.self],
+        subcommands: [Serve.self, UserCommand.self, DataCommand.self],
         defaultSubcommand: Serve.self
     )
 
@@ -111,8 +111,18 @@ extension RecordServerCommand {
             configuration.maximumBodyBytes = maxBodyBytes
             configuration.logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
             let store = try await openStore(configuration)
+            // A SQLite directory is marked in use, so that `data copy` refuses it while it is served.
+            var lock: ServerLock?
+            if configuration.databaseURL == nil {
+                lock = try ServerLock(directory: configuration.dataDirectory)
+                guard lock?.tryShared() == true else {
+                    FileHandle.standardError.write(Data("recordserver: \(configuration.dataDirectory) is being copied; try again when the copy is done\n".utf8))
+                    throw ExitCode.failure
+                }
+            }
             let app = buildApplication(configuration: configuration, store: store)
             try await app.runService()
+            withExtendedLifetime(lock) {}
         }
     }
 

@@ -1,0 +1,184 @@
+import ArgumentParser
+import Foundation
+import GRDB
+import Logging
+import RecordPostgresEngine
+import RecordSQL
+import RecordSQLiteEngine
+
+/// `recordserver data …`: moving data between engines.
+struct DataCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "data",
+        abstract: "Move a deployment's data between storage engines.",
+        subcommands: [Copy.self]
+    )
+
+    /// `data copy --from DIR --to URL`: a SQLite data directory into PostgreSQL.
+    struct Copy: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Copy a SQLite data directory into a PostgreSQL database.",
+            discussion: """
+                Copies everything: users and their token hashes, containers, databases and zones with \
+                their identities and feed positions, the schema, records with their change tags, \
+                references and tombstones. Tokens and change tags issued before the copy stay valid \
+                after it. The copy is one transaction: if it is interrupted, the target is left as it \
+                was and the copy can simply be run again. Stop the servers of the source first.
+                """
+        )
+
+        @Option(help: "The SQLite data directory to copy (holding records.sqlite).")
+        var from: String
+
+        @Option(help: ArgumentHelp("The PostgreSQL database to copy into: postgres://USER@HOST:PORT/DATABASE.", valueName: "url"))
+        var to: String
+
+        @Flag(help: "Replace whatever the target holds (otherwise a target holding data is refused).")
+        var replace = false
+
+        func run() async throws {
+            do {
+                try await copy()
+            } catch let error as CopyError {
+                FileHandle.standardError.write(Data("recordserver: \(error.description)\n".utf8))
+                throw ExitCode.failure
+            } catch let error as PostgresEngineError {
+                FileHandle.standardError.write(Data("recordserver: \(error.description)\n".utf8))
+                throw ExitCode.failure
+            }
+        }
+
+        private func copy() async throws {
+            let path = (from as NSString).appendingPathComponent("records.sqlite")
+            guard FileManager.default.fileExists(atPath: path) else {
+                throw CopyError("\(from) holds no records.sqlite: not a data directory")
+            }
+            let lock = try ServerLock(directory: from)
+            guard lock.tryExclusive() else {
+                throw CopyError("a running recordserver holds \(from) open; stop it before copying")
+            }
+            let location = try PostgresLocation(url: to)
+            var logger = Logger(label: "recordserver.copy")
+            logger.logLevel = .warning
+            let source = try SQLiteEngine(path: path)
+            let target = try await PostgresCopyTarget.open(location, logger: logger)
+            if !replace, try await !target.isEmpty() {
+                await target.close()
+                throw CopyError("\(location) already holds data; give --replace to replace it")
+            }
+            let progress = Progress()
+            do {
+                try await source.pool.read { db in
+                    try target.begin(replacing: replace)
+                    for table in Self.tables {
+                        try Self.copy(table, from: db, to: target, progress: progress)
+                    }
+                    try target.commit()
+                }
+            } catch {
+                await target.close()
+                throw error
+            }
+            await target.close()
+            progress.say("copied \(from) to \(location)")
+        }
+
+        /// One table of the SQLite engine, its columns, and its key (the order it is read in).
+        struct Table {
+            var name: String
+            var columns: [PostgresCopyTarget.Column]
+            var key: String
+        }
+
+        /// Every table, in the order ``PostgresCopyTarget/tables`` fills them.
+        static let tables: [Table] = [
+            Table(name: "users", columns: [.integer("id"), .text("name"), .text("record_name"), .integer("created_at")], key: "id"),
+            Table(name: "tokens", columns: [.bytes("hash"), .integer("user_id"), .integer("created_at")], key: "hash"),
+            Table(name: "containers", columns: [.integer("id"), .text("name"), .text("environment")], key: "id"),
+            Table(name: "databases", columns: [.integer("id"), .integer("container_id"), .text("kind"), .integer("owner_id"), .uuid("uid"), .integer("seq")], key: "id"),
+            Table(name: "zones", columns: [.integer("id"), .integer("database_id"), .text("name"), .uuid("uid"), .integer("seq"), .integer("db_seq"), .boolean("deleted")], key: "id"),
+            Table(name: "zone_incarnations", columns: [.uuid("uid"), .integer("zone_id")], key: "uid"),
+            Table(name: "schema_fields", columns: [.integer("container_id"), .text("record_type"), .text("field"), .text("type")], key: "container_id, record_type, field"),
+            Table(name: "ref_fields", columns: [.integer("id"), .text("name")], key: "id"),
+            Table(name: "records", columns: [.integer("zone_id"), .text("name"), .text("type"), .text("tag"), .text("fields"), .integer("created_at"), .text("created_by"),
+                                             .text("created_device"), .integer("modified_at"), .text("modified_by"), .text("modified_device"), .integer("seq")],
+                  key: "name, zone_id"),
+            Table(name: "refs", columns: [.integer("zone_id"), .text("source"), .integer("field"), .text("target"), .integer("action")], key: "source, zone_id, field, target, action"),
+            Table(name: "tombstones", columns: [.integer("zone_id"), .text("name"), .text("type"), .integer("seq")], key: "name, zone_id"),
+        ]
+
+        /// Copies one table in batches, saying how far it got.
+        static func copy(_ table: Table, from db: Database, to target: PostgresCopyTarget, progress: Progress) throws {
+            let total = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(table.name)") ?? 0
+            // PostgreSQL takes at most 65,535 parameters a statement.
+            let batchSize = 60_000 / table.columns.count
+            var batch: [[SQLValue]] = []
+            var copied = 0
+            progress.say("\(table.name): 0 of \(total)")
+            let cursor = try Row.fetchCursor(db, sql: "SELECT \(table.columns.map(\.name).joined(separator: ", ")) FROM \(table.name) ORDER BY \(table.key)")
+            while let row = try cursor.next() {
+                batch.append((0..<table.columns.count).map { SQLValue(row[$0] as DatabaseValue) })
+                if batch.count == batchSize {
+                    try target.insert(batch, into: table.name, columns: table.columns)
+                    copied += batch.count
+                    batch.removeAll(keepingCapacity: true)
+                    progress.say("\(table.name): \(copied) of \(total)", everySecond: true)
+                }
+            }
+            try target.insert(batch, into: table.name, columns: table.columns)
+            copied += batch.count
+            progress.say("\(table.name): \(copied) of \(total)")
+        }
+    }
+}
+
+/// Progress lines on standard error, at most one a second when asked.
+final class Progress: @unchecked Sendable {
+    private var last = ContinuousClock.now
+
+    func say(_ line: String, everySecond: Bool = false) {
+        if everySecond, ContinuousClock.now - last < .seconds(1) { return }
+        last = ContinuousClock.now
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+}
+
+/// A reason the copy cannot start.
+struct CopyError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+extension SQLValue {
+    /// A SQLite value as it is.
+    init(_ value: DatabaseValue) {
+        switch value.storage {
+        case .null: self = .null
+        case .int64(let integer): self = .integer(integer)
+        case .double(let real): self = .real(real)
+        case .string(let text): self = .text(text)
+        case .blob(let data): self = .blob(data)
+        }
+    }
+}
+
+/// A lock on `DIR/recordserver.lock`: every server serving a SQLite data directory holds it
+/// shared, and `data copy` needs it alone, so that a copy never reads a directory a server is
+/// writing. The system releases it when the process ends, however it ends.
+final class ServerLock {
+    private let descriptor: Int32
+
+    init(directory: String) throws {
+        let path = (directory as NSString).appendingPathComponent("recordserver.lock")
+        descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw CopyError("cannot open \(path): \(String(cString: strerror(errno)))") }
+    }
+
+    deinit { close(descriptor) }
+
+    /// Takes the lock alone, if nothing holds it.
+    func tryExclusive() -> Bool { flock(descriptor, LOCK_EX | LOCK_NB) == 0 }
+
+    /// Takes the lock shared, unless a copy holds it alone.
+    func tryShared() -> Bool { flock(descriptor, LOCK_SH | LOCK_NB) == 0 }
+}

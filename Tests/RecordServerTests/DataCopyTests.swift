@@ -1,0 +1,151 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import RecordModel
+import TestSupport
+import Testing
+
+/// `recordserver data copy`: a SQLite data directory moved into PostgreSQL answers as before.
+@Suite(.serialized, .enabled(if: TestPostgres.url != nil, "needs RECORDSYNC_TEST_POSTGRES"))
+struct DataCopyTests {
+    /// POSTs `body` to `path` under `server` as the holder of `token`.
+    static func post(_ server: URL, _ path: String, _ body: String, token: String) async throws -> (status: Int, text: String) {
+        var request = URLRequest(url: server.appendingPathComponent("database/1/iCloud.test.Move/development/\(path)"))
+        request.httpMethod = "POST"
+        request.httpBody = Data(body.utf8)
+        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+        let (data, response) = try await URLSession.shared.data(for: request)
+        return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data, as: UTF8.self))
+    }
+
+    static func json(_ text: String) -> JSONValue { (try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))) ?? .null }
+
+    /// An answer without the `uuid` that names each error (new on every request).
+    static func comparable(_ value: JSONValue) -> JSONValue {
+        switch value {
+        case .object(let members): .object(members.filter { $0.key != "uuid" }.mapValues(comparable))
+        case .array(let elements): .array(elements.map(comparable))
+        default: value
+        }
+    }
+
+    static func record(_ name: String, _ type: String, _ fields: String) -> String {
+        "{\"operationType\": \"forceReplace\", \"record\": {\"recordName\": \"\(name)\", \"recordType\": \"\(type)\", \"fields\": {\(fields)}}}"
+    }
+
+    @Test func aMovedDirectoryAnswersAsBeforeWithTokensAndTagsIssuedBeforeTheMove() async throws {
+        try await withTemporaryDirectory { directory in
+            let data = "\(directory)/data"
+            let alice = try await ChildProcess.run("recordserver", ["user", "add", "alice", "--data", data]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+            let bob = try await ChildProcess.run("recordserver", ["user", "add", "bob", "--data", data]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+            let sqlite = try await ServerProcess(data: data)
+            let old = URL(string: "http://127.0.0.1:\(sqlite.port)")!
+
+            // References, a cascade's tombstones, two users, two zones, the public database.
+            #expect(try await Self.post(old, "private/zones/modify", #"{"operations": [{"operationType": "create", "zone": {"zoneID": {"zoneName": "Gallery"}}}]}"#, token: alice).status == 200)
+            var saves: [String] = []
+            for i in 0..<30 {
+                saves.append(Self.record("artist\(i)", "Artist", "\"name\": {\"value\": \"Artist \(29 - i)\"}, \"born\": {\"value\": \(1800 + i)}"))
+                for j in 0..<3 {
+                    saves.append(Self.record("work\(i)-\(j)", "Artwork", "\"title\": {\"value\": \"Work \(j)\"}, \"artist\": {\"value\": {\"recordName\": \"artist\(i)\", \"action\": \"DELETE_SELF\"}}"))
+                }
+            }
+            let gallery = #""zoneID": {"zoneName": "Gallery"}"#
+            #expect(try await Self.post(old, "private/records/modify", "{\(gallery), \"operations\": [\(saves.joined(separator: ","))]}", token: alice).status == 200)
+            let midway = Self.json(try await Self.post(old, "private/records/changes", "{\(gallery)}", token: alice).text)["syncToken"]?.stringValue ?? ""
+            let midwayDatabase = Self.json(try await Self.post(old, "private/changes/database", "{}", token: alice).text)["syncToken"]?.stringValue ?? ""
+            #expect(try await Self.post(old, "private/records/modify", "{\(gallery), \"operations\": [{\"operationType\": \"forceDelete\", \"record\": {\"recordName\": \"artist3\"}}, \(Self.record("artist4", "Artist", "\"name\": {\"value\": \"Renamed\"}"))]}", token: alice).status == 200)
+            #expect(try await Self.post(old, "public/records/modify", "{\"operations\": [\(Self.record("notice", "Notice", "\"text\": {\"value\": \"hello\"}"))]}", token: bob).status == 200)
+            let before = Self.json(try await Self.post(old, "private/records/lookup", "{\(gallery), \"records\": [{\"recordName\": \"artist5\"}]}", token: alice).text)
+            let oldTag = before["records"]?[0]?["recordChangeTag"]?.stringValue ?? ""
+
+            let firstQueryPage = Self.json(try await Self.post(old, "private/records/query", """
+                {\(gallery), "resultsLimit": 7, "query": {"recordType": "Artist", "filterBy": [{"fieldName": "born", "comparator": "GREATER_THAN", "fieldValue": {"value": 1805}}], "sortBy": [{"fieldName": "name"}]}}
+                """, token: alice).text)
+            let marker = firstQueryPage["continuationMarker"]?.stringValue ?? ""
+            #expect(!marker.isEmpty)
+
+            // Each probe is asked of the SQLite server, then of PostgreSQL after the move.
+            let probes: [(path: String, body: String, token: String)] = [
+                ("private/records/changes", "{\(gallery)}", alice),
+                ("private/records/changes", "{\(gallery), \"resultsLimit\": 5}", alice),
+                ("private/records/changes", "{\(gallery), \"syncToken\": \"\(midway)\"}", alice),
+                ("private/records/changes", "{}", alice),
+                ("private/changes/database", "{}", alice),
+                ("private/changes/database", "{\"syncToken\": \"\(midwayDatabase)\"}", alice),
+                ("private/zones/list", "{}", alice),
+                ("private/records/lookup", "{\(gallery), \"records\": [{\"recordName\": \"artist5\"}, {\"recordName\": \"work3-1\"}, {\"recordName\": \"artist3\"}]}", alice),
+                ("private/records/query", "{\(gallery), \"resultsLimit\": 7, \"query\": {\"recordType\": \"Artist\", \"filterBy\": [{\"fieldName\": \"born\", \"comparator\": \"GREATER_THAN\", \"fieldValue\": {\"value\": 1805}}], \"sortBy\": [{\"fieldName\": \"name\"}]}}", alice),
+                ("private/records/query", "{\(gallery), \"resultsLimit\": 7, \"continuationMarker\": \"\(marker)\", \"query\": {\"recordType\": \"Artist\", \"filterBy\": [{\"fieldName\": \"born\", \"comparator\": \"GREATER_THAN\", \"fieldValue\": {\"value\": 1805}}], \"sortBy\": [{\"fieldName\": \"name\"}]}}", alice),
+                ("private/records/query", "{\(gallery), \"query\": {\"recordType\": \"Artwork\", \"filterBy\": [{\"fieldName\": \"artist\", \"comparator\": \"EQUALS\", \"fieldValue\": {\"value\": {\"recordName\": \"artist7\"}}}]}}", alice),
+                ("public/records/query", "{\"query\": {\"recordType\": \"Notice\"}}", alice),
+                ("public/records/changes", "{}", bob),
+                ("private/records/changes", "{}", bob),
+            ]
+            var answers: [String] = []
+            for probe in probes {
+                let answer = try await Self.post(old, probe.path, probe.body, token: probe.token)
+                #expect(answer.status == 200, "\(probe.path): \(answer.text)")
+                answers.append(answer.text)
+            }
+            _ = await sqlite.stop(signal: SIGTERM)
+
+            let target = try await TestPostgres.databaseURL(for: directory)
+            let copy = try await ChildProcess.run("recordserver", ["data", "copy", "--from", data, "--to", target], mergeErrors: true)
+            #expect(copy.status == 0, "\(copy.output)")
+            #expect(copy.output.contains("records: 117 of 117"), "\(copy.output)")
+
+            let deployment = try await Deployment(databaseURL: target, nodes: 1)
+            defer { Task { await deployment.stop() } }
+            let moved = deployment.nodes[0].url
+            for (probe, answer) in zip(probes, answers) {
+                let now = try await Self.post(moved, probe.path, probe.body, token: probe.token)
+                #expect(now.status == 200)
+                #expect(Self.comparable(Self.json(now.text)) == Self.comparable(Self.json(answer)), "\(probe.path) \(probe.body)")
+            }
+            // A tag issued before the move saves; the same tag again is now stale.
+            let update = "{\(gallery), \"operations\": [{\"operationType\": \"update\", \"record\": {\"recordName\": \"artist5\", \"recordType\": \"Artist\", \"recordChangeTag\": \"\(oldTag)\", \"fields\": {\"name\": {\"value\": \"Moved\"}}}}]}"
+            let saved = Self.json(try await Self.post(moved, "private/records/modify", update, token: alice).text)
+            #expect(saved["records"]?[0]?["serverErrorCode"] == nil, "\(saved)")
+            let stale = Self.json(try await Self.post(moved, "private/records/modify", update, token: alice).text)
+            #expect(stale["records"]?[0]?["serverErrorCode"]?.stringValue == "CONFLICT", "\(stale)")
+            // The token from before the move sees exactly what changed since, the save included.
+            let since = Self.json(try await Self.post(moved, "private/records/changes", "{\(gallery), \"syncToken\": \"\(midway)\"}", token: alice).text)
+            #expect(Set((since["records"]?.arrayValue ?? []).compactMap { $0["recordName"]?.stringValue }) == ["artist3", "work3-0", "work3-1", "work3-2", "artist4", "artist5"])
+        }
+    }
+
+    @Test func aCopyRefusesAServedSourceAndAFullTargetAndRunsAgainAfterAnInterruption() async throws {
+        try await withTemporaryDirectory { directory in
+            let data = "\(directory)/data"
+            let token = try await ChildProcess.run("recordserver", ["user", "add", "alice", "--data", data]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+            let sqlite = try await ServerProcess(data: data)
+            let server = URL(string: "http://127.0.0.1:\(sqlite.port)")!
+            let records = (0..<20000).map { Self.record("r\($0)", "Note", "\"n\": {\"value\": \($0)}, \"text\": {\"value\": \"\(String(repeating: "x", count: 100))\"}") }
+            for chunk in stride(from: 0, to: records.count, by: 400) {
+                #expect(try await Self.post(server, "private/records/modify", "{\"operations\": [\(records[chunk..<chunk + 400].joined(separator: ","))]}", token: token).status == 200)
+            }
+            let target = try await TestPostgres.databaseURL(for: directory)
+            let served = try await ChildProcess.run("recordserver", ["data", "copy", "--from", data, "--to", target], mergeErrors: true)
+            #expect(served.status != 0)
+            #expect(served.output.contains("a running recordserver holds"), "\(served.output)")
+            _ = await sqlite.stop(signal: SIGTERM)
+
+            // Killed in the middle, the copy leaves nothing behind, and simply runs again.
+            let interrupted = try ChildProcess("recordserver", ["data", "copy", "--from", data, "--to", target])
+            #expect(try await interrupted.waitFor("records: [0-9]+ of 20000") != nil, "\(interrupted.text)")
+            _ = await interrupted.stop(signal: SIGKILL)
+            #expect(!interrupted.text.contains("copied"), "the copy ended before it was killed")
+            let again = try await ChildProcess.run("recordserver", ["data", "copy", "--from", data, "--to", target], mergeErrors: true)
+            #expect(again.status == 0, "\(again.output)")
+
+            let full = try await ChildProcess.run("recordserver", ["data", "copy", "--from", data, "--to", target], mergeErrors: true)
+            #expect(full.status != 0)
+            #expect(full.output.contains("already holds data; give --replace"), "\(full.output)")
+            let replaced = try await ChildProcess.run("recordserver", ["data", "copy", "--from", data, "--to", target, "--replace"], mergeErrors: true)
+            #expect(replaced.status == 0, "\(replaced.output)")
+            #expect(replaced.output.contains("records: 20000 of 20000"))
+        }
+    }
+}
