@@ -171,6 +171,9 @@ let package = Package(
             dependencies: [
                 "RecordClient",
                 "RecordServer",
+                "RecordPostgresEngine",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],

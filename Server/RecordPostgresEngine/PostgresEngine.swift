@@ -107,7 +107,7 @@ public final class PostgresEngine: StorageEngine {
                         try transaction.execute("COMMIT")
                         return value
                     case .rollback(let value):
-                        try transaction.execute("ROLLBACK")
+                        try transaction.rollback()
                         return value
                     }
                 }
@@ -133,7 +133,7 @@ public final class PostgresEngine: StorageEngine {
                     do {
                         return try body(transaction)
                     } catch {
-                        if !connection.isClosed { _ = try? transaction.execute("ROLLBACK") }
+                        if !connection.isClosed { try? transaction.rollback() }
                         throw error
                     }
                 }

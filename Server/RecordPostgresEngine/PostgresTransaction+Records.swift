@@ -46,49 +46,7 @@ extension PostgresTransaction {
         try !rows("SELECT 1 FROM tombstones WHERE zone_id = \(zone) LIMIT 1").isEmpty
     }
 
-    func insertRecord(_ row: RecordWrite, inZone zone: Int64) throws {
-        try execute("""
-            INSERT INTO records(zone_id, name, type, tag, fields, created_at, created_by, modified_at, modified_by, seq)
-            VALUES (\(zone), \(row.name), \(row.recordType), \(row.changeTag), \(row.fields), \(row.created.timestamp), \(row.created.userRecordName),
-                    \(row.modified.timestamp), \(row.modified.userRecordName), \(row.sequence))
-            """)
-    }
-
-    func updateRecord(_ row: RecordWrite, inZone zone: Int64) throws {
-        try execute("""
-            UPDATE records SET tag = \(row.changeTag), fields = \(row.fields), modified_at = \(row.modified.timestamp),
-                modified_by = \(row.modified.userRecordName), modified_device = NULL, seq = \(row.sequence)
-            WHERE zone_id = \(zone) AND name = \(row.name)
-            """)
-    }
-
-    func removeTombstone(named name: String, inZone zone: Int64) throws {
-        try execute("DELETE FROM tombstones WHERE zone_id = \(zone) AND name = \(name)")
-    }
-
     func registerReferenceFields(_ names: [String]) throws {
         for name in names { _ = try fieldKey(name) }
-    }
-
-    func removeReferences(from source: String, inZone zone: Int64) throws {
-        try execute("DELETE FROM refs WHERE zone_id = \(zone) AND source = \(source)")
-    }
-
-    /// One statement for all of a record's references, as arrays unnested into rows.
-    func insertReferences(_ references: [(field: String, reference: Reference)], from source: String, inZone zone: Int64) throws {
-        guard !references.isEmpty else { return }
-        var fields: [Int64] = []
-        var targets: [String] = []
-        var actions: [Int64] = []
-        for (field, reference) in references {
-            fields.append(try fieldKey(field))
-            targets.append(reference.recordName)
-            actions.append(Int64(RecordRow.code(reference.action)))
-        }
-        try execute("""
-            INSERT INTO refs(zone_id, source, field, target, action)
-            SELECT \(zone), \(source), f, t, a FROM unnest(\(fields)::bigint[], \(targets)::text[], \(actions)::bigint[]) AS u(f, t, a)
-            ON CONFLICT DO NOTHING
-            """)
     }
 }

@@ -18,6 +18,8 @@ final class PostgresTransaction: StorageTransaction {
     var zonesSeen: [Int64: (uid: UUID, deleted: Bool)] = [:]
     /// How many savepoints are open.
     private var savepoints = 0
+    /// Writes held back until the next statement (``PendingWrites``).
+    var pending = PendingWrites()
 
     init(connection: PostgresConnection, engine: PostgresEngine) {
         self.connection = connection
@@ -26,16 +28,30 @@ final class PostgresTransaction: StorageTransaction {
 
     // MARK: Statements
 
-    /// Runs a statement and returns its rows.
+    /// Runs a statement, after the pending writes, and returns its rows.
     @discardableResult
     func rows(_ query: PostgresQuery) throws -> [PostgresRow] {
-        try connection.query(query, logger: engine.logger).wait().rows
+        try flush()
+        return try connection.query(query, logger: engine.logger).wait().rows
     }
 
-    /// Runs a statement and returns how many rows it changed.
+    /// Runs a statement, after the pending writes, and returns how many rows it changed.
     @discardableResult
     func execute(_ query: PostgresQuery) throws -> Int {
+        try flush()
+        return try send(query)
+    }
+
+    /// Runs a statement as it is (``flush()``'s own).
+    @discardableResult
+    func send(_ query: PostgresQuery) throws -> Int {
         try connection.query(query, logger: engine.logger).wait().metadata.rows ?? 0
+    }
+
+    /// Ends the transaction without its pending writes.
+    func rollback() throws {
+        pending = PendingWrites()
+        try send("ROLLBACK")
     }
 
     /// A statement of `sql` (placeholders `$1`, …) with `values` bound.
@@ -66,6 +82,7 @@ final class PostgresTransaction: StorageTransaction {
         } catch {
             fieldKeys = keys
             zonesSeen = zones
+            pending = PendingWrites()
             try execute(PostgresQuery(unsafeSQL: "ROLLBACK TO SAVEPOINT \(name)"))
             try execute(PostgresQuery(unsafeSQL: "RELEASE SAVEPOINT \(name)"))
             throw error
@@ -73,6 +90,7 @@ final class PostgresTransaction: StorageTransaction {
         if !kept {
             fieldKeys = keys
             zonesSeen = zones
+            pending = PendingWrites()
             try execute(PostgresQuery(unsafeSQL: "ROLLBACK TO SAVEPOINT \(name)"))
         }
         try execute(PostgresQuery(unsafeSQL: "RELEASE SAVEPOINT \(name)"))

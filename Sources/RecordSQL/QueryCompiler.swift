@@ -76,8 +76,8 @@ public struct QueryCompiler: Sendable {
         // A field name the store has no key for matches nothing, like a name no reference holds.
         let fieldSQL = keyedReferenceFields ? "field = (SELECT id FROM ref_fields WHERE name = ?)" : "field = ?"
         if zoneKeys.count == 1 {
-            return ("r.name IN (SELECT source FROM refs WHERE zone_id = ? AND target IN (\(targets)) AND \(fieldSQL))",
-                    zone.arguments + targetArguments + [field.sqlValue])
+            let sources = "SELECT source FROM refs WHERE zone_id = ? AND target IN (\(targets)) AND \(fieldSQL)"
+            return (dialect.nameIn(sources), zone.arguments + targetArguments + [field.sqlValue])
         }
         return ("(r.zone_id, r.name) IN (SELECT zone_id, source FROM refs WHERE zone_id \(zone.sql) AND target IN (\(targets)) AND \(fieldSQL))",
                 zone.arguments + targetArguments + [field.sqlValue])

@@ -72,6 +72,17 @@ public enum SQLDialect: Sendable {
         }
     }
 
+    /// A condition: `r.name` is one of the names `subquery` selects (in one zone). PostgreSQL gets
+    /// them as an array first, so that it looks each up by the records' key: given `IN`, it walked
+    /// the zone's records in key order (the query's own order) and probed the sub-query for each,
+    /// 369 ms for 100 of 20,000 records against 31 ms for 100 of 2,000.
+    func nameIn(_ subquery: String) -> String {
+        switch self {
+        case .sqlite: "r.name IN (\(subquery))"
+        case .postgres: "r.name = ANY(ARRAY(\(subquery)))"
+        }
+    }
+
     /// A condition: `expression` (text) begins with `prefix`.
     func beginsWith(_ expression: String, _ prefix: String) -> (String, [SQLValue]) {
         switch self {

@@ -17,6 +17,19 @@ enum Floor {
         2 / (1 / before + 1 / after)
     }
 
+    /// The insert floor of the server's engine: SQLite's, or PostgreSQL's in the server's schema.
+    static func serverInsert(count: Int, batch: Int, _ server: BenchServer) async throws -> Double {
+        if let url = server.storage.databaseURL { return try await PostgresFloor.insert(count: count, batch: batch, url: url) }
+        return try insert(count: count, batch: batch, in: server.directory)
+    }
+
+    /// The cascade floor of the server's engine (PostgreSQL has the recursive delete only: its
+    /// level walk is measured as the recursive one).
+    static func serverCascadeDelete(children: Int, perChild: Int, levelByLevel: Bool = false, _ server: BenchServer) async throws -> (seconds: Double, deleted: Int) {
+        if let url = server.storage.databaseURL { return try await PostgresFloor.cascadeDelete(children: children, perChild: perChild, url: url) }
+        return try cascadeDelete(children: children, perChild: perChild, levelByLevel: levelByLevel, in: server.directory)
+    }
+
     /// Opens a fresh floor database.
     static func database(in directory: String, name: String) throws -> DatabaseQueue {
         var configuration = Configuration()

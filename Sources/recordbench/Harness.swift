@@ -2,6 +2,7 @@ import Foundation
 import RecordClient
 import RecordRules
 import RecordServer
+import RecordPostgresEngine
 import RecordSQLiteEngine
 
 /// One measured figure: a scenario's result against its floor, measured in the same run.
@@ -30,25 +31,51 @@ struct BenchServer: Sendable {
     var token: String
     /// A scratch directory for the scenario (floors, client caches); removed afterwards.
     var directory: String
+    /// Every node's URL (one, unless several servers share a PostgreSQL database).
+    var urls: [URL]
+    /// Where the data is (the floors of PostgreSQL use the same schema).
+    var storage: BenchStorage
+
+    /// A container signed in on node `index`.
+    func container(onNode index: Int) -> Container {
+        Container(serverURL: urls[index % urls.count], identifier: "iCloud.bench", credentials: .bearerToken(token))
+    }
 }
 
-/// Runs `body` against a fresh server in this process on a loopback port, with a fresh SQLite
-/// data directory and one user.
-func withBenchServer<T: Sendable>(_ body: @escaping @Sendable (BenchServer) async throws -> T) async throws -> T {
-    let directory = (NSTemporaryDirectory() as NSString).appendingPathComponent("recordbench-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(atPath: directory) }
-    var configuration = ServerConfiguration()
-    configuration.port = 0
-    configuration.dataDirectory = directory + "/server"
-    configuration.logger.logLevel = .critical
-    try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
-    let store = RecordStore(engine: try SQLiteEngine(path: configuration.databasePath), limits: configuration.limits)
-    let token = Credentials.newToken()
-    _ = try await store.createUser(named: "bench", tokenHash: Credentials.hash(token))
-    return try await withRunningServer(configuration: configuration, store: store) { url in
-        let container = Container(serverURL: url, identifier: "iCloud.bench", credentials: .bearerToken(token))
-        return try await body(BenchServer(container: container, url: url, token: token, directory: directory))
+/// Runs `body` against a fresh server in this process on a loopback port, over the run's engine
+/// (``benchBackend``: a fresh SQLite data directory, or a fresh PostgreSQL schema), with one
+/// user. With PostgreSQL, `nodes` servers share the schema, each with an engine of its own.
+func withBenchServer<T: Sendable>(nodes: Int = 1, _ body: @escaping @Sendable (BenchServer) async throws -> T) async throws -> T {
+    try await BenchStorage.with { storage in
+        var configuration = ServerConfiguration()
+        configuration.port = 0
+        configuration.dataDirectory = storage.directory + "/server"
+        configuration.logger.logLevel = .critical
+        var stores: [RecordStore] = []
+        for _ in 0..<(storage.databaseURL == nil ? 1 : nodes) {
+            stores.append(RecordStore(engine: try await storage.engine(), limits: configuration.limits))
+        }
+        let token = Credentials.newToken()
+        _ = try await stores[0].createUser(named: "bench", tokenHash: Credentials.hash(token))
+        let configured = configuration
+        let allStores = stores
+        @Sendable func serve(_ index: Int, _ urls: [URL]) async throws -> T {
+            if index == allStores.count {
+                let container = Container(serverURL: urls[0], identifier: "iCloud.bench", credentials: .bearerToken(token))
+                return try await body(BenchServer(container: container, url: urls[0], token: token, directory: storage.directory, urls: urls, storage: storage))
+            }
+            return try await withRunningServer(configuration: configured, store: allStores[index]) { url in
+                try await serve(index + 1, urls + [url])
+            }
+        }
+        do {
+            let result = try await serve(0, [])
+            for store in stores { await (store.engine as? PostgresEngine)?.shutdown() }
+            return result
+        } catch {
+            for store in stores { await (store.engine as? PostgresEngine)?.shutdown() }
+            throw error
+        }
     }
 }
 

@@ -8,17 +8,22 @@ import RecordSQLiteEngine
 /// serve DIR`, which runs the same `RecordServer` code as `recordserver`), so its peak resident
 /// memory (`VmHWM` in `/proc/PID/status`) is the server's alone.
 enum Memory {
-    /// `recordbench serve DIR`: runs a server over a fresh store in DIR with one user, prints
+    /// `recordbench serve DIR [--database URL]`: runs a server over the store in DIR (or the
+    /// PostgreSQL database at URL) with the user `bench` (created if missing), prints
     /// `URL TOKEN` on a line, and serves until killed.
-    static func serve(directory: String) async throws {
+    static func serve(directory: String, databaseURL: String? = nil) async throws {
         var configuration = ServerConfiguration()
         configuration.port = 0
         configuration.dataDirectory = directory
+        configuration.databaseURL = databaseURL
         configuration.logger.logLevel = .critical
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let store = RecordStore(engine: try SQLiteEngine(path: configuration.databasePath), limits: configuration.limits)
+        let store = RecordStore(engine: try await openEngine(configuration), limits: configuration.limits)
         let token = Credentials.newToken()
-        _ = try await store.createUser(named: "bench", tokenHash: Credentials.hash(token))
+        do {
+            _ = try await store.createUser(named: "bench", tokenHash: Credentials.hash(token))
+        } catch let error as RecordSyncError where error.code == .exists {
+            _ = try await store.addToken(forUserNamed: "bench", tokenHash: Credentials.hash(token))
+        }
         try await withRunningServer(configuration: configuration, store: store) { url in
             FileHandle.standardOutput.write(Data("\(url.absoluteString) \(token)\n".utf8))
             while true { try await Task.sleep(for: .seconds(3600)) }
@@ -30,39 +35,14 @@ enum Memory {
     ///
     /// - Parameter executable: the program that runs `serve` (this one, by default).
     static func run(_ scale: Scale, executable: URL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()) async throws -> Measurement {
-        let directory = (NSTemporaryDirectory() as NSString).appendingPathComponent("recordbench-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let outputPath = directory + "/server.out"
-        guard FileManager.default.createFile(atPath: outputPath, contents: nil) else { throw BenchError("cannot create \(outputPath)") }
-        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = ["serve", directory + "/server"]
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        try? output.close()
-        defer {
-            process.terminate()
-            process.waitUntilExit()
+        try await BenchStorage.with { storage in
+            let server = try await ServerProcess(storage, executable: executable)
+            defer { server.stop() }
+            return try await measure(scale, database: server.container.privateCloudDatabase, pid: server.process.processIdentifier)
         }
+    }
 
-        var line: Substring?
-        for _ in 0..<1000 where line == nil {
-            let text = String(decoding: (try? Data(contentsOf: URL(fileURLWithPath: outputPath))) ?? Data(), as: UTF8.self)
-            line = text.split(separator: "\n").first { $0.hasPrefix("http") }
-            if line == nil {
-                guard process.isRunning else { throw BenchError("the server process exited: \(text)") }
-                try await Task.sleep(for: .milliseconds(20))
-            }
-        }
-        guard let parts = line?.split(separator: " "), parts.count == 2, let url = URL(string: String(parts[0])) else {
-            throw BenchError("the server process did not announce its address")
-        }
-        let container = Container(serverURL: url, identifier: "iCloud.bench", credentials: .bearerToken(String(parts[1])))
-        let database = container.privateCloudDatabase
-        let pid = process.processIdentifier
+    static func measure(_ scale: Scale, database: Database, pid: Int32) async throws -> Measurement {
 
         let count = scale.memoryRecords
         try await Workload.save(database, count: count, zone: .defaultZone) { $0.map { Workload.artwork($0, artists: 1000) } }
@@ -77,6 +57,44 @@ enum Memory {
         return Measurement(scenario: "memory", unit: "MB peak RSS (server)", figure: megabytes, floor: nil, ratio: megabytes,
                            target: "≤ 250 MB", met: megabytes <= 250,
                            notes: String(format: "%.0f MB after saving %d records", Double(afterSave) / 1_048_576, count))
+    }
+
+    /// A bench server as a process of its own (`recordbench serve`), over `storage`.
+    final class ServerProcess: @unchecked Sendable {
+        let process = Process()
+        let container: Container
+
+        init(_ storage: BenchStorage, executable: URL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath(), name: String = "server") async throws {
+            let outputPath = storage.directory + "/\(name).out"
+            guard FileManager.default.createFile(atPath: outputPath, contents: nil) else { throw BenchError("cannot create \(outputPath)") }
+            let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
+            process.executableURL = executable
+            process.arguments = ["serve", storage.directory + "/\(name)"] + (storage.databaseURL.map { ["--database", $0] } ?? [])
+            process.standardOutput = output
+            process.standardError = output
+            try process.run()
+            try? output.close()
+            var line: Substring?
+            for _ in 0..<1000 where line == nil {
+                let text = String(decoding: (try? Data(contentsOf: URL(fileURLWithPath: outputPath))) ?? Data(), as: UTF8.self)
+                line = text.split(separator: "\n").first { $0.hasPrefix("http") }
+                if line == nil {
+                    guard process.isRunning else { throw BenchError("the server process exited: \(text)") }
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+            }
+            guard let parts = line?.split(separator: " "), parts.count == 2, let url = URL(string: String(parts[0])) else {
+                process.terminate()
+                throw BenchError("the server process did not announce its address")
+            }
+            container = Container(serverURL: url, identifier: "iCloud.bench", credentials: .bearerToken(String(parts[1])))
+        }
+
+        func stop() {
+            guard process.isRunning else { return }
+            process.terminate()
+            process.waitUntilExit()
+        }
     }
 
     /// `VmHWM` of a process: its peak resident set, in bytes.

@@ -21,7 +21,11 @@ struct RecordBench: AsyncParsableCommand {
 }
 
 enum Scenario: String, CaseIterable, ExpressibleByArgument {
-    case save, changes, cascade, queryByReference = "query-by-reference", cacheApply = "cache-apply", propagation, memory
+    case save, changes, cascade, queryByReference = "query-by-reference", cacheApply = "cache-apply", propagation, memory, nodes
+}
+
+enum BackendName: String, CaseIterable, ExpressibleByArgument {
+    case sqlite, postgres
 }
 
 enum ScaleName: String, CaseIterable, ExpressibleByArgument {
@@ -44,9 +48,20 @@ extension RecordBench {
         @Flag(help: "Print the results as JSON instead of a table.")
         var json = false
 
+        @Option(help: "The storage engine the servers run on.")
+        var backend: BackendName = .sqlite
+
+        @Option(help: ArgumentHelp("With --backend postgres: the PostgreSQL server (each bench server gets a schema of its own); else RECORDSYNC_BENCH_POSTGRES.", valueName: "url"))
+        var postgres: String?
+
         func validate() throws {
             guard repetitions >= 1 else { throw ValidationError("--repetitions must be at least 1") }
+            if backend == .postgres, postgresURL == nil {
+                throw ValidationError("--backend postgres needs --postgres URL or RECORDSYNC_BENCH_POSTGRES")
+            }
         }
+
+        var postgresURL: String? { postgres ?? ProcessInfo.processInfo.environment["RECORDSYNC_BENCH_POSTGRES"] }
 
         func run() async throws {
             let sizes: Scale = switch scale {
@@ -54,8 +69,11 @@ extension RecordBench {
             case .small: .small
             case .full: .full
             }
+            benchBackend = backend == .postgres ? .postgres(url: postgresURL ?? "") : .sqlite
             var results: [Measurement] = []
             for scenario in Scenario.allCases where only.isEmpty || only.contains(scenario) {
+                // Several servers share one database on PostgreSQL only.
+                if scenario == .nodes, backend == .sqlite { continue }
                 say("running \(scenario.rawValue)…")
                 let start = ContinuousClock.now
                 let result: Measurement
@@ -67,6 +85,7 @@ extension RecordBench {
                 case .cacheApply: result = try await Scenarios.cacheApply(sizes, repetitions: repetitions)
                 case .propagation: result = try await Scenarios.propagation(sizes)
                 case .memory: result = try await Memory.run(sizes)
+                case .nodes: result = try await Scenarios.nodes(sizes)
                 }
                 say(String(format: "  %@ in %.1f s", scenario.rawValue, (ContinuousClock.now - start).seconds))
                 results.append(result)
@@ -104,8 +123,11 @@ extension RecordBench {
         @Argument(help: "The data directory.")
         var directory: String
 
+        @Option(help: "Serve from this PostgreSQL database instead.")
+        var database: String?
+
         func run() async throws {
-            try await Memory.serve(directory: directory)
+            try await Memory.serve(directory: directory, databaseURL: database)
         }
     }
 }

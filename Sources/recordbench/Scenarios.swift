@@ -36,12 +36,12 @@ enum Scenarios {
                 let database = server.container.privateCloudDatabase
                 let artists = max(1, scale.saveRecords / 100)
                 let works = scale.saveRecords - artists
-                let floorBefore = try Floor.insert(count: scale.saveRecords, batch: 400, in: server.directory)
+                let floorBefore = try await Floor.serverInsert(count: scale.saveRecords, batch: 400, server)
                 let elapsed = try await seconds {
                     try await Workload.save(database, count: artists, zone: .defaultZone) { $0.map(Workload.artist) }
                     try await Workload.save(database, count: works, zone: .defaultZone) { $0.map { Workload.artwork($0, artists: artists) } }
                 }
-                let floorAfter = try Floor.insert(count: scale.saveRecords, batch: 400, in: server.directory)
+                let floorAfter = try await Floor.serverInsert(count: scale.saveRecords, batch: 400, server)
                 return (Double(scale.saveRecords) / elapsed, Floor.bracketed(rate: floorBefore, floorAfter))
             }
             figures.append(figure)
@@ -65,6 +65,7 @@ enum Scenarios {
                 try await Workload.save(database, count: count, zone: zone) { $0.map { Workload.artwork($0, artists: 1000) } }
                 tokens[zone] = try await Workload.drainChanges(database, zone: zone, since: nil).token
             }
+            try await server.storage.analyze()
             var times: [ZoneID: [Double]] = [:], ratios: [Double] = []
             for round in 0..<max(15, repetitions) {
                 var time: [ZoneID: Double] = [:]
@@ -107,8 +108,9 @@ enum Scenarios {
                 }
                 let before = try await Workload.drainChanges(database, zone: .defaultZone, since: nil)
                 guard before.changed == total else { throw BenchError("seeded \(before.changed) records, not \(total)") }
-                let floorBefore = try Floor.cascadeDelete(children: children, perChild: perChild, in: server.directory)
-                let walkFloorBefore = try Floor.cascadeDelete(children: children, perChild: perChild, levelByLevel: true, in: server.directory)
+                try await server.storage.analyze()
+                let floorBefore = try await Floor.serverCascadeDelete(children: children, perChild: perChild, server)
+                let walkFloorBefore = try await Floor.serverCascadeDelete(children: children, perChild: perChild, levelByLevel: true, server)
                 var cascaded = 0
                 let delete = try await seconds {
                     let results = try await database.modify([RecordOperation(.forceDelete, RecordPayload(recordName: "root"))])
@@ -120,8 +122,8 @@ enum Scenarios {
                     tombstones = try await Workload.drainChanges(database, zone: .defaultZone, since: before.token).deleted
                 }
                 guard tombstones == total else { throw BenchError("fetched \(tombstones) tombstones, not \(total)") }
-                let walkFloor = try Floor.cascadeDelete(children: children, perChild: perChild, levelByLevel: true, in: server.directory)
-                let floor = try Floor.cascadeDelete(children: children, perChild: perChild, in: server.directory)
+                let walkFloor = try await Floor.serverCascadeDelete(children: children, perChild: perChild, levelByLevel: true, server)
+                let floor = try await Floor.serverCascadeDelete(children: children, perChild: perChild, server)
                 guard floor.deleted == total, floorBefore.deleted == total, walkFloor.deleted == total, walkFloorBefore.deleted == total else {
                     throw BenchError("the floors deleted \(floorBefore.deleted), \(floor.deleted), \(walkFloorBefore.deleted) and \(walkFloor.deleted) rows, not \(total)")
                 }
@@ -153,6 +155,7 @@ enum Scenarios {
                 say("  seeding \(count) records in zone \(zone.zoneName)…")
                 try await Workload.save(database, count: count, zone: zone) { $0.map { Workload.artwork($0, artists: count / 100) } }
             }
+            try await server.storage.analyze()
             let query = RecordQuery(recordType: "Artwork", predicate: try RecordPredicate(format: "artist == %@", Reference(recordName: "a7")))
             var bigTimes: [Double] = [], smallTimes: [Double] = [], ratios: [Double] = []
             for round in 0..<max(9, repetitions) {
@@ -204,9 +207,10 @@ enum Scenarios {
     /// `propagation`: client A saves a record; client B, running its `SyncEngine`, sees it in
     /// its cache.
     static func propagation(_ scale: Scale) async throws -> Measurement {
-        try await withBenchServer { server in
+        // On PostgreSQL, the writer and the reader use different servers over the database.
+        try await withBenchServer(nodes: 2) { server in
             let writer = server.container.privateCloudDatabase
-            let reader = SyncEngine(database: server.container.privateCloudDatabase,
+            let reader = SyncEngine(database: server.container(onNode: 1).privateCloudDatabase,
                                     cache: try RecordCache(path: server.directory + "/reader.sqlite"))
             return try await withThrowingTaskGroup(of: Measurement?.self) { group in
                 group.addTask {
@@ -233,5 +237,33 @@ enum Scenarios {
                                    notes: String(format: "p99 %.1f ms (the ratio column), max %.1f ms", p99, latencies.max() ?? 0))
             }
         }
+    }
+
+    /// `nodes`: the `save` load (4 requests in flight, spread over the nodes in turn) against
+    /// 1, 2 and 3 server processes over one PostgreSQL database, each count in a fresh schema;
+    /// the figure is the total rate of 2 nodes over that of 1.
+    static func nodes(_ scale: Scale, executable: URL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()) async throws -> Measurement {
+        var rates: [Int: Double] = [:]
+        for count in 1...3 {
+            rates[count] = try await BenchStorage.with { storage in
+                var servers: [Memory.ServerProcess] = []
+                defer { for server in servers { server.stop() } }
+                for index in 0..<count { servers.append(try await Memory.ServerProcess(storage, executable: executable, name: "node\(index)")) }
+                let databases = servers.map { $0.container.privateCloudDatabase }
+                let artists = max(1, scale.saveRecords / 100)
+                let elapsed = try await seconds {
+                    try await Workload.save(databases, count: artists, zone: .defaultZone, inFlight: 4) { $0.map(Workload.artist) }
+                    try await Workload.save(databases, count: scale.saveRecords - artists, zone: .defaultZone, inFlight: 4) {
+                        $0.map { Workload.artwork($0, artists: artists) }
+                    }
+                }
+                return Double(scale.saveRecords) / elapsed
+            }
+            say(String(format: "  %d node(s): %.0f records/s", count, rates[count]!))
+        }
+        let ratio = rates[2]! / rates[1]!
+        return Measurement(scenario: "nodes", unit: "records/s, 2 nodes", figure: rates[2]!, floor: rates[1]!, ratio: ratio,
+                           target: "2 nodes ≥ 0.8× 1 node", met: ratio >= 0.8,
+                           notes: String(format: "1 node %.0f, 3 nodes %.0f records/s (%.2f×)", rates[1]!, rates[3]!, rates[3]! / rates[1]!))
     }
 }

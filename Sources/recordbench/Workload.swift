@@ -31,12 +31,19 @@ enum Workload {
     /// all in memory), in 400-operation requests with two in flight.
     static func save(_ database: Database, count: Int, zone: ZoneID,
                      _ make: @escaping @Sendable (Range<Int>) -> [RecordOperation]) async throws {
+        try await save([database], count: count, zone: zone, inFlight: 2, make)
+    }
+
+    /// ``save(_:count:zone:_:)`` over several servers' databases in turn, `inFlight` requests at once.
+    static func save(_ databases: [Database], count: Int, zone: ZoneID, inFlight: Int,
+                     _ make: @escaping @Sendable (Range<Int>) -> [RecordOperation]) async throws {
         let chunks = stride(from: 0, to: count, by: 400).map { $0..<min($0 + 400, count) }
         try await withThrowingTaskGroup(of: Void.self) { group in
             var next = 0
             func launch() {
                 guard next < chunks.count else { return }
                 let range = chunks[next]
+                let database = databases[next % databases.count]
                 next += 1
                 group.addTask {
                     let results = try await database.modify(make(range), inZoneWith: zone, atomically: false)
@@ -45,8 +52,7 @@ enum Workload {
                     }
                 }
             }
-            launch()
-            launch()
+            for _ in 0..<inFlight { launch() }
             while try await group.next() != nil { launch() }
         }
     }

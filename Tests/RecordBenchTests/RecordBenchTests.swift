@@ -25,6 +25,28 @@ import Testing
         }
     }
 
+    /// The same on PostgreSQL (the servers in a schema of their own each), with the `nodes`
+    /// scenario's server processes.
+    @Test(.enabled(if: TestPostgres.url != nil, "needs RECORDSYNC_TEST_POSTGRES"))
+    func everyScenarioRunsOnPostgreSQLAtATinyScale() async throws {
+        benchBackend = .postgres(url: TestPostgres.url ?? "")
+        defer { benchBackend = .sqlite }
+        let measurements = [
+            try await Scenarios.save(.tiny, repetitions: 1),
+            try await Scenarios.changes(.tiny, repetitions: 1),
+            try await Scenarios.cascade(.tiny, repetitions: 1),
+            try await Scenarios.queryByReference(.tiny, repetitions: 1),
+            try await Scenarios.cacheApply(.tiny, repetitions: 1),
+            try await Scenarios.propagation(.tiny),
+            try await Memory.run(.tiny, executable: ChildProcess.executable("recordbench")),
+            try await Scenarios.nodes(.tiny, executable: ChildProcess.executable("recordbench")),
+        ]
+        for measurement in measurements {
+            #expect(measurement.figure > 0 && measurement.ratio > 0, "\(measurement)")
+            if let floor = measurement.floor { #expect(floor > 0, "\(measurement)") }
+        }
+    }
+
     /// A floor measured before and after its figure counts as the mean of the two times: for
     /// seconds their mean, for rates the rate of their mean time.
     @Test func bracketedFloorsAverageTheirTimes() {

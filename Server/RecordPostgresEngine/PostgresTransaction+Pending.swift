@@ -1,0 +1,104 @@
+import Foundation
+import PostgresNIO
+import RecordModel
+import RecordRules
+import RecordSQL
+
+/// The writes of a batch's saves, held back and sent together.
+///
+/// Every statement is a round trip to PostgreSQL, and a batch of 400 saves calls two write
+/// primitives a record (the row, its references). Those primitives only add to ``PendingWrites``;
+/// the next statement of any kind (a read, a savepoint, the commit) first sends them all, each
+/// kind as one statement over arrays (`unnest`). Reads therefore always see the transaction's own
+/// writes, and the order that matters is kept: tombstones and old references go before rows and
+/// new references, and a write that would need to follow a pending write of another kind to the
+/// same key (a record's references removed after new ones were held back) sends what is pending
+/// first.
+struct PendingWrites {
+    var removedTombstones: [(zone: Int64, name: String)] = []
+    var removedReferences: [(zone: Int64, source: String)] = []
+    var insertedRecords: [(zone: Int64, row: RecordWrite)] = []
+    var updatedRecords: [(zone: Int64, row: RecordWrite)] = []
+    var insertedReferences: [(zone: Int64, source: String, field: Int64, target: String, action: Int64)] = []
+    /// The sources whose new references are pending.
+    var sourcesWithNewReferences: Set<String> = []
+
+    var isEmpty: Bool {
+        removedTombstones.isEmpty && removedReferences.isEmpty && insertedRecords.isEmpty && updatedRecords.isEmpty && insertedReferences.isEmpty
+    }
+}
+
+extension PostgresTransaction {
+    func insertRecord(_ row: RecordWrite, inZone zone: Int64) throws {
+        pending.insertedRecords.append((zone, row))
+    }
+
+    func updateRecord(_ row: RecordWrite, inZone zone: Int64) throws {
+        if pending.insertedRecords.contains(where: { $0.zone == zone && $0.row.name == row.name }) { try flush() }
+        pending.updatedRecords.append((zone, row))
+    }
+
+    func removeTombstone(named name: String, inZone zone: Int64) throws {
+        pending.removedTombstones.append((zone, name))
+    }
+
+    func removeReferences(from source: String, inZone zone: Int64) throws {
+        if pending.sourcesWithNewReferences.contains(source) { try flush() }
+        pending.removedReferences.append((zone, source))
+    }
+
+    func insertReferences(_ references: [(field: String, reference: Reference)], from source: String, inZone zone: Int64) throws {
+        for (field, reference) in references {
+            pending.insertedReferences.append((zone, source, try fieldKey(field), reference.recordName, Int64(RecordRow.code(reference.action))))
+        }
+        if !references.isEmpty { pending.sourcesWithNewReferences.insert(source) }
+    }
+
+    /// Sends the pending writes: at most one statement per kind, in an order that keeps their
+    /// meaning.
+    func flush() throws {
+        guard !pending.isEmpty else { return }
+        let writes = pending
+        pending = PendingWrites()
+        if !writes.removedTombstones.isEmpty {
+            try send("""
+                DELETE FROM tombstones t USING unnest(\(writes.removedTombstones.map(\.zone)), \(writes.removedTombstones.map(\.name))) AS u(zone_id, name)
+                WHERE t.zone_id = u.zone_id AND t.name = u.name COLLATE "C"
+                """)
+        }
+        if !writes.removedReferences.isEmpty {
+            try send("""
+                DELETE FROM refs r USING unnest(\(writes.removedReferences.map(\.zone)), \(writes.removedReferences.map(\.source))) AS u(zone_id, source)
+                WHERE r.zone_id = u.zone_id AND r.source = u.source COLLATE "C"
+                """)
+        }
+        if !writes.insertedRecords.isEmpty {
+            let rows = writes.insertedRecords
+            try send("""
+                INSERT INTO records(zone_id, name, type, tag, fields, created_at, created_by, modified_at, modified_by, seq)
+                SELECT * FROM unnest(\(rows.map(\.zone)), \(rows.map(\.row.name)), \(rows.map(\.row.recordType)), \(rows.map(\.row.changeTag)),
+                                     \(rows.map(\.row.fields)), \(rows.map(\.row.created.timestamp)), \(rows.map(\.row.created.userRecordName)),
+                                     \(rows.map(\.row.modified.timestamp)), \(rows.map(\.row.modified.userRecordName)), \(rows.map(\.row.sequence)))
+                """)
+        }
+        if !writes.updatedRecords.isEmpty {
+            let rows = writes.updatedRecords
+            try send("""
+                UPDATE records r SET tag = u.tag, fields = u.fields, modified_at = u.modified_at, modified_by = u.modified_by,
+                    modified_device = NULL, seq = u.seq
+                FROM unnest(\(rows.map(\.zone)), \(rows.map(\.row.name)), \(rows.map(\.row.changeTag)), \(rows.map(\.row.fields)),
+                            \(rows.map(\.row.modified.timestamp)), \(rows.map(\.row.modified.userRecordName)), \(rows.map(\.row.sequence)))
+                    AS u(zone_id, name, tag, fields, modified_at, modified_by, seq)
+                WHERE r.zone_id = u.zone_id AND r.name = u.name COLLATE "C"
+                """)
+        }
+        if !writes.insertedReferences.isEmpty {
+            let rows = writes.insertedReferences
+            try send("""
+                INSERT INTO refs(zone_id, source, field, target, action)
+                SELECT * FROM unnest(\(rows.map(\.zone)), \(rows.map(\.source)), \(rows.map(\.field)), \(rows.map(\.target)), \(rows.map(\.action)))
+                ON CONFLICT DO NOTHING
+                """)
+        }
+    }
+}
