@@ -83,13 +83,7 @@ public final class PostgresCopyTarget: @unchecked Sendable {
             for (column, value) in zip(columns, row) {
                 number += 1
                 values.append(column.value("$\(number)"))
-                switch value {
-                case .integer(let integer): binds.append(integer)
-                case .real(let real): binds.append(real)
-                case .text(let text): binds.append(text)
-                case .blob(let data): try binds.append(data)
-                case .null: binds.appendNull()
-                }
+                try binds.append(value)
             }
             tuples.append("(\(values.joined(separator: ", ")))")
         }

@@ -46,6 +46,11 @@ extension PostgresTransaction {
             if added == 0 { return Int(count) }
             levelStart = count
             count += Int64(added)
+            // A temporary table has no statistics until asked: past a few thousand rows, the
+            // next level's plan (its anti-join against `doomed`, its sorts) needs them. 13 ms
+            // for 100,000 rows; the 90,000-record level of the `cascade` scenario took 169 ms
+            // with them, 227 without.
+            if added >= 5_000 { try execute("ANALYZE doomed") }
         }
     }
 
@@ -58,11 +63,14 @@ extension PostgresTransaction {
             """)
     }
 
+    /// The tombstones are plain inserts: a stored record never has a tombstone (a save removes
+    /// its name's), so none can conflict, and `ON CONFLICT` would cost a speculative insertion
+    /// a row (377 ms against 231 ms for 90,000 tombstones). Were one there, the insert would fail
+    /// and the delete with it, never leave two.
     func deleteCascade(root: String, inZone zone: Int64, firstSequence: Int64) throws -> [String] {
         try execute("""
             INSERT INTO tombstones(zone_id, name, type, seq)
             SELECT r.zone_id, r.name, r.type, \(firstSequence) + d.pos - 1 FROM doomed d JOIN records r ON r.zone_id = \(zone) AND r.name = d.name
-            ON CONFLICT (zone_id, name) DO UPDATE SET type = excluded.type, seq = excluded.seq
             """)
         try execute("DELETE FROM refs WHERE zone_id = \(zone) AND source IN (SELECT name FROM doomed)")
         try execute("DELETE FROM records WHERE zone_id = \(zone) AND name IN (SELECT name FROM doomed)")

@@ -8,24 +8,13 @@ extension PostgresTransaction {
     /// The columns every record read selects, in the order ``record(from:zoneID:offset:)`` reads them.
     static let recordColumns = RecordRow.columns
 
-    /// A record from a row holding ``recordColumns`` from column `offset`.
-    static func record(from row: PostgresRow, zoneID: ZoneID, offset: Int = 0) throws -> Record {
-        let (entry, fields) = try storedRecord(from: row, zoneID: zoneID, offset: offset)
-        var record = entry
-        record.fields = try RecordRow.decodeFields(fields)
-        return record
-    }
-
-    /// A record from a row holding ``recordColumns`` from column `offset`, without its fields,
-    /// and the fields' stored text.
-    static func storedRecord(from row: PostgresRow, zoneID: ZoneID, offset: Int = 0) throws -> (Record, String) {
-        let cells = Array(row)
-        func cell<T: PostgresDecodable>(_ index: Int, _ type: T.Type) throws -> T { try cells[offset + index].decode(T.self) }
-        let record = Record(
-            recordName: try cell(0, String.self), recordType: try cell(1, String.self), zoneID: zoneID, recordChangeTag: try cell(2, String.self),
-            created: Stamp(timestamp: try cell(4, Int64.self), userRecordName: try cell(5, String.self), deviceID: try cell(6, String?.self)),
-            modified: Stamp(timestamp: try cell(7, Int64.self), userRecordName: try cell(8, String.self), deviceID: try cell(9, String?.self)))
-        return (record, try cell(3, String.self))
+    /// A record from a row holding ``recordColumns`` (and nothing before them).
+    static func record(from row: PostgresRow, zoneID: ZoneID) throws -> Record {
+        let (name, type, tag, fields, createdAt, createdBy, createdDevice, modifiedAt, modifiedBy, modifiedDevice) =
+            try row.decode((String, String, String, String, Int64, String, String?, Int64, String, String?).self)
+        return Record(recordName: name, recordType: type, zoneID: zoneID, recordChangeTag: tag, fields: try RecordRow.decodeFields(fields),
+                      created: Stamp(timestamp: createdAt, userRecordName: createdBy, deviceID: createdDevice),
+                      modified: Stamp(timestamp: modifiedAt, userRecordName: modifiedBy, deviceID: modifiedDevice))
     }
 
     func records(named names: [String], inZone zone: Int64, zoneID: ZoneID) throws -> [Record] {

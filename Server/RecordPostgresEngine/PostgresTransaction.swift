@@ -57,15 +57,7 @@ final class PostgresTransaction: StorageTransaction {
     /// A statement of `sql` (placeholders `$1`, …) with `values` bound.
     static func statement(_ sql: String, _ values: [SQLValue]) throws -> PostgresQuery {
         var binds = PostgresBindings(capacity: values.count)
-        for value in values {
-            switch value {
-            case .integer(let number): binds.append(number)
-            case .real(let number): binds.append(number)
-            case .text(let string): binds.append(string)
-            case .blob(let data): try binds.append(data)
-            case .null: binds.appendNull()
-            }
-        }
+        for value in values { try binds.append(value) }
         return PostgresQuery(unsafeSQL: sql, binds: binds)
     }
 
@@ -187,6 +179,19 @@ final class PostgresTransaction: StorageTransaction {
         if inserted == 0 {
             let stored = try rows("SELECT type FROM schema_fields WHERE container_id = \(container) AND record_type = \(recordType) AND field = \(field)").first?.decode(String.self)
             if stored != type.rawValue { throw PostgresRetry("field \(field) of \(recordType) typed by another writer") }
+        }
+    }
+}
+
+extension PostgresBindings {
+    /// Binds a value as its own type (`BIGINT`, `DOUBLE PRECISION`, `TEXT`, `BYTEA`, or null).
+    mutating func append(_ value: SQLValue) throws {
+        switch value {
+        case .integer(let number): append(number)
+        case .real(let number): append(number)
+        case .text(let string): append(string)
+        case .blob(let data): try append(data)
+        case .null: appendNull()
         }
     }
 }
