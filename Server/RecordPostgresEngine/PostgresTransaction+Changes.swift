@@ -14,6 +14,16 @@ extension PostgresTransaction {
         let allTypes = recordTypes == nil
         let types = recordTypes ?? []
         var changes: [FeedChange] = []
+        // A page is read in sequence order from each `(zone_id, seq)` index, stopping at the
+        // limit: the plan for any table, so it does not wait for the planner's statistics. Left
+        // to itself before autovacuum has analysed a table just filled (a new zone, a first
+        // import), PostgreSQL read every change after the token and sorted them, 5.5 ms for a
+        // page of 400 out of 20,000 records instead of 0.4.
+        let settings = try rows("""
+            SELECT current_setting('enable_bitmapscan'), current_setting('enable_seqscan'),
+                   set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true)
+            """)[0].decode((String, String, String, String).self)
+        defer { _ = try? rows("SELECT set_config('enable_bitmapscan', \(settings.0), true), set_config('enable_seqscan', \(settings.1), true)") }
         for row in try rows("""
             (SELECT seq, FALSE AS deleted, \(unescaped: Self.recordColumns) FROM records
              WHERE zone_id = \(zone) AND seq > \(sequence) AND (\(allTypes) OR type = ANY(\(types)))
