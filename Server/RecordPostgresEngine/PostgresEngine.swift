@@ -85,7 +85,7 @@ public final class PostgresEngine: StorageEngine {
     /// Runs `body` in a read-only snapshot.
     public func read<T: Sendable>(_ body: @escaping @Sendable (any StorageTransaction) throws -> T) async throws -> T {
         try await transaction { transaction in
-            try transaction.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            transaction.fire("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             let value = try body(transaction)
             try transaction.execute("COMMIT")
             return value

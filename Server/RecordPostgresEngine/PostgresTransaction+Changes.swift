@@ -23,7 +23,7 @@ extension PostgresTransaction {
             SELECT current_setting('enable_bitmapscan'), current_setting('enable_seqscan'),
                    set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true)
             """)[0].decode((String, String, String, String).self)
-        defer { _ = try? rows("SELECT set_config('enable_bitmapscan', \(settings.0), true), set_config('enable_seqscan', \(settings.1), true)") }
+        defer { fire("SELECT set_config('enable_bitmapscan', \(settings.0), true), set_config('enable_seqscan', \(settings.1), true)") }
         for row in try rows("""
             (SELECT seq, FALSE AS deleted, \(unescaped: Self.recordColumns) FROM records
              WHERE zone_id = \(zone) AND seq > \(sequence) AND (\(allTypes) OR type = ANY(\(types)))
