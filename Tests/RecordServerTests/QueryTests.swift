@@ -92,6 +92,27 @@ import Testing
         }
     }
 
+    /// Strings compare and sort in byte order on every engine (upper case before lower case,
+    /// accented letters last), whatever the database's own collation: queries, sorts and
+    /// markers give the same answers everywhere.
+    @Test func stringsSortAndCompareInByteOrder() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            let names = ["apple", "Banana", "cherry", "Zebra", "éclair", "Apple", "banana"]
+            try await alice.save(names.enumerated().map { Record.artist("n\($0.offset)-\($0.element)", $0.element) })
+            let byteOrder = names.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+            #expect(byteOrder == ["Apple", "Banana", "Zebra", "apple", "banana", "cherry", "éclair"])
+            let byField = try await alice.queryNames(Query(recordType: "Artist", sortBy: [QuerySort("name")]), pageSize: 2)
+            #expect(byField.map { String($0.split(separator: "-")[1]) } == byteOrder)
+            let byName = try await alice.queryNames(Query(recordType: "Artist", sortBy: [QuerySort(system: .recordName, ascending: false)]), pageSize: 3)
+            #expect(byName == names.enumerated().map { "n\($0.offset)-\($0.element)" }.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }.reversed())
+            let after = Query(recordType: "Artist", filterBy: [QueryFilter("name", .greaterThan, RawFieldValue(FieldValue.string("Zebra")))], sortBy: [QuerySort("name")])
+            #expect(try await alice.queryNames(after).map { String($0.split(separator: "-")[1]) } == ["apple", "banana", "cherry", "éclair"])
+            let prefixed = Query(recordType: "Artist", filterBy: [QueryFilter("name", .beginsWith, RawFieldValue(FieldValue.string("B")))])
+            #expect(try await alice.queryNames(prefixed) == ["n1-Banana"])
+        }
+    }
+
     @Test func aMarkerStaysValidWhileRecordsChange() async throws {
         try await withServer { server in
             let alice = try await server.user("alice")

@@ -1,0 +1,41 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// `recordserver --database`: a URL it cannot use is one line and exit status 1, never a hang;
+/// servers starting together on an empty database migrate it once.
+@Suite struct DatabaseOptionTests {
+    @Test(arguments: [
+        ("postgres://nobody@127.0.0.1:1/nothing", "cannot connect to the database at postgres://nobody@127.0.0.1:1/nothing"),
+        ("mysql://u@127.0.0.1/d", "unsupported database URL scheme \"mysql\""),
+        ("postgres://127.0.0.1/d", "the database URL names no user"),
+        ("postgres://u@127.0.0.1/", "the database URL names no database"),
+        ("postgres://u@127.0.0.1/d?sslmode=sometimes", "sslmode must be disable, prefer, require or verify-full"),
+        ("postgres://u@127.0.0.1/d?colour=blue", "unknown database URL parameter \"colour\""),
+    ])
+    func aDatabaseItCannotUseIsOneLineAndExitStatusOne(url: String, message: String) async throws {
+        let start = ContinuousClock.now
+        let result = try await ChildProcess.run("recordserver", ["--port", "0", "--database", url], mergeErrors: true)
+        #expect(result.status == 1)
+        let lines = result.output.split(separator: "\n")
+        #expect(lines.count == 1, "\(result.output)")
+        #expect(result.output.hasPrefix("recordserver: " + message), "\(result.output)")
+        #expect(ContinuousClock.now - start < .seconds(15))
+        let user = try await ChildProcess.run("recordserver", ["user", "add", "alice", "--database", url], mergeErrors: true)
+        #expect(user.status == 1 && user.output.hasPrefix("recordserver: " + message), "\(user.output)")
+    }
+
+    /// Three servers started at the same moment on an empty schema: each waits for the
+    /// migration lock, one creates the tables, and all serve.
+    @Test(.enabled(if: TestPostgres.url != nil, "needs RECORDSYNC_TEST_POSTGRES"))
+    func serversStartingTogetherMigrateOnce() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = try await TestPostgres.databaseURL(for: directory)
+            let children = try (0..<3).map { _ in try ChildProcess("recordserver", ["--port", "0", "--database", url]) }
+            for child in children {
+                #expect(try await child.waitFor(#"listening on http://127\.0\.0\.1:\d+"#) != nil, "\(child.text)")
+            }
+            for child in children { _ = await child.stop(signal: SIGTERM) }
+        }
+    }
+}
