@@ -1,4 +1,6 @@
 import Foundation
+import Logging
+import PostgresNIO
 import TestSupport
 import Testing
 
@@ -36,6 +38,40 @@ import Testing
                 #expect(try await child.waitFor(#"listening on http://127\.0\.0\.1:\d+"#) != nil, "\(child.text)")
             }
             for child in children { _ = await child.stop(signal: SIGTERM) }
+        }
+    }
+
+    /// TLS where the URL asks for it: `require` encrypts without checking the certificate,
+    /// `verify-full` checks it against `sslrootcert` (and refuses the test server's self-signed
+    /// one against the system's roots).
+    @Test(.enabled(if: TestPostgres.url != nil && TestPostgres.certificate != nil, "needs RECORDSYNC_TEST_POSTGRES and its RECORDSYNC_TEST_POSTGRES_CA"))
+    func tlsIsUsedWhereTheURLAsksForIt() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = try await TestPostgres.databaseURL(for: directory)
+            let certificate = TestPostgres.certificate ?? ""
+            let required = try await ChildProcess.run("recordserver", ["user", "add", "alice", "--database", url + "&sslmode=require"], mergeErrors: true)
+            #expect(required.status == 0, "\(required.output)")
+            let verified = try await ChildProcess.run("recordserver", ["user", "add", "bob", "--database", url + "&sslmode=verify-full&sslrootcert=" + certificate], mergeErrors: true)
+            #expect(verified.status == 0, "\(verified.output)")
+            let refused = try await ChildProcess.run("recordserver", ["user", "add", "carol", "--database", url + "&sslmode=verify-full"], mergeErrors: true)
+            #expect(refused.status == 1)
+            #expect(refused.output.hasPrefix("recordserver: cannot connect to the database"), "\(refused.output)")
+
+            // A server told to require TLS: its connections (the listening one included) are encrypted.
+            let server = try ChildProcess("recordserver", ["--port", "0", "--database", url + "&sslmode=require"])
+            #expect(try await server.waitFor(#"listening on http://127\.0\.0\.1:\d+"#) != nil, "\(server.text)")
+            var encrypted = 0
+            for _ in 0..<100 where encrypted == 0 {
+                encrypted = try await TestPostgres.withConnection { connection in
+                    try await connection.query("""
+                        SELECT count(*) FROM pg_stat_ssl s JOIN pg_stat_activity a ON a.pid = s.pid
+                        WHERE s.ssl AND a.application_name = 'recordsync-listen'
+                        """, logger: Logger(label: "test")).collect().first.map { Int(try $0.decode(Int64.self)) } ?? 0
+                }
+                if encrypted == 0 { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(encrypted >= 1)
+            _ = await server.stop(signal: SIGTERM)
         }
     }
 }

@@ -18,6 +18,10 @@ public enum TestPostgres {
         return url
     }()
 
+    /// `RECORDSYNC_TEST_POSTGRES_CA`: the PEM certificate the test server presents for TLS, if
+    /// it speaks TLS (`Scripts/postgres-cluster` makes one when openssl is there).
+    public static let certificate: String? = ProcessInfo.processInfo.environment["RECORDSYNC_TEST_POSTGRES_CA"].flatMap { $0.isEmpty ? nil : $0 }
+
     static let logger = Logger(label: "test.postgres")
 
     /// Schemas are named after their directory; those of earlier runs are dropped on first use.
