@@ -156,6 +156,20 @@ extension PostgresEngine {
         }
     }
 
+    /// Runs `body` on a connection of its own to the database at `location` (its TLS and
+    /// options as the URL says), closed after; for tools and tests that need a plain connection.
+    public static func withConnection<T>(to location: PostgresLocation, logger: Logger, _ body: (PostgresConnection) async throws -> T) async throws -> T {
+        let connection = try await connect(location, logger: logger, applicationName: "recordsync-tool")
+        do {
+            let result = try await body(connection)
+            try? await connection.close()
+            return result
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+    }
+
     /// A connection of its own to the database at `location`.
     ///
     /// - Throws: ``PostgresEngineError`` with one line saying why it could not connect.

@@ -89,18 +89,6 @@ struct BenchStorage: Sendable {
 
     /// Runs `body` on a connection of its own to the server at `url` (the schema's, if `databaseURL`).
     static func withAdminConnection<T>(_ url: String, _ body: (PostgresConnection) async throws -> T) async throws -> T {
-        let location = try PostgresLocation(url: url)
-        var configuration = PostgresConnection.Configuration(host: location.host, port: location.port, username: location.username,
-                                                             password: location.password, database: location.database, tls: .disable)
-        if let options = location.options { configuration.options.additionalStartupParameters = [("options", options)] }
-        let connection = try await PostgresConnection.connect(configuration: configuration, id: 1, logger: logger)
-        do {
-            let result = try await body(connection)
-            try? await connection.close()
-            return result
-        } catch {
-            try? await connection.close()
-            throw error
-        }
+        try await PostgresEngine.withConnection(to: try PostgresLocation(url: url), logger: logger, body)
     }
 }

@@ -50,18 +50,6 @@ public enum TestPostgres {
     /// Runs `body` on a connection of its own to the server.
     public static func withConnection<T>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
         guard let url else { throw Unavailable() }
-        let location = try PostgresLocation(url: url)
-        let connection = try await PostgresConnection.connect(
-            configuration: .init(host: location.host, port: location.port, username: location.username, password: location.password,
-                                 database: location.database, tls: .disable),
-            id: 0, logger: logger)
-        do {
-            let result = try await body(connection)
-            try? await connection.close()
-            return result
-        } catch {
-            try? await connection.close()
-            throw error
-        }
+        return try await PostgresEngine.withConnection(to: try PostgresLocation(url: url), logger: logger, body)
     }
 }
