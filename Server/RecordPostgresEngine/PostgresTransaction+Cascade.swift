@@ -85,7 +85,7 @@ extension PostgresTransaction {
         try rows("""
             SELECT DISTINCT ON (b.operation) b.operation, refs.source, refs.target
             FROM batch_deleted b JOIN refs ON refs.zone_id = \(zone) AND refs.target = b.name AND refs.action = 2
-            ORDER BY b.operation, refs.source, refs.target
+            ORDER BY b.operation, refs.target, refs.field, refs.source
             """).map { let (operation, source, target) = try $0.decode((Int64, String, String).self); return ValidatingBlocker(operation: Int(operation), source: source, target: target) }
     }
 }

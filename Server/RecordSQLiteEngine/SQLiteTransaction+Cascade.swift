@@ -105,14 +105,18 @@ enum Cascade {
     /// The doomed rows of the zone (argument), each one search of the records' key.
     static let deleteRowsSQL = "DELETE FROM records WHERE zone_id = ? AND name IN (SELECT name FROM temp.doomed)"
 
-    /// For each delete operation of the batch, one record left in the zone (argument) that holds
-    /// a `VALIDATE` reference to a record it deleted. CROSS JOIN keeps the noted names the outer
-    /// loop, each one search of `refs_by_target`; otherwise SQLite walked every `VALIDATE`
-    /// reference of the zone, even with nothing noted.
+    /// For each delete operation of the batch, the first record left in the zone (argument) that
+    /// holds a `VALIDATE` reference to a record it deleted, in `refs_by_target` order (target,
+    /// field key, source). CROSS JOIN keeps the noted names the outer loop, each one search of
+    /// `refs_by_target`; otherwise SQLite walked every `VALIDATE` reference of the zone, even
+    /// with nothing noted.
     static let blockersSQL = """
-        SELECT b.operation, refs.source, refs.target FROM temp.batch_deleted b CROSS JOIN refs
-        ON refs.zone_id = ? AND refs.target = b.name AND refs.action = 2
-        GROUP BY b.operation
+        SELECT operation, source, target FROM (
+            SELECT b.operation, refs.source, refs.target,
+                   row_number() OVER (PARTITION BY b.operation ORDER BY refs.target, refs.field, refs.source) AS n
+            FROM temp.batch_deleted b CROSS JOIN refs
+            ON refs.zone_id = ? AND refs.target = b.name AND refs.action = 2)
+        WHERE n = 1
         """
 
     /// Deletes every doomed record: tombstones numbered `firstSequence`, `firstSequence + 1`, …

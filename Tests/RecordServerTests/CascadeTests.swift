@@ -161,6 +161,22 @@ import Testing
         }
     }
 
+    /// A delete blocked by several `VALIDATE` references names the first blocked target in byte
+    /// order and the first of its holders, the same on every engine.
+    @Test func aBlockedDeleteNamesTheFirstBlockedTargetAndHolderInByteOrder() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            func review(_ name: String, of target: String) -> Record {
+                Record(recordName: name, recordType: "Review", fields: ["artwork": .reference(Reference(recordName: target, action: .validate))])
+            }
+            try await alice.save([.artist("a"), .artwork("w1", by: "a"), .artwork("w2", by: "a"),
+                                  review("zeta", of: "w1"), review("yak", of: "w1"), review("alpha", of: "w2")])
+            let results = try await alice.modify([RecordOperation(.forceDelete, RecordPayload(recordName: "a"))])
+            #expect(results.first?.error?.code == .validatingReferenceError)
+            #expect(results.first?.error?.reason == "cannot delete 'w1': 'yak' holds a VALIDATE reference to it (delete that record in the same batch)")
+        }
+    }
+
     @Test func deletingARecordAlreadyRemovedByACascadeInTheSameBatchSucceeds() async throws {
         try await withServer { server in
             let alice = try await server.user("alice")

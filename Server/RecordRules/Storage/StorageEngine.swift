@@ -146,8 +146,10 @@ public protocol StorageTransaction: AnyObject {
     func deleteCascade(root: String, inZone zone: Int64, firstSequence: Int64) throws -> [String]
     /// Forgets what ``noteValidatedInCascade(operation:inZone:)`` noted.
     func startDeleteRound() throws
-    /// For each delete operation with noted records, one record still stored that holds a
-    /// `VALIDATE` reference to one of them.
+    /// For each delete operation with noted records, the record still stored that holds a
+    /// `VALIDATE` reference to one of them: the first by target (byte order), then by the order
+    /// its field name was first stored, then by source (byte order), so that every engine names
+    /// the same one.
     func validatingBlockers(inZone zone: Int64) throws -> [ValidatingBlocker]
 
     // MARK: Change feed and queries
