@@ -29,7 +29,7 @@ import Testing
     func fourClientProcessesConvergeOverTwoNodesOfOnePostgreSQL() async throws {
         try await withTemporaryDirectory { directory in
             let deployment = try await Deployment(directory: directory, nodes: 2)
-            defer { Task { await deployment.stop() } }
+            defer { deployment.kill() }
             let token = try await deployment.addUser("alice")
             try await Self.converge(servers: (0..<4).map { deployment.nodes[$0 % 2].url }, token: token, directory: directory)
         }

@@ -97,7 +97,7 @@ struct DataCopyTests {
             #expect(copy.output.contains("records: 117 of 117"), "\(copy.output)")
 
             let deployment = try await Deployment(databaseURL: target, nodes: 1)
-            defer { Task { await deployment.stop() } }
+            defer { deployment.kill() }
             let moved = deployment.nodes[0].url
             for (probe, answer) in zip(probes, answers) {
                 let now = try await Self.post(moved, probe.path, probe.body, token: probe.token)

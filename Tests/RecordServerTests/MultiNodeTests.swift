@@ -60,7 +60,7 @@ struct MultiNodeTests {
     @Test func aReaderOnAnotherNodeSeesEveryAcknowledgedChangeExactlyOnce() async throws {
         try await withTemporaryDirectory { directory in
             let deployment = try await Deployment(directory: directory, nodes: 3, environment: ["RECORDSYNC_TEST_COMMIT_DELAY_MS": "15"])
-            defer { Task { await deployment.stop() } }
+            defer { deployment.kill() }
             let token = try await deployment.addUser("alice")
             let writers = try (0..<4).map { index in
                 try ChildProcess("recordsync-testclient", ["work", deployment.nodes[index % 2].url.absoluteString, token,
@@ -111,7 +111,7 @@ struct MultiNodeTests {
     @Test func aClientOnOneNodeIsPushedAWriteMadeThroughAnother() async throws {
         try await withTemporaryDirectory { directory in
             let deployment = try await Deployment(directory: directory, nodes: 2)
-            defer { Task { await deployment.stop() } }
+            defer { deployment.kill() }
             let token = try await deployment.addUser("alice")
             let events = try await EventStream(node: deployment.nodes[0].url, token: token)
             let (status, json) = try await Self.post(deployment.nodes[1].url, "records/modify", """
@@ -128,7 +128,7 @@ struct MultiNodeTests {
     @Test func whenANodeStopsListeningItsClientsAreToldToRefetch() async throws {
         try await withTemporaryDirectory { directory in
             let deployment = try await Deployment(directory: directory, nodes: 2)
-            defer { Task { await deployment.stop() } }
+            defer { deployment.kill() }
             let token = try await deployment.addUser("alice")
             let events = try await EventStream(node: deployment.nodes[0].url, token: token)
             let terminated = try await TestPostgres.withConnection { connection in
@@ -159,7 +159,7 @@ struct MultiNodeTests {
     @Test func killingANodeMidBatchLosesNoAcknowledgedWriteAndKeepsNoPartOfTheBatch() async throws {
         try await withTemporaryDirectory { directory in
             let deployment = try await Deployment(directory: directory, nodes: 1)
-            defer { Task { await deployment.stop() } }
+            defer { deployment.kill() }
             let slow = try await deployment.startNode(environment: ["RECORDSYNC_TEST_COMMIT_DELAY_MS": "4000"])
             let token = try await deployment.addUser("alice")
             let steady = deployment.nodes[0].url

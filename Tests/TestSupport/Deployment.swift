@@ -63,4 +63,12 @@ public final class Deployment: @unchecked Sendable {
     public func stop() async {
         for node in nodes where node.child.process.isRunning { await node.stop(signal: SIGKILL) }
     }
+
+    /// Kills every node still running, at once (for a `defer`: a task started there may not run
+    /// before the test process ends, and would leave the nodes behind).
+    public func kill() {
+        for node in nodes where node.child.process.isRunning { Foundation.kill(node.child.process.processIdentifier, SIGKILL) }
+    }
+
+    deinit { kill() }
 }
