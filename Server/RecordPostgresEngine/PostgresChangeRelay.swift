@@ -94,11 +94,12 @@ final class PostgresChangeRelay: ChangeRelay {
         var listenedBefore = false
         let decoder = JSONDecoder()
         while !Task.isCancelled {
+            var connection: PostgresConnection?
             do {
-                let connection = try await PostgresEngine.connect(location, logger: logger, applicationName: "recordsync-listen")
-                state.withLockedValue { $0.connection = connection }
-                defer { Task { try? await connection.close() } }
-                try await connection.listen(on: Self.channel) { notifications in
+                let listening = try await PostgresEngine.connect(location, logger: logger, applicationName: "recordsync-listen")
+                connection = listening
+                state.withLockedValue { $0.connection = listening }
+                try await listening.listen(on: Self.channel) { notifications in
                     if listenedBefore { continuation.yield(.interrupted) }
                     listenedBefore = true
                     for try await notification in notifications {
@@ -109,6 +110,9 @@ final class PostgresChangeRelay: ChangeRelay {
             } catch {
                 if !Task.isCancelled { logger.warning("listening for other servers' changes failed: \(PostgresEngineError.describe(error))") }
             }
+            // Closed here, by the task that opened it, before it listens again or ends.
+            state.withLockedValue { $0.connection = nil }
+            try? await connection?.close()
             if Task.isCancelled { break }
             continuation.yield(.interrupted)
             listenedBefore = true

@@ -25,7 +25,8 @@ public final class PostgresEngine: StorageEngine {
     public let location: PostgresLocation
     /// The pool of connections.
     let client: PostgresClient
-    /// Runs the pool (`PostgresClient.run()`) until ``shutdown()``.
+    /// Runs the pool (`PostgresClient.run()`) until ``shutdown()`` cancels it (`recordserver`
+    /// calls it after graceful shutdown; tests and `recordbench` when they close an engine).
     private let clientTask: Task<Void, Never>
     /// The threads transactions run on: one pool for the process, started on first use, of
     /// ``threadCount`` threads (a transaction holds one while it runs; more wait their turn).

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import RecordPostgresEngine
 import RecordRules
 import RecordServer
 
@@ -122,6 +123,9 @@ extension RecordServerCommand {
             }
             let app = buildApplication(configuration: configuration, store: store)
             try await app.runService()
+            // After graceful shutdown: PostgreSQL's pool and listening connection close
+            // (their tasks are the engine's, ended here).
+            await (store.engine as? PostgresEngine)?.shutdown()
             withExtendedLifetime(lock) {}
         }
     }

@@ -28,7 +28,7 @@ import Testing
     }
 
     /// Three servers started at the same moment on an empty schema: each waits for the
-    /// migration lock, one creates the tables, and all serve.
+    /// migration lock, one creates the tables, and all serve; each stops cleanly on SIGTERM.
     @Test(.enabled(if: TestPostgres.url != nil, "needs RECORDSYNC_TEST_POSTGRES"))
     func serversStartingTogetherMigrateOnce() async throws {
         try await withTemporaryDirectory { directory in
@@ -37,7 +37,11 @@ import Testing
             for child in children {
                 #expect(try await child.waitFor(#"listening on http://127\.0\.0\.1:\d+"#) != nil, "\(child.text)")
             }
-            for child in children { _ = await child.stop(signal: SIGTERM) }
+            // SIGTERM: each shuts down cleanly, its pool and listening connection closed.
+            for child in children {
+                let stopped = await child.stop(signal: SIGTERM)
+                #expect(stopped.reason == .exit && stopped.status == 0, "\(stopped.output)")
+            }
         }
     }
 

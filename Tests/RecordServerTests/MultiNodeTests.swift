@@ -103,7 +103,7 @@ struct MultiNodeTests {
                 if !page.moreComing { break }
             }
             #expect(fresh.tags == state.tags)
-            #expect(state.tags.values.contains { _ in true })
+            #expect(!state.tags.isEmpty)
         }
     }
 
