@@ -116,6 +116,41 @@ extension PostgresEngine {
             """,
             "CREATE INDEX tombstones_by_seq ON tombstones(zone_id, seq)",
         ]),
+        // A page of a zone's change feed (``PostgresTransaction/changes(inZone:zoneID:after:tombstonesAfter:recordTypes:limit:)``):
+        // records and tombstones after a place, each read in sequence order from its
+        // `(zone_id, seq)` index and limited, then merged. The function's own settings make that
+        // the plan for any table, whatever its statistics: left to itself before autovacuum has
+        // analysed a table just filled (a new zone, a first import), PostgreSQL read every change
+        // after the token and sorted them, 5.5 ms for a page of 400 out of 20,000 records
+        // instead of 0.4. PL/pgSQL keeps the plan for the session's next pages. `types` NULL
+        // means every type.
+        ("v2", [
+            """
+            CREATE FUNCTION recordsync_change_page(page_zone BIGINT, page_after BIGINT, page_tombstones_after BIGINT,
+                                                   page_types TEXT[], page_limit INT)
+            RETURNS TABLE(change_seq BIGINT, change_deleted BOOLEAN, change_name TEXT, change_type TEXT, change_tag TEXT,
+                          change_fields TEXT, change_created_at BIGINT, change_created_by TEXT, change_created_device TEXT,
+                          change_modified_at BIGINT, change_modified_by TEXT, change_modified_device TEXT)
+            LANGUAGE plpgsql STABLE
+            SET enable_bitmapscan = off SET enable_seqscan = off
+            AS $$
+            BEGIN
+                RETURN QUERY
+                    (SELECT r.seq, FALSE, r.name, r.type, r.tag, r.fields, r.created_at, r.created_by, r.created_device,
+                            r.modified_at, r.modified_by, r.modified_device
+                     FROM records r
+                     WHERE r.zone_id = page_zone AND r.seq > page_after AND (page_types IS NULL OR r.type = ANY(page_types))
+                     ORDER BY r.seq LIMIT page_limit)
+                    UNION ALL
+                    (SELECT t.seq, TRUE, t.name, t.type, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+                     FROM tombstones t
+                     WHERE t.zone_id = page_zone AND t.seq > page_tombstones_after AND (page_types IS NULL OR t.type = ANY(page_types))
+                     ORDER BY t.seq LIMIT page_limit)
+                    ORDER BY 1 LIMIT page_limit;
+            END
+            $$
+            """,
+        ]),
     ]
 
     /// The key of the advisory lock that migrations hold (any number no other program uses).

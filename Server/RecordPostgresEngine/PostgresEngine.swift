@@ -83,12 +83,14 @@ public final class PostgresEngine: StorageEngine {
         _ = await clientTask.value
     }
 
-    /// Runs `body` in a read-only snapshot.
+    /// Runs `body` in a read-only snapshot. Nothing waits for its `COMMIT`, which cannot fail
+    /// for a read: the connection runs it before the next transaction's first statement.
     public func read<T: Sendable>(_ body: @escaping @Sendable (any StorageTransaction) throws -> T) async throws -> T {
         try await transaction { transaction in
             transaction.fire("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             let value = try body(transaction)
-            try transaction.execute("COMMIT")
+            try transaction.settleFired()
+            transaction.fire("COMMIT")
             return value
         }
     }

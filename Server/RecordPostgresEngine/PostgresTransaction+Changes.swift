@@ -5,34 +5,15 @@ import RecordRules
 import RecordSQL
 
 extension PostgresTransaction {
-    /// Records and tombstones after a place in the feed, each half read in sequence order from
-    /// its `(zone_id, seq)` index and limited, then merged (PostgreSQL's Merge Append stops at
-    /// the limit).
+    /// Records and tombstones after a place in the feed, from the function that reads a page
+    /// (migration `v2`: each half read in sequence order from its `(zone_id, seq)` index and
+    /// limited, then merged).
     func changes(inZone zone: Int64, zoneID: ZoneID, after sequence: Int64, tombstonesAfter: Int64,
                  recordTypes: [String]?, limit: Int) throws -> [FeedChange] {
-        let tombstoneBound = max(sequence, tombstonesAfter)
-        let allTypes = recordTypes == nil
-        let types = recordTypes ?? []
         var changes: [FeedChange] = []
-        // A page is read in sequence order from each `(zone_id, seq)` index, stopping at the
-        // limit: the plan for any table, so it does not wait for the planner's statistics. Left
-        // to itself before autovacuum has analysed a table just filled (a new zone, a first
-        // import), PostgreSQL read every change after the token and sorted them, 5.5 ms for a
-        // page of 400 out of 20,000 records instead of 0.4.
-        let settings = try rows("""
-            SELECT current_setting('enable_bitmapscan'), current_setting('enable_seqscan'),
-                   set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true)
-            """)[0].decode((String, String, String, String).self)
-        defer { fire("SELECT set_config('enable_bitmapscan', \(settings.0), true), set_config('enable_seqscan', \(settings.1), true)") }
+        changes.reserveCapacity(limit)
         for row in try rows("""
-            (SELECT seq, FALSE AS deleted, \(unescaped: Self.recordColumns) FROM records
-             WHERE zone_id = \(zone) AND seq > \(sequence) AND (\(allTypes) OR type = ANY(\(types)))
-             ORDER BY seq LIMIT \(limit))
-            UNION ALL
-            (SELECT seq, TRUE, name, type, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM tombstones
-             WHERE zone_id = \(zone) AND seq > \(tombstoneBound) AND (\(allTypes) OR type = ANY(\(types)))
-             ORDER BY seq LIMIT \(limit))
-            ORDER BY 1 LIMIT \(limit)
+            SELECT * FROM recordsync_change_page(\(zone), \(sequence), \(max(sequence, tombstonesAfter)), \(recordTypes), \(Int32(clamping: limit)))
             """) {
             // One pass over the row's cells (decoding cell by cell cost 4,800 lookups a page).
             let (number, deleted, name, type, tag, fields, createdAt, createdBy, createdDevice, modifiedAt, modifiedBy, modifiedDevice) =

@@ -11,6 +11,22 @@ extension PostgresTransaction {
         return StoredZone(key: key, name: name, uid: uid, sequence: sequence, deleted: deleted)
     }
 
+    /// One statement: each is a round trip to the database.
+    func database(at address: DatabaseAddress, withZoneNamed name: String) throws -> (database: StoredDatabase, zone: StoredZone?)? {
+        guard let row = try rows("""
+            SELECT d.id, d.container_id, d.uid, d.seq, z.id, z.uid, z.seq, z.deleted
+            FROM databases d JOIN containers c ON c.id = d.container_id
+            LEFT JOIN zones z ON z.database_id = d.id AND z.name = \(name)
+            WHERE c.name = \(address.container) AND c.environment = \(address.environment) AND d.kind = \(address.kind.rawValue) AND d.owner_id = \(address.ownerKey)
+            """).first else { return nil }
+        let (key, container, databaseUID, databaseSequence, zoneKey, zoneUID, zoneSequence, deleted) =
+            try row.decode((Int64, Int64, UUID, Int64, Int64?, UUID?, Int64?, Bool?).self)
+        let database = StoredDatabase(key: key, containerKey: container, uid: databaseUID, sequence: databaseSequence)
+        guard let zoneKey, let zoneUID, let zoneSequence, let deleted else { return (database, nil) }
+        zonesSeen[zoneKey] = (zoneUID, deleted)
+        return (database, StoredZone(key: zoneKey, name: name, uid: zoneUID, sequence: zoneSequence, deleted: deleted))
+    }
+
     func liveZones(in database: Int64) throws -> [StoredZone] {
         try rows("SELECT id, name, uid, seq FROM zones WHERE database_id = \(database) AND NOT deleted ORDER BY name").map {
             let (key, name, uid, sequence) = try $0.decode((Int64, String, UUID, Int64).self)

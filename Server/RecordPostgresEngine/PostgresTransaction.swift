@@ -63,8 +63,8 @@ final class PostgresTransaction: StorageTransaction {
         fired.append(connection.query(query, logger: engine.logger))
     }
 
-    /// Throws the error of a statement ``fire(_:)`` sent, if any (all have answered by now).
-    private func settleFired() throws {
+    /// Throws the error of a statement ``fire(_:)`` sent, if any (waiting for their answers).
+    func settleFired() throws {
         guard !fired.isEmpty else { return }
         let answers = fired
         fired.removeAll()

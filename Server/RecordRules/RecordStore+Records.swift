@@ -12,8 +12,7 @@ extension RecordStore {
         // it was checked against is unchanged, and checks again otherwise.
         let validation: ModifyBatch.Validation
         do {
-            validation = try await read(scope) { transaction, database in
-                let zone = try Self.zone(request.zoneID, database: database.key, scope: scope, in: transaction)
+            validation = try await read(scope, zone: request.zoneID) { transaction, database, zone in
                 var batch = ModifyBatch(request: request, scope: scope, zone: zone, containerKey: database.containerKey, limits: limits, transaction: transaction)
                 return try batch.validate(request).get()
             }
@@ -40,8 +39,7 @@ extension RecordStore {
             throw RecordSyncError(.badRequest, "includeDepth must be between 1 and \(limits.maximumIncludeDepth), not \(depth)")
         }
         let maximumIncluded = limits.maximumResultsLimit
-        return try await read(scope) { transaction, database in
-            let zone = try Self.zone(request.zoneID, database: database.key, scope: scope, in: transaction)
+        return try await read(scope, zone: request.zoneID) { transaction, _, zone in
             var found: [String: Record] = [:]
             let results: [RecordResult] = try request.records.map { entry in
                 if let problem = NameRules.problem(withName: entry.recordName, kind: "recordName") {

@@ -27,9 +27,8 @@ extension RecordStore {
     ///
     /// - Throws: what reading the zone throws (`ZONE_NOT_FOUND`, say).
     public func changeFeedMark(of zoneID: ZoneID?, in scope: DatabaseScope) async throws -> ChangeFeedMark {
-        try await read(scope) { transaction, database in
-            let zone = try Self.zone(zoneID, database: database.key, scope: scope, in: transaction)
-            return ChangeFeedMark(zoneUID: zone.uid, sequence: zone.sequence)
+        try await read(scope, zone: zoneID) { _, _, zone in
+            ChangeFeedMark(zoneUID: zone.uid, sequence: zone.sequence)
         }
     }
 
@@ -47,8 +46,7 @@ extension RecordStore {
         for type in request.desiredRecordTypes ?? [] {
             if let problem = NameRules.problem(withName: type, kind: "desiredRecordTypes entry") { throw RecordSyncError(.badRequest, problem) }
         }
-        return try await read(scope) { transaction, database in
-            let zone = try Self.zone(request.zoneID, database: database.key, scope: scope, in: transaction)
+        return try await read(scope, zone: request.zoneID) { transaction, _, zone in
             let token = try given.map { try Self.check($0, for: zone, in: transaction) }
                 ?? ZoneChangeToken(zoneUID: zone.uid, sequence: 0, tombstoneFloor: zone.sequence)
             let changes = try transaction.changes(inZone: zone.key, zoneID: zone.zoneID, after: token.sequence,

@@ -45,8 +45,40 @@ extension RecordStore {
         }
     }
 
+    /// Runs `body` in a read transaction with the database of `scope` and its live zone
+    /// `zoneID`, read together (``StorageTransaction/database(at:withZoneNamed:)``), or in a
+    /// write transaction when the database must first be created.
+    ///
+    /// - Throws: as ``zone(_:database:scope:in:)``, before reading anything for a bad name.
+    func read<T: Sendable>(_ scope: DatabaseScope, zone zoneID: ZoneID?,
+                           _ body: @escaping @Sendable (any StorageTransaction, StoredDatabase, ZoneContext) throws -> T) async throws -> T {
+        let zoneID = try Self.addressable(zoneID, in: scope)
+        do {
+            return try await engine.read { transaction in
+                guard let (database, stored) = try transaction.database(at: DatabaseAddress(scope), withZoneNamed: zoneID.zoneName) else {
+                    throw MissingDatabase()
+                }
+                return try body(transaction, database, try Self.zone(zoneID, stored: stored, database: database.key, scope: scope))
+            }
+        } catch is MissingDatabase {
+            return try await engine.write { transaction in
+                let database = try Self.database(scope, in: transaction)
+                return .commit(try body(transaction, database, try Self.zone(zoneID, database: database.key, scope: scope, in: transaction)))
+            }
+        }
+    }
+
     /// The live zone `zoneID` of a database, or `ZONE_NOT_FOUND` (`BAD_REQUEST` for a bad name).
     static func zone(_ zoneID: ZoneID?, database: Int64, scope: DatabaseScope, in transaction: any StorageTransaction) throws -> ZoneContext {
+        let zoneID = try addressable(zoneID, in: scope)
+        return try zone(zoneID, stored: try transaction.zone(named: zoneID.zoneName, in: database), database: database, scope: scope)
+    }
+
+    /// `zoneID` (the default zone if `nil`) if a request in `scope` may name it.
+    ///
+    /// - Throws: `BAD_REQUEST` for a bad name; `ZONE_NOT_FOUND` for another owner's zone in a
+    ///   private database.
+    private static func addressable(_ zoneID: ZoneID?, in scope: DatabaseScope) throws -> ZoneID {
         let zoneID = zoneID ?? .defaultZone
         if let problem = NameRules.problem(withName: zoneID.zoneName, kind: "zoneName") {
             throw RecordSyncError(.badRequest, problem, zoneID: zoneID)
@@ -55,7 +87,12 @@ extension RecordStore {
            owner != scope.user.userRecordName, owner != "__defaultOwner__" {
             throw RecordSyncError(.zoneNotFound, "zone \(NameRules.quoted(zoneID.zoneName)) of owner \(NameRules.quoted(owner)) is not in your private database", zoneID: zoneID)
         }
-        guard let stored = try transaction.zone(named: zoneID.zoneName, in: database), !stored.deleted else {
+        return zoneID
+    }
+
+    /// The zone `stored` (the zone named as `zoneID`) if it is live, else `ZONE_NOT_FOUND`.
+    private static func zone(_ zoneID: ZoneID, stored: StoredZone?, database: Int64, scope: DatabaseScope) throws -> ZoneContext {
+        guard let stored, !stored.deleted else {
             throw RecordSyncError(.zoneNotFound, "zone \(NameRules.quoted(zoneID.zoneName)) does not exist", zoneID: zoneID)
         }
         return ZoneContext(key: stored.key, databaseKey: database, name: zoneID.zoneName, uid: stored.uid, sequence: stored.sequence,
