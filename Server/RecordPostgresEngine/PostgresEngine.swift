@@ -95,6 +95,18 @@ public final class PostgresEngine: StorageEngine {
         }
     }
 
+    /// One statement, sent from here: no transaction, no hop to the engine's threads.
+    public func database(at address: DatabaseAddress, withZoneNamed name: String) async throws -> (database: StoredDatabase, zone: StoredZone?)? {
+        try await Self.translatingErrors {
+            try await client.withConnection { connection in
+                for try await row in try await connection.query(PostgresTransaction.databaseWithZone(at: address, named: name), logger: logger) {
+                    return try PostgresTransaction.databaseWithZone(from: row, named: name)
+                }
+                return nil
+            }
+        }
+    }
+
     /// Runs `body` in a write transaction, again from the start when a concurrent commit made it
     /// stale.
     public func write<T: Sendable>(_ body: @escaping @Sendable (any StorageTransaction) throws -> WriteOutcome<T>) async throws -> T {
@@ -129,8 +141,8 @@ public final class PostgresEngine: StorageEngine {
     /// whatever it began. The driver's errors become `INTERNAL_ERROR` (a concurrent commit's,
     /// ``PostgresRetry``).
     private func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresTransaction) throws -> T) async throws -> T {
-        do {
-            return try await client.withConnection { connection in
+        try await Self.translatingErrors {
+            try await client.withConnection { connection in
                 try await Self.threads.runIfActive { [self] in
                     let transaction = PostgresTransaction(connection: connection, engine: self)
                     do {
@@ -141,6 +153,14 @@ public final class PostgresEngine: StorageEngine {
                     }
                 }
             }
+        }
+    }
+
+    /// Runs `body`, its driver errors turned into `INTERNAL_ERROR` (a concurrent commit's,
+    /// ``PostgresRetry``).
+    private static func translatingErrors<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
         } catch let error as PSQLError {
             if let retry = PostgresRetry(error) { throw retry }
             throw RecordSyncError(.internalError, "storage error: \(PostgresEngineError.describe(error))")

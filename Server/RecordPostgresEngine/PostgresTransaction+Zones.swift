@@ -13,17 +13,29 @@ extension PostgresTransaction {
 
     /// One statement: each is a round trip to the database.
     func database(at address: DatabaseAddress, withZoneNamed name: String) throws -> (database: StoredDatabase, zone: StoredZone?)? {
-        guard let row = try rows("""
-            SELECT d.id, d.container_id, d.uid, d.seq, z.id, z.uid, z.seq, z.deleted
-            FROM databases d JOIN containers c ON c.id = d.container_id
-            LEFT JOIN zones z ON z.database_id = d.id AND z.name = \(name)
-            WHERE c.name = \(address.container) AND c.environment = \(address.environment) AND d.kind = \(address.kind.rawValue) AND d.owner_id = \(address.ownerKey)
-            """).first else { return nil }
+        guard let found = try rows(Self.databaseWithZone(at: address, named: name)).first.map({ try Self.databaseWithZone(from: $0, named: name) }) else {
+            return nil
+        }
+        if let zone = found.zone { zonesSeen[zone.key] = (zone.uid, zone.deleted) }
+        return found
+    }
+
+    /// The statement of ``database(at:withZoneNamed:)``.
+    static func databaseWithZone(at address: DatabaseAddress, named name: String) -> PostgresQuery {
+        """
+        SELECT d.id, d.container_id, d.uid, d.seq, z.id, z.uid, z.seq, z.deleted
+        FROM databases d JOIN containers c ON c.id = d.container_id
+        LEFT JOIN zones z ON z.database_id = d.id AND z.name = \(name)
+        WHERE c.name = \(address.container) AND c.environment = \(address.environment) AND d.kind = \(address.kind.rawValue) AND d.owner_id = \(address.ownerKey)
+        """
+    }
+
+    /// The database and zone in a row of ``databaseWithZone(at:named:)``.
+    static func databaseWithZone(from row: PostgresRow, named name: String) throws -> (database: StoredDatabase, zone: StoredZone?) {
         let (key, container, databaseUID, databaseSequence, zoneKey, zoneUID, zoneSequence, deleted) =
             try row.decode((Int64, Int64, UUID, Int64, Int64?, UUID?, Int64?, Bool?).self)
         let database = StoredDatabase(key: key, containerKey: container, uid: databaseUID, sequence: databaseSequence)
         guard let zoneKey, let zoneUID, let zoneSequence, let deleted else { return (database, nil) }
-        zonesSeen[zoneKey] = (zoneUID, deleted)
         return (database, StoredZone(key: zoneKey, name: name, uid: zoneUID, sequence: zoneSequence, deleted: deleted))
     }
 

@@ -48,6 +48,7 @@ import Testing
             #expect(names == ["a0", "a1", "a2", "a3", "a4"])
             #expect(readAhead.statistics.served == 2)
             #expect(readAhead.statistics.readAgain == 0)
+            #expect(readAhead.keptReads.isEmpty)
             // Another user asking with the same token is not given alice's page.
             let bob = try await store.createUser(named: "bob", tokenHash: Data([2]))
             let first = try await page(since: nil, readAhead, store, scope)
@@ -57,6 +58,73 @@ import Testing
             }
             #expect(refused?.code == .badRequest)
             #expect(readAhead.statistics.served == 2)
+        }
+    }
+
+    /// The two pages after the one answered are read together; when the first of them is
+    /// taken, the two after the second: each request then finds its page read.
+    @Test func twoPagesAreReadAhead() async throws {
+        try await withArtists(9) { store, scope in
+            let readAhead = ChangePageReadAhead<PreparedResponse>()
+            let first = try await page(since: nil, readAhead, store, scope)
+            await readAhead.settle()
+            #expect(readAhead.keptReads.count == 2)
+            let second = try await page(since: first.syncToken, readAhead, store, scope)
+            await readAhead.settle()
+            // The third page was kept; answering the second read the fourth and the fifth.
+            #expect(readAhead.keptReads.count == 3)
+            var names = first.records.map(\.recordName) + second.records.map(\.recordName)
+            var token: String? = second.syncToken
+            while let since = token {
+                let next = try await page(since: since, readAhead, store, scope)
+                names += next.records.map(\.recordName)
+                token = next.moreComing ? next.syncToken : nil
+            }
+            #expect(names == (0..<9).map { "a\($0)" })
+            #expect(readAhead.statistics.served == 4 && readAhead.statistics.readAgain == 0)
+            #expect(readAhead.keptReads.isEmpty)
+            // Reading one page at a time, only the next is kept.
+            let shallow = ChangePageReadAhead<PreparedResponse>(depth: 1)
+            _ = try await page(since: nil, shallow, store, scope)
+            await shallow.settle()
+            #expect(shallow.keptReads.count == 1)
+        }
+    }
+
+    /// Pages read together in one snapshot are the pages read one after another: the same
+    /// changes, tokens and ends, with tombstones, a type filter and desired keys.
+    @Test func pagesReadTogetherAreThePagesReadOneByOne() async throws {
+        try await withArtists(7) { store, scope in
+            let before = try await store.recordChangesPage(RecordChangesRequest(resultsLimit: 100), in: scope).page.syncToken
+            _ = try await store.modifyRecords(ModifyRecordsRequest(operations: ["a1", "a4"].map { RecordOperation(.forceDelete, RecordPayload(recordName: $0)) }), in: scope)
+            try await save(["a0", "a2", "a5"].map { Record.artist($0, "renamed") } + [Record(recordName: "n0", recordType: "Note", fields: ["text": .string("n")])],
+                           in: store, scope)
+            for request in [RecordChangesRequest(syncToken: nil, resultsLimit: 2),
+                            RecordChangesRequest(syncToken: before, resultsLimit: 2),
+                            RecordChangesRequest(syncToken: before, resultsLimit: 2, desiredKeys: ["name"], desiredRecordTypes: ["Artist"])] {
+                var oneByOne: [StoredZoneChanges] = []
+                var asked = request
+                while true {
+                    let page = try await store.recordChangesPage(asked, in: scope).page
+                    oneByOne.append(page)
+                    guard page.moreComing else { break }
+                    asked.syncToken = page.syncToken
+                }
+                #expect(oneByOne.count > 2)
+                for count in [1, 2, oneByOne.count, oneByOne.count + 3] {
+                    let together = try await store.recordChangesPages(request, in: scope, count: count).map(\.page)
+                    #expect(together.count == min(count, oneByOne.count))
+                    for (read, alone) in zip(together, oneByOne) {
+                        #expect(read.syncToken == alone.syncToken && read.moreComing == alone.moreComing)
+                        #expect(try read.decoded().records == alone.decoded().records)
+                    }
+                }
+                // From a token in the middle, too.
+                let middle = RecordChangesRequest(syncToken: oneByOne[0].syncToken, resultsLimit: request.resultsLimit, desiredKeys: request.desiredKeys,
+                                                  desiredRecordTypes: request.desiredRecordTypes)
+                let fromMiddle = try await store.recordChangesPages(middle, in: scope, count: 2).map(\.page)
+                #expect(fromMiddle.map(\.syncToken) == oneByOne.dropFirst().prefix(2).map(\.syncToken))
+            }
         }
     }
 
@@ -79,7 +147,7 @@ import Testing
     /// and dropped, and nothing more is read ahead.
     @Test func gracefulShutdownCancelsTheReadsItKept() async throws {
         try await withArtists(5) { store, scope in
-            let readAhead = ChangePageReadAhead<PreparedResponse>()
+            let readAhead = ChangePageReadAhead<PreparedResponse>(depth: 1)
             let first = try await page(since: nil, readAhead, store, scope)
             let kept = readAhead.keptReads
             #expect(kept.count == 1)
@@ -94,11 +162,13 @@ import Testing
         }
     }
 
-    /// A read dropped to keep within the capacity is cancelled, not left running.
+    /// A read dropped to keep within the capacity is cancelled, not left running; a page further
+    /// ahead is read only if there is room.
     @Test func aReadDroppedPastTheCapacityIsCancelled() async throws {
         try await withArtists(5) { store, scope in
             let readAhead = ChangePageReadAhead<PreparedResponse>(capacity: 1)
             _ = try await page(since: nil, readAhead, store, scope)
+            await readAhead.settle()
             let first = readAhead.keptReads
             // Another request (3 records a page) takes the only slot.
             _ = try await readAhead.answer(RecordChangesRequest(syncToken: nil, resultsLimit: 3), in: scope, from: store, gzip: false)

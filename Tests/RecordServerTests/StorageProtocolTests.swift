@@ -155,6 +155,40 @@ import Testing
         }
     }
 
+    /// A database and its zone read together (in a transaction, and as a read of their own) are
+    /// what reading each gives: for a live zone, a deleted one, a missing one, and a database
+    /// not stored yet.
+    @Test func aDatabaseAndItsZoneReadTogetherAreWhatReadingEachGives() async throws {
+        try await withStores { backend, store, scope in
+            _ = try await store.modifyZones(ModifyZonesRequest(operations: [.init(.create, ZoneID(zoneName: "Z")), .init(.create, ZoneID(zoneName: "Gone"))]), in: scope)
+            _ = try await store.modifyZones(ModifyZonesRequest(operations: [.init(.delete, ZoneID(zoneName: "Gone"))]), in: scope)
+            let address = DatabaseAddress(scope)
+            let summary = Self.summary
+            for name in [ZoneID.defaultZoneName, "Z", "Gone", "Missing"] {
+                let (each, together) = try await store.engine.read { transaction -> (String, String) in
+                    let database = try transaction.database(at: address)
+                    let each = summary(try database.map { ($0, try transaction.zone(named: name, in: $0.key)) })
+                    return (each, summary(try transaction.database(at: address, withZoneNamed: name)))
+                }
+                #expect(each.hasSuffix(name == "Missing" ? ", no zone" : name == "Gone" ? " true" : " false"), "\(backend): \(each)")
+                #expect(together == each, "\(backend): \(name)")
+                #expect(summary(try await store.engine.database(at: address, withZoneNamed: name)) == each, "\(backend): \(name)")
+            }
+            let elsewhere = DatabaseAddress(DatabaseScope(container: "iCloud.other", environment: scope.environment, kind: scope.kind, user: scope.user))
+            #expect(summary(try await store.engine.database(at: elsewhere, withZoneNamed: ZoneID.defaultZoneName)) == "no database", "\(backend)")
+            let inTransaction = try await store.engine.read { summary(try $0.database(at: elsewhere, withZoneNamed: ZoneID.defaultZoneName)) }
+            #expect(inTransaction == "no database", "\(backend)")
+        }
+    }
+
+    /// A database and its zone, told apart by every value.
+    @Sendable static func summary(_ found: (database: StoredDatabase, zone: StoredZone?)?) -> String {
+        guard let found else { return "no database" }
+        let database = "\(found.database.key) \(found.database.containerKey) \(found.database.uid) \(found.database.sequence)"
+        guard let zone = found.zone else { return database + ", no zone" }
+        return database + ", \(zone.key) \(zone.name) \(zone.uid) \(zone.sequence) \(zone.deleted)"
+    }
+
     /// A batch is validated on a reader before it takes the write lock; if another write
     /// changed the stored schema in between, the batch is validated again against the new one.
     @Test func aBatchValidatedAgainstAnOlderSchemaIsValidatedAgainWhenWritten() async throws {

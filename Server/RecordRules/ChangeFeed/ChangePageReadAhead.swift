@@ -2,28 +2,32 @@ import Foundation
 import RecordModel
 import ServiceLifecycle
 
-/// Reads the next page of a zone's change feed while the client is busy with the page just
+/// Reads the next pages of a zone's change feed while the client is busy with the page just
 /// answered, so that a client catching up on a large zone does not wait for each page's read.
 ///
 /// A client fetching changes asks for one page after another, each with the token the
-/// previous answer gave; a page's read and encoding on the server (about 4 ms for 400 records)
+/// previous answer gave; a page's read and encoding on the server (2–4 ms for 400 records)
 /// were part of every step of that chain. When a `records/changes` answer says more is coming,
 /// the next request is already known: the same request with the new token, from the same
-/// user. That page is read and encoded in the background and kept here, and the request, when
-/// it comes, gets it, provided the zone's feed has not moved since it was read
-/// (``ChangeFeedMark``: the zone's incarnation and its last change, checked with one small
+/// user. The next ``depth`` pages are read in one snapshot and encoded in the background, and
+/// kept here; when the client takes the first of them, the next ``depth`` are read, so that a
+/// read is under way while the client asks for and takes the pages already read, and the
+/// fixed cost of a read (its round trips to the database) is shared by ``depth`` pages. A
+/// request, when it comes, gets its page provided the zone's feed has not moved since it was
+/// read (``ChangeFeedMark``: the zone's incarnation and its last change, checked with one small
 /// read). Otherwise the page is read again, so an answer is never older than the request: a
 /// client that saves and then fetches sees its save.
 ///
-/// At most ``capacity`` pages are kept, each for at most ``lifetime``; a page nobody asks for
-/// costs one read. A page is kept as the server will send it (`Answer`: the HTTP layer keeps the
-/// encoded response), prepared by the `encode` closure it is given with each request; `variant`
-/// tells apart answers of the same page that are encoded differently (gzip or not).
+/// At most ``capacity`` pages are kept, each for at most ``lifetime``; a client that stops
+/// asking has cost at most two reads of ``depth`` pages. A page is kept as the server will send
+/// it (`Answer`: the HTTP layer keeps the encoded response), prepared by the `encode` closure it
+/// is given with each request; `variant` tells apart answers of the same page that are encoded
+/// differently (gzip or not).
 ///
-/// Each read runs in a task this object owns: a read dropped (expired, past the capacity, or
-/// replaced by a newer read of the same request) is cancelled. It is a `Service` of the
-/// application: at graceful shutdown ``run()`` returns after ``stop()``, which cancels every
-/// read still kept and ends reading ahead (requests are then answered by reading their page).
+/// Each read runs in a task this object owns: a read dropped (expired, or past the capacity)
+/// is cancelled. It is a `Service` of the application: at graceful shutdown ``run()`` returns
+/// after ``stop()``, which cancels every read still kept and ends reading ahead (requests are
+/// then answered by reading their page).
 public final class ChangePageReadAhead<Answer: Sendable>: Service, @unchecked Sendable {
     /// Prepares a page's answer.
     public typealias Encode = @Sendable (StoredZoneChanges) throws -> Answer
@@ -43,21 +47,36 @@ public final class ChangePageReadAhead<Answer: Sendable>: Service, @unchecked Se
         var next: RecordChangesRequest?
     }
 
+    /// A page kept for its request: being read (the first page of a read), or read.
+    private struct Kept {
+        var read: Task<Prepared, any Error>
+        var until: ContinuousClock.Instant
+        /// Tells this page's read from a later one of the same request.
+        var id: Int
+        /// The page, once read.
+        var prepared: Prepared?
+    }
+
     /// How long a page read ahead is kept for its request.
     let lifetime: Duration
     /// How many pages are kept; past it, the oldest is dropped.
     let capacity: Int
+    /// How many pages one read ahead reads.
+    let depth: Int
 
     private let lock = NSLock()
-    private var pages: [Key: (read: Task<Prepared, any Error>, until: ContinuousClock.Instant)] = [:]
+    private var pages: [Key: Kept] = [:]
+    private var nextID = 0
     private var counts = (served: 0, readAgain: 0)
     /// Set by ``stop()``: nothing more is read ahead.
     private var stopped = false
 
-    /// Creates a read-ahead that keeps at most `capacity` pages, each for at most `lifetime`.
-    public init(lifetime: Duration = .seconds(30), capacity: Int = 64) {
+    /// Creates a read-ahead that reads `depth` pages at a time and keeps at most `capacity`
+    /// pages, each for at most `lifetime`.
+    public init(lifetime: Duration = .seconds(30), capacity: Int = 64, depth: Int = 2) {
         self.lifetime = lifetime
         self.capacity = capacity
+        self.depth = max(1, depth)
     }
 
     /// How many requests got a page read ahead, and how many found theirs stale (its zone
@@ -80,18 +99,18 @@ public final class ChangePageReadAhead<Answer: Sendable>: Service, @unchecked Se
         for read in reads { read.cancel() }
     }
 
-    /// The reads kept now, each until a request takes it or it is dropped (tests check that
-    /// dropped reads are cancelled).
+    /// The pages kept now, each until a request takes it or it is dropped (a page read along
+    /// with another is a task that has finished; tests check that dropped reads are cancelled).
     public var keptReads: [Task<Prepared, any Error>] { lock.withLock { pages.values.map(\.read) } }
 
     /// Waits until the pages being read ahead are read (tests use it to change a zone after
-    /// its next page was read).
+    /// its next pages were read).
     public func settle() async {
         for read in keptReads { _ = try? await read.value }
     }
 
     /// The answer to `request`: the page read ahead for it if its zone has not changed since,
-    /// else read now. Either way, the page after it is then read ahead.
+    /// else read now. Either way, pages after it are then read ahead.
     public func answer(_ request: RecordChangesRequest, in scope: DatabaseScope, from store: RecordStore, variant: String,
                        encode: @escaping Encode) async throws -> Answer {
         let key = Key(scope: scope, request: request, variant: variant)
@@ -109,42 +128,93 @@ public final class ChangePageReadAhead<Answer: Sendable>: Service, @unchecked Se
             }
             lock.withLock { counts.readAgain += 1 }
         }
-        let prepared = try await Self.prepare(request, in: scope, from: store, encode: encode)
+        let prepared = try await Self.prepare(request, pages: 1, in: scope, from: store, encode: encode)[0].prepared
         readAhead(after: prepared, in: scope, from: store, variant: variant, encode: encode)
         return prepared.answer
     }
 
-    /// Reads and encodes a page.
-    private static func prepare(_ request: RecordChangesRequest, in scope: DatabaseScope, from store: RecordStore, encode: Encode) async throws -> Prepared {
-        let (page, mark) = try await store.recordChangesPage(request, in: scope)
-        let answer = try encode(page)
-        var next: RecordChangesRequest?
-        if page.moreComing {
-            next = request
-            next?.syncToken = page.syncToken
+    /// Reads up to `count` consecutive pages from `request` on in one snapshot, and encodes
+    /// them; each with the request it answers.
+    private static func prepare(_ request: RecordChangesRequest, pages count: Int, in scope: DatabaseScope, from store: RecordStore,
+                                encode: Encode) async throws -> [(request: RecordChangesRequest, prepared: Prepared)] {
+        var asked = request
+        var prepared: [(request: RecordChangesRequest, prepared: Prepared)] = []
+        for (page, mark) in try await store.recordChangesPages(request, in: scope, count: count) {
+            var next: RecordChangesRequest?
+            if page.moreComing {
+                next = asked
+                next?.syncToken = page.syncToken
+            }
+            prepared.append((asked, Prepared(answer: try encode(page), mark: mark, next: next)))
+            if let next { asked = next }
         }
-        return Prepared(answer: answer, mark: mark, next: next)
+        return prepared
     }
 
-    /// Starts reading the page after `prepared`, if more is coming.
+    /// After `prepared` was answered: unless the pages after it that are kept reach a read
+    /// under way, or number ``depth`` already, reads the next ``depth`` after the last kept.
+    /// Only a read right after the page answered may drop another page to keep within the
+    /// capacity; a read further ahead is made only if there is room.
     private func readAhead(after prepared: Prepared, in scope: DatabaseScope, from store: RecordStore, variant: String, encode: @escaping Encode) {
-        guard let next = prepared.next else { return }
         let now = ContinuousClock.now
-        let dropped: [Task<Prepared, any Error>] = lock.withLock {
-            guard !stopped else { return [] }
-            // Owned by this object from here: kept in `pages` until taken, or cancelled when dropped.
-            let read = Task { try await Self.prepare(next, in: scope, from: store, encode: encode) }
-            var dropped = pages.filter { $0.value.until <= now }.map(\.value.read)
-            pages = pages.filter { $0.value.until > now }
-            if pages.count >= capacity, let oldest = pages.min(by: { $0.value.until < $1.value.until })?.key,
-               let evicted = pages.removeValue(forKey: oldest) {
+        var dropped: [Task<Prepared, any Error>] = []
+        lock.withLock {
+            guard !stopped else { return }
+            for (expired, kept) in pages where kept.until <= now {
+                dropped.append(kept.read)
+                pages[expired] = nil
+            }
+            var next = prepared.next
+            var ahead = 0
+            while let request = next, let kept = pages[Key(scope: scope, request: request, variant: variant)] {
+                guard let read = kept.prepared else { return }  // a read under way brings the pages after it
+                ahead += 1
+                next = read.next
+            }
+            guard let request = next, ahead < depth else { return }
+            if pages.count >= capacity {
+                guard ahead == 0, let oldest = pages.min(by: { $0.value.until < $1.value.until })?.key,
+                      let evicted = pages.removeValue(forKey: oldest) else { return }
                 dropped.append(evicted.read)
             }
-            if let replaced = pages.updateValue((read, now + lifetime), forKey: Key(scope: scope, request: next, variant: variant)) {
-                dropped.append(replaced.read)
+            let key = Key(scope: scope, request: request, variant: variant)
+            let depth = depth
+            nextID += 1
+            let id = nextID
+            // Owned by this object from here: kept in `pages` until taken, or cancelled when dropped.
+            let read = Task {
+                let read = try await Self.prepare(request, pages: depth, in: scope, from: store, encode: encode)
+                self.keep(read, readFor: key, id: id)
+                return read[0].prepared
             }
-            return dropped
+            pages[key] = Kept(read: read, until: now + lifetime, id: id)
         }
         for read in dropped { read.cancel() }
     }
+
+    /// Notes that the read `id` (of the page `key` names) is done, and keeps the pages read
+    /// with it (unless the read was dropped meanwhile), while there is room. The first page is
+    /// the read's own: its request may have taken it already.
+    private func keep(_ read: [(request: RecordChangesRequest, prepared: Prepared)], readFor key: Key, id: Int) {
+        guard !Task.isCancelled else { return }
+        let until = ContinuousClock.now + lifetime
+        var replaced: [Task<Prepared, any Error>] = []
+        lock.withLock {
+            guard !stopped else { return }
+            if var first = pages[key], first.id == id {
+                first.prepared = read[0].prepared
+                pages[key] = first
+            }
+            for (request, prepared) in read.dropFirst() {
+                let page = Key(scope: key.scope, request: request, variant: key.variant)
+                if pages[page] == nil && pages.count >= capacity { break }
+                nextID += 1
+                if let old = pages.updateValue(Kept(read: Task { prepared }, until: until, id: nextID, prepared: prepared), forKey: page) {
+                    replaced.append(old.read)
+                }
+            }
+        }
+        for read in replaced { read.cancel() }
+    }
 }
+

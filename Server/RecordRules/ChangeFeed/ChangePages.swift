@@ -23,13 +23,15 @@ extension RecordStore {
         try await recordChangesPage(request, in: scope).page.decoded()
     }
 
-    /// The mark of a zone's feed now.
+    /// The mark of a zone's feed now, read on its own (``StorageEngine/database(at:withZoneNamed:)``).
     ///
-    /// - Throws: what reading the zone throws (`ZONE_NOT_FOUND`, say).
+    /// - Throws: `ZONE_NOT_FOUND` for a zone (or database) that does not exist, `BAD_REQUEST`
+    ///   for a bad name.
     public func changeFeedMark(of zoneID: ZoneID?, in scope: DatabaseScope) async throws -> ChangeFeedMark {
-        try await read(scope, zone: zoneID) { _, _, zone in
-            ChangeFeedMark(zoneUID: zone.uid, sequence: zone.sequence)
-        }
+        let zoneID = try Self.addressable(zoneID, in: scope)
+        let found = try await engine.database(at: DatabaseAddress(scope), withZoneNamed: zoneID.zoneName)
+        let zone = try Self.zone(zoneID, stored: found?.zone, database: found?.database.key ?? 0, scope: scope)
+        return ChangeFeedMark(zoneUID: zone.uid, sequence: zone.sequence)
     }
 
     /// The page ``recordChanges(_:in:)`` returns, its records' fields left as the stored text
@@ -41,7 +43,15 @@ extension RecordStore {
     /// fetching from scratch is not sent the deletions of records it never had), in number
     /// order. A page that reaches the end covers everything up to the zone's last number.
     public func recordChangesPage(_ request: RecordChangesRequest, in scope: DatabaseScope) async throws -> (page: StoredZoneChanges, mark: ChangeFeedMark) {
+        try await recordChangesPages(request, in: scope, count: 1)[0]
+    }
+
+    /// Up to `count` consecutive pages from `request` on, read in one snapshot: the page it asks
+    /// for, then (while more is coming) the page the request with that page's token asks for,
+    /// and so on, each as ``recordChangesPage(_:in:)`` would read it in that snapshot.
+    public func recordChangesPages(_ request: RecordChangesRequest, in scope: DatabaseScope, count: Int) async throws -> [(page: StoredZoneChanges, mark: ChangeFeedMark)] {
         let limit = try limits.resultsLimit(request.resultsLimit)
+        let count = max(1, count)
         let given = try request.syncToken.map { try ZoneChangeToken(string: $0) }
         for type in request.desiredRecordTypes ?? [] {
             if let problem = NameRules.problem(withName: type, kind: "desiredRecordTypes entry") { throw RecordSyncError(.badRequest, problem) }
@@ -51,24 +61,31 @@ extension RecordStore {
                 ?? ZoneChangeToken(zoneUID: zone.uid, sequence: 0, tombstoneFloor: zone.sequence)
             let changes = try transaction.changes(inZone: zone.key, zoneID: zone.zoneID, after: token.sequence,
                                                   tombstonesAfter: max(token.sequence, token.tombstoneFloor),
-                                                  recordTypes: request.desiredRecordTypes, limit: limit + 1)
-            let more = changes.count > limit
-            let page = changes.prefix(limit)
-            var entries: [StoredZoneChanges.Entry] = []
-            entries.reserveCapacity(page.count)
-            for change in page {
-                if let desiredKeys = request.desiredKeys, let text = change.entry.fieldsJSON {
-                    var record = change.entry.record
-                    record.fields = try Record.fields(fromJSON: text)
-                    entries.append(.init(record: record.restricted(to: desiredKeys)))
-                } else {
-                    entries.append(change.entry)
+                                                  recordTypes: request.desiredRecordTypes, limit: limit * count + 1)
+            let mark = ChangeFeedMark(zoneUID: zone.uid, sequence: zone.sequence)
+            var pages: [(page: StoredZoneChanges, mark: ChangeFeedMark)] = []
+            var start = 0
+            var sequence = token.sequence
+            while true {
+                let page = changes[start..<min(start + limit, changes.count)]
+                let more = changes.count > start + limit
+                var entries: [StoredZoneChanges.Entry] = []
+                entries.reserveCapacity(page.count)
+                for change in page {
+                    if let desiredKeys = request.desiredKeys, let text = change.entry.fieldsJSON {
+                        var record = change.entry.record
+                        record.fields = try Record.fields(fromJSON: text)
+                        entries.append(.init(record: record.restricted(to: desiredKeys)))
+                    } else {
+                        entries.append(change.entry)
+                    }
                 }
+                sequence = more ? (page.last?.sequence ?? sequence) : zone.sequence
+                let next = ZoneChangeToken(zoneUID: zone.uid, sequence: sequence, tombstoneFloor: token.tombstoneFloor)
+                pages.append((StoredZoneChanges(zoneID: zone.zoneID, entries: entries, syncToken: next.string, moreComing: more), mark))
+                guard more, pages.count < count else { return pages }
+                start += limit
             }
-            let next = ZoneChangeToken(zoneUID: zone.uid, sequence: more ? (page.last?.sequence ?? token.sequence) : zone.sequence,
-                                       tombstoneFloor: token.tombstoneFloor)
-            return (StoredZoneChanges(zoneID: zone.zoneID, entries: entries, syncToken: next.string, moreComing: more),
-                    ChangeFeedMark(zoneUID: zone.uid, sequence: zone.sequence))
         }
     }
 

@@ -78,7 +78,7 @@ extension RecordStore {
     ///
     /// - Throws: `BAD_REQUEST` for a bad name; `ZONE_NOT_FOUND` for another owner's zone in a
     ///   private database.
-    private static func addressable(_ zoneID: ZoneID?, in scope: DatabaseScope) throws -> ZoneID {
+    static func addressable(_ zoneID: ZoneID?, in scope: DatabaseScope) throws -> ZoneID {
         let zoneID = zoneID ?? .defaultZone
         if let problem = NameRules.problem(withName: zoneID.zoneName, kind: "zoneName") {
             throw RecordSyncError(.badRequest, problem, zoneID: zoneID)
@@ -91,7 +91,7 @@ extension RecordStore {
     }
 
     /// The zone `stored` (the zone named as `zoneID`) if it is live, else `ZONE_NOT_FOUND`.
-    private static func zone(_ zoneID: ZoneID, stored: StoredZone?, database: Int64, scope: DatabaseScope) throws -> ZoneContext {
+    static func zone(_ zoneID: ZoneID, stored: StoredZone?, database: Int64, scope: DatabaseScope) throws -> ZoneContext {
         guard let stored, !stored.deleted else {
             throw RecordSyncError(.zoneNotFound, "zone \(NameRules.quoted(zoneID.zoneName)) does not exist", zoneID: zoneID)
         }

@@ -25,11 +25,21 @@ public protocol StorageEngine: Sendable {
     /// How servers sharing this storage tell each other of changes, or `nil` if one server owns
     /// it (the default).
     var changeRelay: (any ChangeRelay)? { get }
+
+    /// ``StorageTransaction/database(at:withZoneNamed:)`` as a read of its own. The default
+    /// runs it in ``read(_:)``; an engine whose transactions cost round trips and a hop to a
+    /// thread of their own answers it with one statement (the change feed's read-ahead asks it
+    /// before each page it serves).
+    func database(at address: DatabaseAddress, withZoneNamed name: String) async throws -> (database: StoredDatabase, zone: StoredZone?)?
 }
 
 extension StorageEngine {
     /// One server owns the storage: nothing to relay.
     public var changeRelay: (any ChangeRelay)? { nil }
+
+    public func database(at address: DatabaseAddress, withZoneNamed name: String) async throws -> (database: StoredDatabase, zone: StoredZone?)? {
+        try await read { try $0.database(at: address, withZoneNamed: name) }
+    }
 }
 
 /// What a write transaction's body decided.
