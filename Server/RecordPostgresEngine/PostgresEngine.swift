@@ -76,8 +76,37 @@ public final class PostgresEngine: StorageEngine {
         relay = PostgresChangeRelay(location: location, client: client, logger: logger)
     }
 
+    /// The connection of ``database(at:withZoneNamed:)``, opened on first use and again after it
+    /// closed; `nil` once shut down.
+    private let readsConnection = NIOLockedValueBox<Task<PostgresConnection, any Error>?>(nil)
+    private let shutDown = NIOLockedValueBox(false)
+
+    /// The connection for single statements: no lease from the pool, and statements from
+    /// several tasks are sent one after another on it.
+    private func connectionForReads() async throws -> PostgresConnection {
+        for _ in 0..<2 {
+            let opening = readsConnection.withLockedValue { opening -> Task<PostgresConnection, any Error>? in
+                if let opening { return opening }
+                guard !shutDown.withLockedValue({ $0 }) else { return nil }
+                let location = location, logger = logger
+                opening = Task { try await Self.connect(location, logger: logger, applicationName: "recordsync-reads") }
+                return opening
+            }
+            guard let opening else { throw RecordSyncError(.internalError, "storage error: the engine was shut down") }
+            if let connection = try? await opening.value, !connection.isClosed { return connection }
+            readsConnection.withLockedValue { if $0 == opening { $0 = nil } }  // closed, or never opened: open another
+        }
+        throw RecordSyncError(.internalError, "storage error: cannot connect to the database at \(location)")
+    }
+
     /// Closes the pool of connections. Transactions started afterwards fail.
     public func shutdown() async {
+        let reads = readsConnection.withLockedValue { opening in
+            shutDown.withLockedValue { $0 = true }
+            defer { opening = nil }
+            return opening
+        }
+        if let connection = try? await reads?.value { try? await connection.close() }
         await relay.close()
         clientTask.cancel()
         _ = await clientTask.value
@@ -95,18 +124,25 @@ public final class PostgresEngine: StorageEngine {
         }
     }
 
-    /// One statement, sent from here: no transaction, no hop to the engine's threads.
+    /// One statement, sent from here on a connection kept for such reads: no transaction, no
+    /// lease from the pool, no hop to the engine's threads. A connection found closed (the
+    /// server restarted, say) is opened again, once.
     public func database(at address: DatabaseAddress, withZoneNamed name: String) async throws -> (database: StoredDatabase, zone: StoredZone?)? {
-        try await Self.translatingErrors {
-            try await client.withConnection { connection in
-                for try await row in try await connection.query(PostgresTransaction.databaseWithZone(at: address, named: name), logger: logger) {
-                    return try PostgresTransaction.databaseWithZone(from: row, named: name)
+        var attempt = 1
+        while true {
+            let connection = try await connectionForReads()
+            do {
+                return try await Self.translatingErrors {
+                    for try await row in try await connection.query(PostgresTransaction.databaseWithZone(at: address, named: name), logger: logger) {
+                        return try PostgresTransaction.databaseWithZone(from: row, named: name)
+                    }
+                    return nil
                 }
-                return nil
+            } catch where attempt == 1 && connection.isClosed {
+                attempt += 1
             }
         }
     }
-
     /// Runs `body` in a write transaction, again from the start when a concurrent commit made it
     /// stale.
     public func write<T: Sendable>(_ body: @escaping @Sendable (any StorageTransaction) throws -> WriteOutcome<T>) async throws -> T {

@@ -64,7 +64,12 @@ public struct Record: Sendable, Hashable {
 
     /// Every reference the record holds, with the field holding it.
     public var references: [(field: String, reference: Reference)] {
-        // Only the fields holding references are sorted (by name; a list keeps its order).
+        Self.references(in: fields.lazy.map { (field: $0.key, value: $0.value) })
+    }
+
+    /// The references `fields` hold, by field name (a list keeps its order).
+    static func references(in fields: some Sequence<(field: String, value: FieldValue)>) -> [(field: String, reference: Reference)] {
+        // Only the fields holding references are sorted.
         var holding: [(field: String, value: FieldValue)] = []
         for (field, value) in fields {
             switch value {

@@ -191,9 +191,11 @@ extension RecordCache {
                         let references = offset < page.references.count ? page.references[offset] : record.references
                         try rows.write(record, zone: zone, fieldsText: text, references: references)
                     } else {
-                        // Not a server version a later edit could start from: stored the general way.
+                        // Not a server version a later edit could start from: stored the general way
+                        // (with its fields decoded, if the page was read for the cache alone).
                         var server = record
                         server.zoneID = zoneID
+                        if page.fieldsSkimmed, let text { server.fields = try RecordModel.Record.fields(fromJSON: text) }
                         try Self.store(server, zone: zone, tag: nil, serverRecord: server, recordingSchema: false, fieldsText: text, in: db)
                     }
                 }

@@ -43,6 +43,8 @@ public struct ZoneChangesPage: Sendable, Hashable {
     /// that the cache's writer does not (empty and `nil` for a page made otherwise).
     var references: [[(field: String, reference: Reference)]] = []
     var fieldTypes: [String: [String: FieldType]]?
+    /// Whether ``changes`` carry no fields, only ``fieldsText`` (read for the cache alone).
+    var fieldsSkimmed = false
 
     public static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.changes == rhs.changes && lhs.changeToken == rhs.changeToken && lhs.moreComing == rhs.moreComing
@@ -81,19 +83,28 @@ extension Database {
         return try await transport.post("records/changes", request, reading: ZoneChangesPage.init(answer:))
     }
 
-    /// ``recordZoneChanges(inZoneWith:since:desiredKeys:resultsLimit:)``'s answer as it arrived,
-    /// for a caller that decodes it itself (``ZoneChangesPage/init(answer:)``), later or
-    /// elsewhere: the sync engine asks for the next page before it has decoded this one.
-    func recordZoneChangesAnswer(inZoneWith zoneID: ZoneID, since token: ServerChangeToken?, resultsLimit: Int?) async throws -> Data {
+    /// ``recordZoneChanges(inZoneWith:since:desiredKeys:resultsLimit:)``'s answer as it arrived
+    /// (compressed or not), for a caller that decodes it itself (``ZoneChangesPage/init(answer:)``),
+    /// later or elsewhere: the sync engine asks for the next page before it has decompressed
+    /// and decoded this one.
+    func recordZoneChangesAnswer(inZoneWith zoneID: ZoneID, since token: ServerChangeToken?, resultsLimit: Int?) async throws -> HTTPTransport.Answer {
         let request = RecordChangesRequest(zoneID: zoneID, syncToken: token?.rawValue, resultsLimit: resultsLimit, desiredKeys: nil)
-        return try await transport.post("records/changes", request, reading: { $0 })
+        return try await transport.post("records/changes", request, readingAsArrived: { $0 })
     }
 }
 
 extension ZoneChangesPage {
     /// Decodes a `records/changes` answer.
     init(answer data: Data) throws {
-        let answer = try StoredZoneChanges.decode(data)
+        try self.init(answer: data, skimmingFields: false)
+    }
+
+    /// Decodes a `records/changes` answer; with `skimmingFields`, for the cache only: the records
+    /// carry no fields (the cache stores ``fieldsText`` as it is), and only the fields' types and
+    /// references are read from that text (a field holding no reference is stepped over, not
+    /// decoded).
+    init(answer data: Data, skimmingFields: Bool) throws {
+        let answer = try StoredZoneChanges.decode(data, skimmingFields: skimmingFields)
         let records = answer.entries.map(\.record)
         self.init(
             modifications: records.filter { !$0.deleted },
@@ -101,17 +112,26 @@ extension ZoneChangesPage {
             changes: records, changeToken: ServerChangeToken(rawValue: answer.syncToken), moreComing: answer.moreComing,
             fieldsText: answer.entries.map(\.fieldsJSON)
         )
-        references = records.map(\.references)
-        fieldTypes = Self.fieldTypes(of: modifications)
+        references = answer.entries.map { $0.fieldsSummary?.references ?? $0.record.references }
+        fieldsSkimmed = skimmingFields
+        fieldTypes = Self.fieldTypes(of: answer.entries.lazy.filter { !$0.record.deleted }.map { entry in
+            (entry.record.recordType, entry.fieldsSummary?.types ?? entry.record.fields.map { ($0.key, $0.value.type) })
+        })
     }
 
     /// The types of `records`' fields by record type (the first record holding a field names
     /// its type).
     static func fieldTypes(of records: some Sequence<Record>) -> [String: [String: FieldType]] {
+        fieldTypes(of: records.lazy.map { record in (record.recordType, record.fields.map { ($0.key, $0.value.type) }) })
+    }
+
+    /// The types of fields by record type, from each record's type and fields' types (the first
+    /// record holding a field names its type).
+    static func fieldTypes(of records: some Sequence<(String, [(field: String, type: FieldType)])>) -> [String: [String: FieldType]] {
         var types: [String: [String: FieldType]] = [:]
-        for record in records {
-            for (field, value) in record.fields where types[record.recordType]?[field] == nil {
-                types[record.recordType, default: [:]][field] = value.type
+        for (recordType, fields) in records {
+            for (field, type) in fields where types[recordType]?[field] == nil {
+                types[recordType, default: [:]][field] = type
             }
         }
         return types

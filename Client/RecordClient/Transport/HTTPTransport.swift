@@ -57,6 +57,12 @@ struct HTTPTransport: Sendable {
     /// arrives). A server that answers a compressed body with `BAD_REQUEST` (one that predates
     /// compression reads it as bad JSON) gets the body once more as it is.
     func post<Body: Encodable, Reply>(_ endpoint: String, _ body: Body, reading read: (Data) throws -> Reply) async throws -> Reply {
+        try await post(endpoint, body, readingAsArrived: { try read(try $0.decompressed()) })
+    }
+
+    /// Sends `body` to `endpoint` and reads the answer's bytes as they arrived (compressed or
+    /// not) with `read`, which can then decompress them later or elsewhere.
+    func post<Body: Encodable, Reply>(_ endpoint: String, _ body: Body, readingAsArrived read: (Answer) throws -> Reply) async throws -> Reply {
         let json: Data
         do {
             json = try JSONValueEncoder().encode(body)
@@ -73,16 +79,18 @@ struct HTTPTransport: Sendable {
         return try await send(endpoint, json, encoding: nil, reading: read)
     }
 
-    private func send<Reply>(_ endpoint: String, _ body: Data, encoding: String?, reading read: (Data) throws -> Reply) async throws -> Reply {
+    private func send<Reply>(_ endpoint: String, _ body: Data, encoding: String?, reading read: (Answer) throws -> Reply) async throws -> Reply {
         let url = baseURL.appendingPathComponent(endpoint)
-        let status: Int, data: Data, retryAfter: String?
+        let status: Int, answer: Answer, retryAfter: String?
         if let session {
+            let data: Data
             (status, data, retryAfter) = try await exchange(url, body, encoding: encoding, endpoint: endpoint, in: session)
+            answer = Answer(bytes: data, gzipped: false)
         } else {
-            (status, data, retryAfter) = try await exchange(url, body, encoding: encoding, endpoint: endpoint)
+            (status, answer, retryAfter) = try await exchange(url, body, encoding: encoding, endpoint: endpoint)
         }
         guard status == 200 else {
-            if var error = (try? JSONValueDecoder().decode(ErrorBody.self, from: data))?.error {
+            if var error = (try? JSONValueDecoder().decode(ErrorBody.self, from: answer.decompressed()))?.error {
                 if error.retryAfter == nil, let retryAfter {
                     error.retryAfter = Double(retryAfter)
                 }
@@ -91,9 +99,26 @@ struct HTTPTransport: Sendable {
             throw RecordSyncError(.networkFailure, "\(endpoint): HTTP \(status) without a RecordSync error body", retryAfter: 1)
         }
         do {
-            return try read(data)
+            return try read(answer)
         } catch {
             throw RecordSyncError(.networkFailure, "\(endpoint): the answer could not be read: \(error)")
+        }
+    }
+
+    /// An answer's bytes as they arrived.
+    struct Answer: Sendable {
+        var bytes: Data
+        /// Whether `bytes` are gzip-compressed (`Content-Encoding: gzip`).
+        var gzipped: Bool
+
+        /// The answer itself.
+        func decompressed() throws -> Data {
+            gzipped ? try Gzip.decompress(bytes, limit: HTTPTransport.maximumAnswerBytes) : bytes
+        }
+
+        /// The answer's first `count` bytes (fewer if it is shorter), decompressing no more.
+        func prefix(_ count: Int) throws -> Data {
+            gzipped ? try Gzip.prefix(of: bytes, upTo: count) : bytes.prefix(count)
         }
     }
 }
@@ -152,12 +177,12 @@ private final class PendingLoad: @unchecked Sendable {
 }
 
 extension HTTPTransport {
-    /// A request through ``client``: the status, the answer's bytes (a gzip answer
-    /// decompressed) and its `Retry-After` header. A cancelled task cancels the request.
+    /// A request through ``client``: the status, the answer's bytes as they arrived and its
+    /// `Retry-After` header. A cancelled task cancels the request.
     ///
     /// - Throws: ``ServerErrorCode/networkFailure`` when the server could not be reached or the
     ///   answer could not be read.
-    private func exchange(_ url: URL, _ body: Data, encoding: String?, endpoint: String) async throws -> (Int, Data, String?) {
+    private func exchange(_ url: URL, _ body: Data, encoding: String?, endpoint: String) async throws -> (Int, Answer, String?) {
         var request = HTTPClientRequest(url: url.absoluteString)
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/json")
@@ -169,11 +194,9 @@ extension HTTPTransport {
             // The idle timeouts of ``client`` bound a stalled exchange; this bounds a slow upload
             // and the wait for a pooled connection, generously.
             let response = try await Self.client.execute(request, timeout: .minutes(10))
-            var data = Data(buffer: try await response.body.collect(upTo: Self.maximumAnswerBytes))
-            if response.headers.first(name: "Content-Encoding")?.lowercased() == "gzip" {
-                data = try Gzip.decompress(data, limit: Self.maximumAnswerBytes)
-            }
-            return (Int(response.status.code), data, response.headers.first(name: "Retry-After"))
+            let data = Data(buffer: try await response.body.collect(upTo: Self.maximumAnswerBytes))
+            let gzipped = response.headers.first(name: "Content-Encoding")?.lowercased() == "gzip"
+            return (Int(response.status.code), Answer(bytes: data, gzipped: gzipped), response.headers.first(name: "Retry-After"))
         } catch {
             throw RecordSyncError(.networkFailure, "\(endpoint): \(error)", retryAfter: 1)
         }

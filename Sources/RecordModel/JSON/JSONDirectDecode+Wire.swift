@@ -313,12 +313,14 @@ extension Record: JSONDirectDecodable {
 
     /// A record, and (read as a ``RecordResult``) its `cascadedRecordNames`. A result carrying
     /// `serverErrorCode` is an error: left to the tree. With `keepingFieldsText`, also the text
-    /// of its `fields` object as it arrived.
-    static func direct(_ parser: inout JSONParser, asResult: Bool, keepingFieldsText: Bool = false)
-        throws -> (record: Record, cascaded: [String]?, fieldsJSON: String?) {
+    /// of its `fields` object as it arrived. With `skimmingFields` (and `keepingFieldsText`),
+    /// the record's fields are left as that text and only summarised (``FieldsSummary``): a
+    /// field whose type is given and holds no reference is stepped over, any other is decoded.
+    static func direct(_ parser: inout JSONParser, asResult: Bool, keepingFieldsText: Bool = false, skimmingFields: Bool = false)
+        throws -> (record: Record, cascaded: [String]?, fieldsJSON: String?, summary: FieldsSummary?) {
         var name: String?, type: String?, zoneID: ZoneID?, tag: String?
         var fields: [String: FieldValue] = [:], created: Stamp?, modified: Stamp?, deleted: Bool?
-        var cascaded: [String]?, fieldsJSON: String?
+        var cascaded: [String]?, fieldsJSON: String?, summary: FieldsSummary?
         try parser.forEachMember { parser, key in
             switch key {
             case "recordName": name = try parser.directString()
@@ -331,18 +333,25 @@ extension Record: JSONDirectDecodable {
                     fieldsJSON = nil
                 } else {
                     let start = parser.index  // at the '{' (takeNull skipped the whitespace)
-                    var members = 0
-                    var read: [String: FieldValue] = [:]
-                    read.reserveCapacity(8)
-                    try parser.forEachMember { parser, name in
-                        members += 1
-                        read[name] = try FieldValue(direct: &parser)
+                    if keepingFieldsText && skimmingFields, let skimmed = try FieldsSummary(skimming: &parser) {
+                        summary = skimmed
+                    } else {
+                        parser.index = start
+                        var members = 0
+                        var read: [String: FieldValue] = [:]
+                        read.reserveCapacity(8)
+                        try parser.forEachMember { parser, name in
+                            members += 1
+                            read[name] = try FieldValue(direct: &parser)
+                        }
+                        fields = read
+                        // Kept only when it says exactly what was decoded: a repeated name keeps
+                        // its last value here but its first for SQLite's json_extract.
+                        guard members == read.count else { return }
                     }
-                    fields = read
-                    // Kept only when it says exactly what was decoded: a repeated name keeps
-                    // its last value here but its first for SQLite's json_extract.
-                    fieldsJSON = keepingFieldsText && members == read.count
-                        ? String(decoding: UnsafeBufferPointer(rebasing: parser.bytes[start..<parser.index]), as: UTF8.self) : nil
+                    if keepingFieldsText {
+                        fieldsJSON = String(decoding: UnsafeBufferPointer(rebasing: parser.bytes[start..<parser.index]), as: UTF8.self)
+                    }
                 }
             case "created": created = try parser.takeNull() ? nil : try Stamp(direct: &parser)
             case "modified": modified = try parser.takeNull() ? nil : try Stamp(direct: &parser)
@@ -354,13 +363,42 @@ extension Record: JSONDirectDecodable {
         }
         guard let name else { throw JSONDirectMiss() }
         return (Record(recordName: name, recordType: type ?? "", zoneID: zoneID, recordChangeTag: tag, fields: fields,
-                       created: created, modified: modified, deleted: deleted ?? false), cascaded, fieldsJSON)
+                       created: created, modified: modified, deleted: deleted ?? false), cascaded, fieldsJSON, summary)
+    }
+}
+
+extension FieldsSummary {
+    /// Summarises a `fields` object, the parser at its `{`; `nil` (the parser somewhere inside)
+    /// when a name repeats, so that the caller decodes the object instead.
+    init?(skimming parser: inout JSONParser) throws {
+        var types: [(field: String, type: FieldType)] = []
+        var holding: [(field: String, value: FieldValue)] = []
+        var names: Set<String> = []
+        var repeated = false
+        try parser.forEachMember { parser, name in
+            if !names.insert(name).inserted { repeated = true }
+            let start = parser
+            var type: FieldType?
+            try parser.forEachMember { parser, key in
+                if key == "type" { type = try parser.directFieldType() } else { try parser.skipValueStructurally() }
+            }
+            if let type, type.scalar != .reference {
+                types.append((name, type))
+            } else {
+                parser = start
+                let value = try FieldValue(direct: &parser)
+                types.append((name, value.type))
+                if !value.references.isEmpty { holding.append((name, value)) }
+            }
+        }
+        if repeated { return nil }
+        self.init(types: types, references: Record.references(in: holding))
     }
 }
 
 extension RecordResult: JSONDirectDecodable {
     init(direct parser: inout JSONParser) throws {
-        let (record, cascaded, _) = try Record.direct(&parser, asResult: true)
+        let (record, cascaded, _, _) = try Record.direct(&parser, asResult: true)
         self = .success(record, cascadedRecordNames: cascaded)
     }
 }
@@ -395,8 +433,18 @@ struct StoredZoneChangesText: JSONDirectDecodable {
         page = try Self.page(&parser, keepingFieldsText: true)
     }
 
-    /// A change page; with `keepingFieldsText`, each record's fields also as the text they arrived in.
-    static func page(_ parser: inout JSONParser, keepingFieldsText: Bool) throws -> StoredZoneChanges {
+    /// A `records/changes` answer whose records keep their fields only as text and a summary.
+    struct Skimmed: JSONDirectDecodable {
+        var page: StoredZoneChanges
+
+        init(direct parser: inout JSONParser) throws {
+            page = try StoredZoneChangesText.page(&parser, keepingFieldsText: true, skimmingFields: true)
+        }
+    }
+
+    /// A change page; with `keepingFieldsText`, each record's fields also as the text they
+    /// arrived in, and with `skimmingFields` only as that text and its summary.
+    static func page(_ parser: inout JSONParser, keepingFieldsText: Bool, skimmingFields: Bool = false) throws -> StoredZoneChanges {
         var zoneID: ZoneID?, entries: [StoredZoneChanges.Entry]?, token: String?, more: Bool?
         try parser.forEachMember { parser, key in
             switch key {
@@ -404,8 +452,11 @@ struct StoredZoneChangesText: JSONDirectDecodable {
             case "records":
                 var read: [StoredZoneChanges.Entry] = []
                 try parser.forEachElement { parser in
-                    let (record, _, text) = try Record.direct(&parser, asResult: false, keepingFieldsText: keepingFieldsText)
-                    read.append(StoredZoneChanges.Entry(record: record, fieldsJSON: text))
+                    let (record, _, text, summary) = try Record.direct(&parser, asResult: false, keepingFieldsText: keepingFieldsText,
+                                                                      skimmingFields: skimmingFields)
+                    var entry = StoredZoneChanges.Entry(record: record, fieldsJSON: text)
+                    entry.fieldsSummary = summary
+                    read.append(entry)
                 }
                 entries = read
             case "syncToken": token = try parser.directString()

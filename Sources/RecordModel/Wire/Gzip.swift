@@ -92,4 +92,37 @@ public enum Gzip {
         }
         return output
     }
+
+    /// The first `count` bytes (fewer if the stream ends first) of the data of a gzip stream,
+    /// the rest of it left undecompressed.
+    ///
+    /// - Throws: ``Failure`` for a stream that is not gzip up to there.
+    public static func prefix(of data: Data, upTo count: Int) throws -> Data {
+        var stream = z_stream()
+        guard inflateInit2_(&stream, 15 + 16, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
+            throw Failure.invalid("zlib could not start")
+        }
+        defer { inflateEnd(&stream) }
+        var output = Data(count: count)
+        let produced = try data.withUnsafeBytes { input in
+            try output.withUnsafeMutableBytes { buffer -> Int in
+                stream.next_in = UnsafeMutablePointer(mutating: input.bindMemory(to: Bytef.self).baseAddress)
+                stream.avail_in = uInt(input.count)
+                stream.next_out = buffer.bindMemory(to: Bytef.self).baseAddress
+                stream.avail_out = uInt(buffer.count)
+                while stream.avail_out > 0 {
+                    let status = inflate(&stream, Z_NO_FLUSH)
+                    switch status {
+                    case Z_STREAM_END: return buffer.count - Int(stream.avail_out)
+                    case Z_OK: continue
+                    case Z_BUF_ERROR where stream.avail_in == 0: throw Failure.invalid("the gzip stream ends early")
+                    default: throw Failure.invalid(stream.msg.map { String(cString: $0) } ?? "zlib status \(status)")
+                    }
+                }
+                return buffer.count
+            }
+        }
+        output.count = produced
+        return output
+    }
 }

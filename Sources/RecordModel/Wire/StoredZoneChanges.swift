@@ -15,6 +15,9 @@ public struct StoredZoneChanges: Sendable {
         /// The JSON text of the record's fields (stored, or as it arrived), or `nil` when only
         /// ``record`` carries them.
         public var fieldsJSON: String?
+        /// Read by a client skimming the page (``decode(_:skimmingFields:)``): the types and
+        /// references of the fields ``fieldsJSON`` holds, ``record`` carrying none of them.
+        package var fieldsSummary: FieldsSummary?
 
         public init(record: Record, fieldsJSON: String? = nil) {
             self.record = record
@@ -52,16 +55,19 @@ public struct StoredZoneChanges: Sendable {
     }
 
     /// Reads a `records/changes` answer, keeping each record's fields both decoded and as the
-    /// text that carried them (a client cache stores that text as it is). An answer the direct
-    /// path does not take is decoded as a ``ZoneChanges``, without the text.
+    /// text that carried them (a client cache stores that text as it is), or with
+    /// `skimmingFields`, as that text and a summary of it (``Entry/fieldsSummary``) instead of
+    /// decoded. An answer the direct path does not take is decoded as a ``ZoneChanges``,
+    /// without the text.
     ///
     /// - Throws: what decoding a ``ZoneChanges`` throws.
-    package static func decode(_ data: Data) throws -> StoredZoneChanges {
-        let direct = data.withUnsafeBytes { raw in
-            try? JSONParser.decodeDirectly(StoredZoneChangesText.self,
-                                           from: UnsafeBufferPointer(start: raw.baseAddress?.assumingMemoryBound(to: UInt8.self), count: raw.count))
+    package static func decode(_ data: Data, skimmingFields: Bool = false) throws -> StoredZoneChanges {
+        let direct = data.withUnsafeBytes { raw -> StoredZoneChanges? in
+            let bytes = UnsafeBufferPointer(start: raw.baseAddress?.assumingMemoryBound(to: UInt8.self), count: raw.count)
+            return skimmingFields ? (try? JSONParser.decodeDirectly(StoredZoneChangesText.Skimmed.self, from: bytes))?.page
+                : (try? JSONParser.decodeDirectly(StoredZoneChangesText.self, from: bytes))?.page
         }
-        if let direct { return direct.page }
+        if let direct { return direct }
         return StoredZoneChanges(try JSONValueDecoder().decode(ZoneChanges.self, from: data))
     }
 }
@@ -81,4 +87,11 @@ extension StoredZoneChanges: Encodable {
     public func encode(to encoder: any Encoder) throws {
         try decoded().encode(to: encoder)
     }
+}
+
+/// What a client cache needs of a record's fields besides their text: each field's type, and
+/// the references they hold (in ``Record/references`` order).
+package struct FieldsSummary: Sendable {
+    package var types: [(field: String, type: FieldType)]
+    package var references: [(field: String, reference: Reference)]
 }
