@@ -47,9 +47,10 @@ public final class ChangePageReadAhead<Answer: Sendable>: Service, @unchecked Se
         var next: RecordChangesRequest?
     }
 
-    /// A page kept for its request: being read (the first page of a read), or read.
+    /// A page kept for its request: the first page of a read has the read's task (done or
+    /// not); a page read along with it has none, only ``prepared``.
     private struct Kept {
-        var read: Task<Prepared, any Error>
+        var read: Task<Prepared, any Error>?
         var until: ContinuousClock.Instant
         /// Tells this page's read from a later one of the same request.
         var id: Int
@@ -94,14 +95,17 @@ public final class ChangePageReadAhead<Answer: Sendable>: Service, @unchecked Se
         let reads = lock.withLock {
             stopped = true
             defer { pages = [:] }
-            return pages.values.map(\.read)
+            return pages.values.compactMap(\.read)
         }
         for read in reads { read.cancel() }
     }
 
-    /// The pages kept now, each until a request takes it or it is dropped (a page read along
-    /// with another is a task that has finished; tests check that dropped reads are cancelled).
-    public var keptReads: [Task<Prepared, any Error>] { lock.withLock { pages.values.map(\.read) } }
+    /// The reads of the pages kept now, each until a request takes its page or it is dropped
+    /// (tests check that dropped reads are cancelled).
+    public var keptReads: [Task<Prepared, any Error>] { lock.withLock { pages.values.compactMap(\.read) } }
+
+    /// How many pages are kept now, read or being read.
+    public var keptPageCount: Int { lock.withLock { pages.count } }
 
     /// Waits until the pages being read ahead are read (tests use it to change a zone after
     /// its next pages were read).
@@ -116,10 +120,10 @@ public final class ChangePageReadAhead<Answer: Sendable>: Service, @unchecked Se
         let key = Key(scope: scope, request: request, variant: variant)
         let now = ContinuousClock.now
         let kept = lock.withLock { pages.removeValue(forKey: key) }
-        if let kept, kept.until <= now { kept.read.cancel() }  // expired: dropped
-        let waiting = kept.flatMap { $0.until > now ? $0.read : nil }
+        if let kept, kept.until <= now { kept.read?.cancel() }  // expired: dropped
+        let fresh = kept.flatMap { $0.until > now ? $0 : nil }
         // Taken, the read belongs to this request: cancelled with it.
-        if let waiting, let prepared = try? await withTaskCancellationHandler(operation: { try await waiting.value }, onCancel: { waiting.cancel() }) {
+        if let fresh, let prepared = try? await Self.page(of: fresh) {
             // A failed check (the zone was deleted, say) reads the page again, which answers the error.
             if let mark = try? await store.changeFeedMark(of: request.zoneID, in: scope), mark == prepared.mark {
                 lock.withLock { counts.served += 1 }
@@ -131,6 +135,14 @@ public final class ChangePageReadAhead<Answer: Sendable>: Service, @unchecked Se
         let prepared = try await Self.prepare(request, pages: 1, in: scope, from: store, encode: encode)[0].prepared
         readAhead(after: prepared, in: scope, from: store, variant: variant, encode: encode)
         return prepared.answer
+    }
+
+    /// A kept page, waiting for its read if it is under way (the wait cancelled with the
+    /// request, and the read with it).
+    private static func page(of kept: Kept) async throws -> Prepared {
+        if let prepared = kept.prepared { return prepared }
+        guard let read = kept.read else { throw CancellationError() }
+        return try await withTaskCancellationHandler(operation: { try await read.value }, onCancel: { read.cancel() })
     }
 
     /// Reads up to `count` consecutive pages from `request` on in one snapshot, and encodes
@@ -161,7 +173,7 @@ public final class ChangePageReadAhead<Answer: Sendable>: Service, @unchecked Se
         lock.withLock {
             guard !stopped else { return }
             for (expired, kept) in pages where kept.until <= now {
-                dropped.append(kept.read)
+                if let read = kept.read { dropped.append(read) }
                 pages[expired] = nil
             }
             var next = prepared.next
@@ -175,7 +187,7 @@ public final class ChangePageReadAhead<Answer: Sendable>: Service, @unchecked Se
             if pages.count >= capacity {
                 guard ahead == 0, let oldest = pages.min(by: { $0.value.until < $1.value.until })?.key,
                       let evicted = pages.removeValue(forKey: oldest) else { return }
-                dropped.append(evicted.read)
+                if let read = evicted.read { dropped.append(read) }
             }
             let key = Key(scope: scope, request: request, variant: variant)
             let depth = depth
@@ -209,8 +221,8 @@ public final class ChangePageReadAhead<Answer: Sendable>: Service, @unchecked Se
                 let page = Key(scope: key.scope, request: request, variant: key.variant)
                 if pages[page] == nil && pages.count >= capacity { break }
                 nextID += 1
-                if let old = pages.updateValue(Kept(read: Task { prepared }, until: until, id: nextID, prepared: prepared), forKey: page) {
-                    replaced.append(old.read)
+                if let old = pages.updateValue(Kept(read: nil, until: until, id: nextID, prepared: prepared), forKey: page), let read = old.read {
+                    replaced.append(read)
                 }
             }
         }
