@@ -46,7 +46,7 @@ public indirect enum FieldValue: Sendable, Hashable {
         }
     }
 
-    /// The value part of the wire form, as JSON.
+    /// The value part of the wire form, as JSON (a boolean as `INT64` 0 or 1, see ``WireForm``).
     public var json: JSONValue {
         switch self {
         case .string(let value): return .string(value)
@@ -70,7 +70,7 @@ public indirect enum FieldValue: Sendable, Hashable {
             if let timestamp = value.timestamp { members["timestamp"] = .int(timestamp) }
             return .object(members)
         case .asset(let value): return value
-        case .boolean(let value): return .bool(value)
+        case .boolean(let value): return .int(value ? 1 : 0)
         case .list(_, let elements): return .array(elements.map(\.json))
         }
     }
@@ -252,7 +252,8 @@ extension FieldValue {
 public struct RawFieldValue: Sendable, Hashable, Decodable {
     /// The `value` member; `.null` (or absent) deletes the field in an update.
     public var value: JSONValue
-    /// The `type` member, when given.
+    /// The type the field is read as: its `recordSyncType` member when RecordSync knows it,
+    /// else its `type` member, when given (``WireForm/type(type:extensionType:)``).
     public var type: FieldType?
 
     /// Creates a raw field.
@@ -261,17 +262,18 @@ public struct RawFieldValue: Sendable, Hashable, Decodable {
         self.type = type
     }
 
-    enum CodingKeys: String, CodingKey { case value, type }
+    enum CodingKeys: String, CodingKey { case value, type, recordSyncType }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         value = try container.decodeIfPresent(JSONValue.self, forKey: .value) ?? .null
-        type = try container.decodeIfPresent(FieldType.self, forKey: .type)
+        let extensionType = (try? container.decodeIfPresent(String.self, forKey: .recordSyncType)).flatMap { $0.flatMap(FieldType.init(rawValue:)) }
+        type = WireForm.type(type: try container.decodeIfPresent(FieldType.self, forKey: .type), extensionType: extensionType)
     }
 }
 
 extension FieldValue: Codable {
-    enum CodingKeys: String, CodingKey { case value, type }
+    enum CodingKeys: String, CodingKey { case value, type, recordSyncType }
 
     public init(from decoder: any Decoder) throws {
         let raw = try RawFieldValue(from: decoder)
@@ -284,7 +286,9 @@ extension FieldValue: Codable {
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
+        let wire = WireForm.type(type)
         try container.encode(json, forKey: .value)
-        try container.encode(type, forKey: .type)
+        try container.encode(wire.type, forKey: .type)
+        try container.encodeIfPresent(wire.extensionType, forKey: .recordSyncType)
     }
 }

@@ -33,23 +33,10 @@ public struct ServerErrorCode: RawRepresentable, Sendable, Hashable, Codable, Cu
     /// Client-side: the server could not be reached or did not answer. Never sent by a server.
     public static let networkFailure = Self(rawValue: "NETWORK_FAILURE")
 
-    /// The HTTP status a request-level error with this code is answered with.
+    /// The HTTP status a request-level error with this code is answered with: Apple's status
+    /// for the code it travels as (``WireForm/error(_:)``).
     public var httpStatus: Int {
-        switch self {
-        case .accessDenied: 403
-        case .authenticationFailed: 401
-        case .authenticationRequired: 421
-        case .conflict, .exists: 409
-        case .internalError: 500
-        case .notFound, .zoneNotFound: 404
-        case .quotaExceeded, .limitExceeded: 413
-        case .throttled: 429
-        case .tryAgainLater: 503
-        case .validatingReferenceError: 412
-        case .changeTokenExpired: 410
-        case .notSupported: 501
-        default: 400
-        }
+        WireForm.appleErrorCodes[WireForm.error(self).code] ?? 500
     }
 
     /// Whether retrying the same request later may succeed.
@@ -98,12 +85,15 @@ public struct RecordSyncError: Error, Sendable, Hashable, CustomStringConvertibl
 }
 
 /// The wire form of an error, top-level or per record:
-/// `{recordName?, zoneID?, reason, serverErrorCode, retryAfter?, uuid, serverRecord?}`.
+/// `{recordName?, zoneID?, reason, serverErrorCode, recordSyncErrorCode?, retryAfter?, uuid, serverRecord?}`.
 public struct ErrorBody: Sendable, Hashable, Codable {
     public var recordName: String?
     public var zoneID: ZoneID?
     public var reason: String
+    /// The Apple code the error travels as (``WireForm/error(_:)``).
     public var serverErrorCode: ServerErrorCode
+    /// Extension: RecordSync's own code, when it says more than ``serverErrorCode``.
+    public var recordSyncErrorCode: ServerErrorCode?
     public var retryAfter: Double?
     public var uuid: String
     /// Extension: for `CONFLICT`, the server's current record.
@@ -114,7 +104,7 @@ public struct ErrorBody: Sendable, Hashable, Codable {
         recordName = error.recordName
         zoneID = error.zoneID
         reason = error.reason
-        serverErrorCode = error.code
+        (serverErrorCode, recordSyncErrorCode) = WireForm.error(error.code)
         retryAfter = error.retryAfter
         uuid = UUID().uuidString
         serverRecord = error.serverRecord
@@ -122,6 +112,6 @@ public struct ErrorBody: Sendable, Hashable, Codable {
 
     /// The error this body describes.
     public var error: RecordSyncError {
-        RecordSyncError(serverErrorCode, reason, recordName: recordName, zoneID: zoneID, retryAfter: retryAfter, serverRecord: serverRecord)
+        RecordSyncError(WireForm.error(code: serverErrorCode, extensionCode: recordSyncErrorCode), reason, recordName: recordName, zoneID: zoneID, retryAfter: retryAfter, serverRecord: serverRecord)
     }
 }

@@ -189,7 +189,7 @@ public struct QueryCompiler: Sendable {
                 // the name of a referenced record (`artist == 'monet'`).
                 let widened = (given.scalar == .int64 && (known.scalar == .double || known.scalar == .timestamp))
                     || (given.scalar == .string && known.scalar == .reference)
-                let compatible = given == known || ((given.scalar == known.scalar || widened) && (comparator.takesList || comparator.appliesToListElements))
+                let compatible = WireForm.reads(given, as: known) || ((given.scalar == known.scalar || widened) && (comparator.takesList || comparator.appliesToListElements))
                     || (widened && given.isList == known.isList)
                 if !compatible {
                     throw RecordSyncError(.badRequest, "field \(NameRules.quoted(field)) is \(known) in the schema, but the filter gives \(given)")

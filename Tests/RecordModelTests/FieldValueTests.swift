@@ -64,7 +64,12 @@ import Testing
             "sl": .list(.string, [.string("a"), .string("\u{1}")]), "il": .list(.int64, []), "dl": .list(.double, [.double(1), .double(0.5)]),
             "rl": .list(.reference, [.reference(Reference(recordName: "y", action: .deleteSelf)), .reference(Reference(recordName: "q"))]),
         ]
-        let tree = JSONValue.object(fields.mapValues { .object(["type": .string($0.type.rawValue), "value": $0.json]) })
+        let tree = JSONValue.object(fields.mapValues { value in
+            let wire = WireForm.type(value.type)
+            var members: [String: JSONValue] = ["type": .string(wire.type.rawValue), "value": value.json]
+            if let extensionType = wire.extensionType { members[WireForm.typeExtensionKey] = .string(extensionType.rawValue) }
+            return .object(members)
+        })
         #expect(try JSONValueEncoder().encodeFieldsText(fields) == tree.serializedString())
     }
 

@@ -72,10 +72,11 @@ extension RecordStore {
                 var entries: [StoredZoneChanges.Entry] = []
                 entries.reserveCapacity(page.count)
                 for change in page {
-                    if let desiredKeys = request.desiredKeys, let text = change.entry.fieldsJSON {
+                    if let text = change.entry.fieldsJSON, request.desiredKeys != nil || WireForm.isBeforeWireForm(storedFields: text) {
+                        // Decoded to be restricted, or to be written in today's wire form.
                         var record = change.entry.record
                         record.fields = try Record.fields(fromJSON: text)
-                        entries.append(.init(record: record.restricted(to: desiredKeys)))
+                        entries.append(.init(record: request.desiredKeys.map { record.restricted(to: $0) } ?? record))
                     } else {
                         entries.append(change.entry)
                     }

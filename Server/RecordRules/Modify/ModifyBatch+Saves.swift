@@ -90,11 +90,11 @@ extension ModifyBatch {
     /// The typed value of a raw field: by the type the request gives, else the schema's,
     /// else inferred; a type that disagrees with the schema is `BAD_REQUEST` naming both.
     private func resolve(_ raw: RawFieldValue, field: String, recordType: String, schemaType: FieldType?, recordName: String) throws -> FieldValue {
-        if let given = raw.type, let schemaType, given != schemaType {
+        if let given = raw.type, let schemaType, !WireForm.reads(given, as: schemaType) {
             throw RecordSyncError(.badRequest, "field \(NameRules.quoted(field)) of \(recordType) is \(schemaType) in the schema, but the request gives \(given)", recordName: recordName)
         }
         do {
-            return try FieldValue(json: raw.value, type: raw.type ?? schemaType)
+            return try FieldValue(json: raw.value, type: schemaType ?? raw.type)
         } catch let error as RecordSyncError {
             let context = raw.type == nil && schemaType != nil ? " (the schema says \(schemaType!))" : ""
             throw RecordSyncError(.badRequest, "field \(NameRules.quoted(field)): \(error.reason)\(context)", recordName: recordName)

@@ -75,7 +75,9 @@ extension FieldValue: JSONDirectWritable {
     func write(to writer: inout JSONWriter) throws {
         var first = true
         writer.open()
-        writer.key("type", first: &first); writer.writeString(type.rawValue)
+        let wire = WireForm.type(type)
+        if let extensionType = wire.extensionType { writer.key("recordSyncType", first: &first); writer.writeString(extensionType.rawValue) }
+        writer.key("type", first: &first); writer.writeString(wire.type.rawValue)
         writer.key("value", first: &first); try writeValue(to: &writer)
         writer.close()
     }
@@ -90,7 +92,7 @@ extension FieldValue: JSONDirectWritable {
         case .double(let value):
             try writer.write(.double(value))
         case .boolean(let value):
-            writer.bytes.append(contentsOf: (value ? "true" : "false").utf8)
+            writer.bytes.append(value ? UInt8(ascii: "1") : UInt8(ascii: "0"))
         case .reference(let value) where value.zoneID == nil:
             var first = true
             writer.open()
@@ -109,7 +111,11 @@ extension RawFieldValue: JSONDirectWritable {
     func write(to writer: inout JSONWriter) throws {
         var first = true
         writer.open()
-        if let type { writer.key("type", first: &first); writer.writeString(type.rawValue) }
+        if let type {
+            let wire = WireForm.type(type)
+            if let extensionType = wire.extensionType { writer.key("recordSyncType", first: &first); writer.writeString(extensionType.rawValue) }
+            writer.key("type", first: &first); writer.writeString(wire.type.rawValue)
+        }
         writer.key("value", first: &first); try writer.write(value)
         writer.close()
     }

@@ -147,6 +147,13 @@ extension JSONParser {
         return known
     }
 
+    /// A field's `recordSyncType` member: a type RecordSync knows, or `nil` (null, or a name
+    /// this version does not know, when the field is read by its `type`).
+    mutating func directExtensionType() throws -> FieldType? {
+        guard let name = try directOptionalString() else { return nil }
+        return FieldType(rawValue: name)
+    }
+
     /// Reads and discards a value (a member the type does not know).
     mutating func skipValue() throws {
         skipWhitespace()
@@ -187,15 +194,16 @@ extension Stamp: JSONDirectDecodable {
 
 extension RawFieldValue: JSONDirectDecodable {
     init(direct parser: inout JSONParser) throws {
-        var value = JSONValue.null, type: FieldType?
+        var value = JSONValue.null, type: FieldType?, extensionType: FieldType?
         try parser.forEachMember { parser, key in
             switch key {
             case "value": parser.skipWhitespace(); value = try parser.value()
             case "type": type = try parser.directFieldType()
+            case "recordSyncType": extensionType = try parser.directExtensionType()
             default: try parser.skipValue()
             }
         }
-        self.init(value: value, type: type)
+        self.init(value: value, type: WireForm.type(type: type, extensionType: extensionType))
     }
 }
 
@@ -210,7 +218,7 @@ extension FieldValue: JSONDirectDecodable {
             case string(String), int(Int64), double(Double), bool(Bool), reference(Reference)
             case other(JSONValue)
         }
-        var read = Read.other(.null), type: FieldType?
+        var read = Read.other(.null), type: FieldType?, extensionType: FieldType?
         var referenceText: JSONParser?  // at a value read as a reference, for the tree
         try parser.forEachMember { parser, key in
             switch key {
@@ -236,9 +244,11 @@ extension FieldValue: JSONDirectDecodable {
                 default: read = .other(try parser.value())
                 }
             case "type": type = try parser.directFieldType()
+            case "recordSyncType": extensionType = try parser.directExtensionType()
             default: try parser.skipValue()
             }
         }
+        type = WireForm.type(type: type, extensionType: extensionType)
         // The scalar type the value is read as: the given one, or without one, the type
         // ``FieldValue/inferredType(of:)`` gives these values; nil for a list or another value.
         let scalar: ScalarType?
@@ -261,6 +271,7 @@ extension FieldValue: JSONDirectDecodable {
         case (.int(let value), .double?): self = .double(Double(value))
         case (.double(let value), .double?): self = .double(value)
         case (.bool(let value), .boolean?): self = .boolean(value)
+        case (.int(let value), .boolean?) where value == 0 || value == 1: self = .boolean(value == 1)
         case (.reference(let reference), .reference?):
             guard NameRules.problem(withName: reference.recordName, kind: "referenced recordName") == nil else { throw JSONDirectMiss() }
             self = .reference(reference)
@@ -378,10 +389,15 @@ extension FieldsSummary {
         try parser.forEachMember { parser, name in
             if !names.insert(name).inserted { repeated = true }
             let start = parser
-            var type: FieldType?
+            var type: FieldType?, extensionType: FieldType?
             try parser.forEachMember { parser, key in
-                if key == "type" { type = try parser.directFieldType() } else { try parser.skipValueStructurally() }
+                switch key {
+                case "type": type = try parser.directFieldType()
+                case "recordSyncType": extensionType = try parser.directExtensionType()
+                default: try parser.skipValueStructurally()
+                }
             }
+            type = WireForm.type(type: type, extensionType: extensionType)
             if let type, type.scalar != .reference {
                 types.append((name, type))
             } else {

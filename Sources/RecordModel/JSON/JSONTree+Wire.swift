@@ -104,7 +104,10 @@ extension Stamp: JSONTreeEncodable, JSONTreeDecodable {
 
 extension FieldValue: JSONTreeEncodable, JSONTreeDecodable {
     func jsonTree() -> JSONValue {
-        .object(["type": .string(type.rawValue), "value": json])
+        let wire = WireForm.type(type)
+        var members: [String: JSONValue] = ["type": .string(wire.type.rawValue), "value": json]
+        members.set(WireForm.typeExtensionKey, wire.extensionType.map { .string($0.rawValue) })
+        return .object(members)
     }
 
     init(jsonTree value: JSONValue, path: [any CodingKey]) throws {
@@ -120,7 +123,11 @@ extension FieldValue: JSONTreeEncodable, JSONTreeDecodable {
 extension RawFieldValue: JSONTreeEncodable, JSONTreeDecodable {
     func jsonTree() -> JSONValue {
         var members: [String: JSONValue] = ["value": value]
-        members.set("type", type.map { .string($0.rawValue) })
+        if let type {
+            let wire = WireForm.type(type)
+            members["type"] = .string(wire.type.rawValue)
+            members.set(WireForm.typeExtensionKey, wire.extensionType.map { .string($0.rawValue) })
+        }
         return .object(members)
     }
 
@@ -133,7 +140,9 @@ extension RawFieldValue: JSONTreeEncodable, JSONTreeDecodable {
             }
             type = known
         }
-        self.init(value: object.members["value"] ?? .null, type: type)
+        var extensionType: FieldType?
+        if case .string(let name)? = object.members[WireForm.typeExtensionKey] { extensionType = FieldType(rawValue: name) }
+        self.init(value: object.members["value"] ?? .null, type: WireForm.type(type: type, extensionType: extensionType))
     }
 }
 

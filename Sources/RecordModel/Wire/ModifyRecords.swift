@@ -4,7 +4,11 @@ extension RawFieldValue: Encodable {
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(value, forKey: .value)
-        try container.encodeIfPresent(type, forKey: .type)
+        if let type {
+            let wire = WireForm.type(type)
+            try container.encode(wire.type, forKey: .type)
+            try container.encodeIfPresent(wire.extensionType, forKey: .recordSyncType)
+        }
     }
 
     /// The wire form of a typed value.

@@ -113,8 +113,16 @@ struct Reply: Sendable {
     /// The body as untyped JSON (`.null` when it is not JSON).
     var json: JSONValue { (try? JSONDecoder().decode(JSONValue.self, from: data)) ?? .null }
 
-    /// The `serverErrorCode` of an error body.
-    var code: String? { json["serverErrorCode"]?.stringValue }
+    /// The code an error body means: its `recordSyncErrorCode` extension, else its
+    /// `serverErrorCode`. Checks on the way that the body speaks Apple's documented codes only,
+    /// with Apple's HTTP status for a request-level error.
+    var code: String? {
+        guard let wire = json["serverErrorCode"]?.stringValue else { return nil }
+        let apple = WireForm.appleErrorCodes[ServerErrorCode(rawValue: wire)]
+        #expect(apple != nil, "serverErrorCode \(wire) is not one Apple documents")
+        if status != 200 { #expect(apple == status, "\(wire) answered with HTTP \(status)") }
+        return json[WireForm.errorExtensionKey]?.stringValue ?? wire
+    }
 
     /// The `reason` of an error body.
     var reason: String { json["reason"]?.stringValue ?? "" }

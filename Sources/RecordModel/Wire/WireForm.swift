@@ -1,0 +1,102 @@
+import Foundation
+
+/// How RecordSync's codes and field types travel on the wire.
+///
+/// Every `serverErrorCode` a server sends is one Apple documents, and every field `type` is one
+/// of Apple's types (or its `_LIST` form), so a client built on Apple's documents reads every
+/// answer. Where RecordSync means more than Apple's word says, the finer meaning travels in an
+/// extension key beside it: ``errorExtensionKey`` beside `serverErrorCode`, ``typeExtensionKey``
+/// beside a field's `type`. RecordSync's readers take the extension key when they know its value
+/// and Apple's word otherwise. These two functions are the only place the mapping is written.
+public enum WireForm {
+    /// The key beside `serverErrorCode` naming RecordSync's finer code (`LIMIT_EXCEEDED`, …).
+    public static let errorExtensionKey = "recordSyncErrorCode"
+    /// The key beside a field's `type` naming RecordSync's finer type (`BOOLEAN`, …).
+    public static let typeExtensionKey = "recordSyncType"
+
+    /// The error codes Apple documents for CloudKit Web Services, with their HTTP statuses.
+    public static let appleErrorCodes: [ServerErrorCode: Int] = [
+        .accessDenied: 403, .atomicError: 400, .authenticationFailed: 401, .authenticationRequired: 421,
+        .badRequest: 400, .conflict: 409, .exists: 409, .internalError: 500, .notFound: 404,
+        .quotaExceeded: 413, .throttled: 429, .tryAgainLater: 503, .validatingReferenceError: 412,
+        .zoneNotFound: 404,
+    ]
+
+    /// The scalar types Apple documents.
+    public static let appleScalarTypes: Set<ScalarType> = [.string, .int64, .double, .timestamp, .bytes, .reference, .location, .asset]
+
+    /// The wire form of `code`: the Apple code sent as `serverErrorCode`, and RecordSync's own
+    /// code for ``errorExtensionKey`` when it says more.
+    public static func error(_ code: ServerErrorCode) -> (code: ServerErrorCode, extensionCode: ServerErrorCode?) {
+        if appleErrorCodes[code] != nil { return (code, nil) }
+        switch code {
+        // A request, record or body over a limit, a token of a zone's earlier incarnation, a
+        // database kind not supported: each a request the server will not take as it is.
+        case .limitExceeded, .changeTokenExpired, .notSupported: return (.badRequest, code)
+        // Never sent by a server (the client's own code for an unreachable server).
+        case .networkFailure: return (.tryAgainLater, code)
+        default: return (.internalError, code)
+        }
+    }
+
+    /// The code an error body with `serverErrorCode` `code` and extension `extensionCode` means.
+    public static func error(code: ServerErrorCode, extensionCode: ServerErrorCode?) -> ServerErrorCode {
+        extensionCode ?? code
+    }
+
+    /// The wire form of `type`: the Apple type sent as `type`, and RecordSync's own type for
+    /// ``typeExtensionKey`` when it says more. A `BOOLEAN` travels as `INT64` 0 or 1, as
+    /// CloudKit stores booleans.
+    public static func type(_ type: FieldType) -> (type: FieldType, extensionType: FieldType?) {
+        if appleScalarTypes.contains(type.scalar) { return (type, nil) }
+        switch type.scalar {
+        case .boolean: return (FieldType(.int64, isList: type.isList), type)
+        default: return (FieldType(.string, isList: type.isList), type)
+        }
+    }
+
+    /// Whether a value a client typed as `given` is read as a field of type `declared`: the
+    /// same type, or Apple's type that `declared` travels as (`INT64` 0 or 1 for a `BOOLEAN`,
+    /// as a client knowing only Apple's types sends it back).
+    public static func reads(_ given: FieldType, as declared: FieldType) -> Bool {
+        given == declared || type(declared).type == given
+    }
+
+    /// Whether stored fields text (written by an earlier release) holds a field whose type the
+    /// wire now carries in another form (`"type":"BOOLEAN"`), so that it must be decoded and
+    /// written again rather than copied to an answer as it is. A string value holding those
+    /// bytes only costs that decoding.
+    public static func isBeforeWireForm(storedFields text: String) -> Bool {
+        let needle = Array(#""type":"BOOLEAN"#.utf8)
+        var text = text
+        return text.withUTF8 { bytes in
+            guard bytes.count >= needle.count else { return false }
+            var index = 0
+            let last = bytes.count - needle.count
+            while index <= last {
+                // The needle's second byte `t` is rarer than its quote: look for it first.
+                if bytes[index + 1] == UInt8(ascii: "t"), bytes[index] == UInt8(ascii: "\""),
+                   needle.indices.allSatisfy({ bytes[index + $0] == needle[$0] }) {
+                    return true
+                }
+                index += 1
+            }
+            return false
+        }
+    }
+
+    /// The type a field with wire `type` and extension `extensionType` (each parsed, `nil`
+    /// when absent or unknown) is read as: the extension when RecordSync knows it.
+    public static func type(type: FieldType?, extensionType: FieldType?) -> FieldType? {
+        extensionType ?? type
+    }
+}
+
+extension ServerErrorCode {
+    /// Every code RecordSync uses (Apple's and its extensions), for checking their wire forms.
+    public static let allKnown: [ServerErrorCode] = [
+        .accessDenied, .atomicError, .authenticationFailed, .authenticationRequired, .badRequest, .conflict, .exists,
+        .internalError, .notFound, .quotaExceeded, .throttled, .tryAgainLater, .validatingReferenceError, .zoneNotFound,
+        .changeTokenExpired, .limitExceeded, .notSupported, .networkFailure,
+    ]
+}
