@@ -74,6 +74,18 @@ public indirect enum FieldValue: Sendable, Hashable {
         case .list(_, let elements): return .array(elements.map(\.json))
         }
     }
+
+    /// ``json`` as the answer being written carries it: with ``WireForm/numbersAsStrings``,
+    /// `INT64` and `DOUBLE` values as strings.
+    var wireJSON: JSONValue {
+        guard WireForm.numbersAsStrings else { return json }
+        switch self {
+        case .int64(let value): return .string(String(value))
+        case .double: return .string((try? json.serializedString()) ?? "")
+        case .list(.int64, let elements), .list(.double, let elements): return .array(elements.map(\.wireJSON))
+        default: return json
+        }
+    }
 }
 
 extension ZoneID {
@@ -94,9 +106,12 @@ extension FieldValue {
     ///   - type: the type to read it as; `nil` infers one from the JSON (string → `STRING`,
     ///     integer → `INT64`, other number → `DOUBLE`, boolean → `BOOLEAN`, object with
     ///     `recordName` → `REFERENCE`, with `latitude` → `LOCATION`, array → a list).
+    ///   - numbersMayBeStrings: whether an `INT64` or `DOUBLE` value may be a string holding the
+    ///     number (as CloudKit JS's `numbersAsStrings` writes them): only for a type the field
+    ///     itself gives, never for one taken from the schema, so an untyped `"1853"` stays a string.
     /// - Throws: ``RecordSyncError`` with ``ServerErrorCode/badRequest`` and a reason naming what
     ///   was expected, when the JSON does not fit the type.
-    public init(json: JSONValue, type: FieldType?) throws {
+    public init(json: JSONValue, type: FieldType?, numbersMayBeStrings: Bool = false) throws {
         guard let type = type ?? Self.inferredType(of: json) else {
             throw RecordSyncError(.badRequest, "cannot infer a type for \(json.kindDescription); give \"type\"")
         }
@@ -108,14 +123,14 @@ extension FieldValue {
             values.reserveCapacity(elements.count)
             for (index, element) in elements.enumerated() {
                 do {
-                    values.append(try FieldValue(scalar: element, type: type.scalar))
+                    values.append(try FieldValue(scalar: element, type: type.scalar, numbersMayBeStrings: numbersMayBeStrings))
                 } catch let error as RecordSyncError {
                     throw RecordSyncError(.badRequest, "element \(index): \(error.reason)")
                 }
             }
             self = .list(type.scalar, values)
         } else {
-            self = try FieldValue(scalar: json, type: type.scalar)
+            self = try FieldValue(scalar: json, type: type.scalar, numbersMayBeStrings: numbersMayBeStrings)
         }
     }
 
@@ -150,13 +165,15 @@ extension FieldValue {
         }
     }
 
-    private init(scalar json: JSONValue, type: ScalarType) throws {
+    private init(scalar json: JSONValue, type: ScalarType, numbersMayBeStrings: Bool) throws {
         func mismatch() -> RecordSyncError {
             RecordSyncError(.badRequest, "expected \(Self.expectation(for: type)) for \(type.rawValue), got \(json.kindDescription)")
         }
         switch (type, json) {
         case (.string, .string(let value)): self = .string(value)
         case (.int64, .int(let value)): self = .int64(value)
+        case (.int64, .string(let text)) where numbersMayBeStrings && Int64(text) != nil: self = .int64(Int64(text)!)
+        case (.double, .string(let text)) where numbersMayBeStrings && Double(text)?.isFinite == true: self = .double(Double(text)!)
         case (.int64, .double(let value)):
             guard value.rounded() == value, let exact = Int64(exactly: value) else { throw mismatch() }
             self = .int64(exact)
@@ -278,7 +295,7 @@ extension FieldValue: Codable {
     public init(from decoder: any Decoder) throws {
         let raw = try RawFieldValue(from: decoder)
         do {
-            self = try FieldValue(json: raw.value, type: raw.type)
+            self = try FieldValue(json: raw.value, type: raw.type, numbersMayBeStrings: raw.type != nil)
         } catch let error as RecordSyncError {
             throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: error.reason))
         }
@@ -287,7 +304,7 @@ extension FieldValue: Codable {
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         let wire = WireForm.type(type)
-        try container.encode(json, forKey: .value)
+        try container.encode(wireJSON, forKey: .value)
         try container.encode(wire.type, forKey: .type)
         try container.encodeIfPresent(wire.extensionType, forKey: .recordSyncType)
     }

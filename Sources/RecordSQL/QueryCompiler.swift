@@ -232,6 +232,10 @@ public struct QueryCompiler: Sendable {
     }
 
     private func listCondition(_ field: String, _ comparator: QueryComparator, _ value: RawFieldValue, scalar: ScalarType) throws -> (String, [SQLValue]) {
+        if comparator == .notListContainsAny {
+            let (any, arguments) = try listCondition(field, .listContainsAny, value, scalar: scalar)
+            return ("NOT (\(any))", arguments)
+        }
         if scalar == .reference {
             let names = try bindings(value.value, scalar: .reference, list: comparator.takesList)
             if comparator == .listContainsAny {

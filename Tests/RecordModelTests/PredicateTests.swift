@@ -75,6 +75,7 @@ private func reference(_ name: String, zone: String? = "_defaultZone") -> JSONVa
         ("NOT (tags CONTAINS 'a')", .notListContains), ("NOT (ANY tags BEGINSWITH 'a')", .notListMemberBeginsWith),
         ("NOT (ALL {'a'} IN tags)", .notListContainsAll), ("NONE tags == 'a'", .notListContains),
         ("NONE tags BEGINSWITH 'a'", .notListMemberBeginsWith),
+        ("NOT (ANY tags IN {'a'})", .notListContainsAny), ("NONE tags IN {'a'}", .notListContainsAny),
         ("NOT year == 1", .notEquals), ("NOT year != 1", .equals), ("!(year == 1)", .notEquals),
         ("NOT year < 1", .greaterThanOrEquals), ("NOT year <= 1", .greaterThan),
         ("NOT year > 1", .lessThanOrEquals), ("NOT year >= 1", .lessThan),
@@ -305,8 +306,6 @@ struct BadFormat: Sendable, CustomTestStringConvertible {
         BadFormat("a IN {1, {2}}", blames: "'{' at column 10"),
         BadFormat("ANY tags != 'x'", blames: "'ANY' at column 1"),
         BadFormat("ALL tags BEGINSWITH 'x'", blames: "'ALL' at column 1"),
-        BadFormat("NOT (ANY tags IN {'x'})", blames: "'NOT' at column 1"),
-        BadFormat("NONE tags IN {'x'}", blames: "'NONE' at column 1"),
         BadFormat("recordName CONTAINS 'x'", blames: "'recordName' at column 1"),
         BadFormat("creationDate > 'yesterday'", blames: "''yesterday'' at column 16"),
     ]

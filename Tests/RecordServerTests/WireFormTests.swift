@@ -65,3 +65,94 @@ import Testing
         }
     }
 }
+
+/// What CloudKit JS sends beyond Apple's reference: `numbersAsStrings`, `NOT_LIST_CONTAINS_ANY`,
+/// and `zones/changes`.
+@Suite struct CloudKitJSRequestTests {
+    @Test func numbersAsStringsWritesInt64AndDoubleAsStrings() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            try await alice.save([Record(recordName: "p", recordType: "Point", fields: [
+                "big": .int64(9_007_199_254_740_993), "ratio": .double(0.5), "when": .timestamp(1_700_000_000_000),
+                "ids": .list(.int64, [.int64(1), .int64(-2)]), "name": .string("7"),
+            ])])
+            let want: [String: JSONValue] = [
+                "big": .object(["type": .string("INT64"), "value": .string("9007199254740993")]),
+                "ratio": .object(["type": .string("DOUBLE"), "value": .string("0.5")]),
+                "when": .object(["type": .string("TIMESTAMP"), "value": .int(1_700_000_000_000)]),
+                "ids": .object(["type": .string("INT64_LIST"), "value": .array([.string("1"), .string("-2")])]),
+                "name": .object(["type": .string("STRING"), "value": .string("7")]),
+            ]
+            let answers: [(String, JSONValue?)] = [
+                ("lookup", try await alice.post("records/lookup", #"{"records":[{"recordName":"p"}],"numbersAsStrings":true}"#).json["records"]?[0]),
+                ("query", try await alice.post("records/query", #"{"query":{"recordType":"Point"},"numbersAsStrings":true}"#).json["records"]?[0]),
+                ("changes", try await alice.post("records/changes", #"{"numbersAsStrings":true}"#).json["records"]?[0]),
+                ("changes/zone", try await alice.post("changes/zone", #"{"zones":[{"zoneID":{"zoneName":"_defaultZone"}}],"numbersAsStrings":true}"#).json["zones"]?[0]?["records"]?[0]),
+                ("modify", try await alice.post("records/modify", #"{"operations":[{"operationType":"forceUpdate","record":{"recordName":"p","recordType":"Point","fields":{"big":{"value":"9007199254740995","type":"INT64"}}}}],"numbersAsStrings":true}"#).json["records"]?[0]),
+            ]
+            for (endpoint, record) in answers {
+                for (field, expected) in want where !(endpoint == "modify" && field == "big") {
+                    #expect(record?["fields"]?[field] == expected, "\(endpoint) \(field): \(String(describing: record))")
+                }
+            }
+            // The string sent for an INT64 was read as the number, exactly.
+            let plain = try await alice.post("records/lookup", #"{"records":[{"recordName":"p"}]}"#).json["records"]?[0]
+            #expect(plain?["fields"]?["big"]?["value"] == .int(9_007_199_254_740_995))
+            #expect(plain?["fields"]?["ratio"]?["value"] == .double(0.5))
+        }
+    }
+
+    @Test func notListContainsAnyMatchesListsHoldingNoneOfTheValues() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            try await alice.save([Record(recordName: "a", recordType: "Tag"), Record(recordName: "b", recordType: "Tag")])
+            try await alice.save([
+                Record(recordName: "x", recordType: "Post", fields: ["tags": .list(.string, [.string("red"), .string("blue")]), "refs": .list(.reference, [.reference(Reference(recordName: "a"))])]),
+                Record(recordName: "y", recordType: "Post", fields: ["tags": .list(.string, [.string("green")]), "refs": .list(.reference, [.reference(Reference(recordName: "b"))])]),
+                Record(recordName: "z", recordType: "Post", fields: ["tags": .list(.string, [.string("blue")]), "refs": .list(.reference, [.reference(Reference(recordName: "a")), .reference(Reference(recordName: "b"))])]),
+            ])
+            func names(_ filter: String) async throws -> [String] {
+                let reply = try await alice.post("records/query", #"{"query":{"recordType":"Post","filterBy":[\#(filter)],"sortBy":[{"systemFieldName":"recordName"}]}}"#)
+                #expect(reply.status == 200, "\(reply.json)")
+                return reply.json["records"]?.arrayValue?.compactMap { $0["recordName"]?.stringValue } ?? []
+            }
+            #expect(try await names(#"{"comparator":"NOT_LIST_CONTAINS_ANY","fieldName":"tags","fieldValue":{"value":["red","green"]}}"#) == ["z"])
+            #expect(try await names(#"{"comparator":"LIST_CONTAINS_ANY","fieldName":"tags","fieldValue":{"value":["red","green"]}}"#) == ["x", "y"])
+            #expect(try await names(#"{"comparator":"NOT_LIST_CONTAINS_ANY","fieldName":"tags","fieldValue":{"value":[]}}"#) == ["x", "y", "z"])
+            #expect(try await names(#"{"comparator":"NOT_LIST_CONTAINS_ANY","fieldName":"refs","fieldValue":{"value":[{"recordName":"b"}]}}"#) == ["x"])
+        }
+    }
+
+    @Test func zonesChangesListsChangedZonesWithTheirTokens() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            try await alice.createZones("A", "B")
+            let first = try await alice.post("zones/changes", "")
+            #expect(first.status == 200, "\(first.json)")
+            let zones = first.json["zones"]?.arrayValue ?? []
+            #expect(zones.compactMap { $0["zoneID"]?["zoneName"]?.stringValue }.sorted() == ["A", "B", "_defaultZone"])
+            #expect(zones.allSatisfy { $0["syncToken"]?.stringValue != nil && $0["atomic"] == .bool(true) && $0["zoneID"]?["ownerRecordName"]?.stringValue == alice.userRecordName })
+            #expect(first.json["moreComing"] == .bool(false))
+            guard let token = first.json["metaSyncToken"]?.stringValue else { Issue.record("\(first.json)"); return }
+            #expect(first.json["syncToken"]?.stringValue == token)
+
+            try await alice.save([Record(recordName: "r", recordType: "T")], zone: "B")
+            _ = try await alice.post("zones/modify", ModifyZonesRequest(operations: [.init(.delete, ZoneID(zoneName: "A"))]))
+            for key in ["metaSyncToken", "syncToken"] {
+                let next = try await alice.post("zones/changes", #"{"\#(key)":"\#(token)"}"#)
+                let changed = next.json["zones"]?.arrayValue ?? []
+                #expect(changed.count == 2, "\(key): \(next.json)")
+                #expect(changed.first { $0["zoneID"]?["zoneName"]?.stringValue == "A" }?["deleted"] == .bool(true))
+                // B's token is its current one: a fetch with it finds nothing new.
+                let b = changed.first { $0["zoneID"]?["zoneName"]?.stringValue == "B" }
+                guard let bToken = b?["syncToken"]?.stringValue else { Issue.record("\(next.json)"); continue }
+                let records = try await alice.post("records/changes", RecordChangesRequest(zoneID: ZoneID(zoneName: "B"), syncToken: bToken))
+                #expect(records.json["records"]?.arrayValue?.isEmpty == true, "\(records.json)")
+            }
+            let clash = try await alice.post("zones/changes", #"{"metaSyncToken":"\#(token)","syncToken":"x"}"#)
+            #expect(clash.code == "BAD_REQUEST")
+            let garbage = try await alice.post("zones/changes", #"{"syncToken":"garbage"}"#)
+            #expect(garbage.code == "BAD_REQUEST")
+        }
+    }
+}

@@ -72,8 +72,9 @@ extension RecordStore {
                 var entries: [StoredZoneChanges.Entry] = []
                 entries.reserveCapacity(page.count)
                 for change in page {
-                    if let text = change.entry.fieldsJSON, request.desiredKeys != nil || WireForm.isBeforeWireForm(storedFields: text) {
-                        // Decoded to be restricted, or to be written in today's wire form.
+                    if let text = change.entry.fieldsJSON,
+                       request.desiredKeys != nil || request.numbersAsStrings == true || WireForm.isBeforeWireForm(storedFields: text) {
+                        // Decoded to be restricted, or to be written in today's wire form or with numbers as strings.
                         var record = change.entry.record
                         record.fields = try Record.fields(fromJSON: text)
                         entries.append(.init(record: request.desiredKeys.map { record.restricted(to: $0) } ?? record))

@@ -94,7 +94,7 @@ extension ModifyBatch {
             throw RecordSyncError(.badRequest, "field \(NameRules.quoted(field)) of \(recordType) is \(schemaType) in the schema, but the request gives \(given)", recordName: recordName)
         }
         do {
-            return try FieldValue(json: raw.value, type: schemaType ?? raw.type)
+            return try FieldValue(json: raw.value, type: schemaType ?? raw.type, numbersMayBeStrings: raw.type != nil)
         } catch let error as RecordSyncError {
             let context = raw.type == nil && schemaType != nil ? " (the schema says \(schemaType!))" : ""
             throw RecordSyncError(.badRequest, "field \(NameRules.quoted(field)): \(error.reason)\(context)", recordName: recordName)

@@ -20,13 +20,19 @@ struct DatabaseRoutes: Sendable {
 
     static let endpoints: [(path: String, methods: [HTTPRequest.Method], handler: Endpoint)] = [
         ("records/modify", [.post], { routes, body, scope in
-            try JSONBody.response(try await routes.store.modifyRecords(JSONBody.decode(ModifyRecordsRequest.self, from: body), in: scope))
+            let request = try JSONBody.decode(ModifyRecordsRequest.self, from: body)
+            let answer = try await routes.store.modifyRecords(request, in: scope)
+            return try WireForm.$numbersAsStrings.withValue(request.numbersAsStrings == true) { try JSONBody.response(answer) }
         }),
         ("records/lookup", [.post], { routes, body, scope in
-            try JSONBody.response(try await routes.store.lookupRecords(JSONBody.decode(LookupRecordsRequest.self, from: body), in: scope))
+            let request = try JSONBody.decode(LookupRecordsRequest.self, from: body)
+            let answer = try await routes.store.lookupRecords(request, in: scope)
+            return try WireForm.$numbersAsStrings.withValue(request.numbersAsStrings == true) { try JSONBody.response(answer) }
         }),
         ("records/query", [.post], { routes, body, scope in
-            try JSONBody.response(try await routes.store.queryRecords(JSONBody.decode(QueryRecordsRequest.self, from: body), in: scope))
+            let request = try JSONBody.decode(QueryRecordsRequest.self, from: body)
+            let answer = try await routes.store.queryRecords(request, in: scope)
+            return try WireForm.$numbersAsStrings.withValue(request.numbersAsStrings == true) { try JSONBody.response(answer) }
         }),
         ("records/changes", [.post], { routes, body, scope in
             let request = try JSONBody.decode(RecordChangesRequest.self, from: body)
@@ -35,8 +41,10 @@ struct DatabaseRoutes: Sendable {
         ("changes/zone", [.post], { routes, body, scope in
             let request = try JSONBody.decode(ZoneChangesRequest.self, from: body)
             try routes.limits.checkCount(request.zones.count, of: "zones")
+            let numbersAsStrings = request.numbersAsStrings == true || request.zones.contains { $0.numbersAsStrings == true }
             var results: [ZoneChangesResult] = []
-            for zone in request.zones {
+            for var zone in request.zones {
+                if numbersAsStrings { zone.numbersAsStrings = true }
                 do {
                     results.append(.success(try await routes.store.recordChanges(zone, in: scope)))
                 } catch let error as RecordSyncError {
@@ -45,11 +53,15 @@ struct DatabaseRoutes: Sendable {
                     results.append(.failure(error))
                 }
             }
-            return try JSONBody.response(ZoneChangesResponse(zones: results))
+            return try WireForm.$numbersAsStrings.withValue(numbersAsStrings) { try JSONBody.response(ZoneChangesResponse(zones: results)) }
         }),
         ("changes/database", [.post], { routes, body, scope in
             let request = body.isEmpty ? DatabaseChangesRequest() : try JSONBody.decode(DatabaseChangesRequest.self, from: body)
             return try JSONBody.response(try await routes.store.databaseChanges(request, in: scope))
+        }),
+        ("zones/changes", [.post], { routes, body, scope in
+            let request = body.isEmpty ? ZonesChangesRequest() : try JSONBody.decode(ZonesChangesRequest.self, from: body)
+            return try JSONBody.response(try await routes.store.zonesChanges(request, in: scope))
         }),
         ("zones/list", [.get, .post], { routes, _, scope in
             try JSONBody.response(ZonesResponse(zones: try await routes.store.listZones(in: scope).map(ZoneResult.success)))
@@ -157,8 +169,11 @@ extension ChangePageReadAhead where Answer == PreparedResponse {
     /// The answer to a `records/changes` request as the server sends it: JSON, gzipped when the
     /// request accepts it (``JSONBody``).
     func answer(_ request: RecordChangesRequest, in scope: DatabaseScope, from store: RecordStore, gzip: Bool) async throws -> PreparedResponse {
-        try await answer(request, in: scope, from: store, variant: gzip ? "gzip" : "identity") { page in
-            try JSONBody.$acceptsGzip.withValue(gzip) { try JSONBody.prepared(page) }
+        let numbersAsStrings = request.numbersAsStrings == true
+        return try await answer(request, in: scope, from: store, variant: gzip ? "gzip" : "identity") { page in
+            try WireForm.$numbersAsStrings.withValue(numbersAsStrings) {
+                try JSONBody.$acceptsGzip.withValue(gzip) { try JSONBody.prepared(page) }
+            }
         }
     }
 }

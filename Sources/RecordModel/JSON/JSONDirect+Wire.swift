@@ -87,8 +87,14 @@ extension FieldValue: JSONDirectWritable {
         switch self {
         case .string(let value):
             writer.writeString(value)
+        case .int64(let value) where writer.numbersAsStrings:
+            writer.writeString(String(value))
         case .int64(let value), .timestamp(let value):
             writer.bytes.append(contentsOf: String(value).utf8)
+        case .double(let value) where writer.numbersAsStrings:
+            var number = JSONWriter()
+            try number.write(.double(value))
+            writer.writeString(String(decoding: number.bytes, as: UTF8.self))
         case .double(let value):
             try writer.write(.double(value))
         case .boolean(let value):
@@ -310,6 +316,7 @@ extension ModifyRecordsRequest: JSONDirectWritable {
         writer.open()
         if let atomic { writer.key("atomic", first: &first); writer.bytes.append(contentsOf: (atomic ? "true" : "false").utf8) }
         if let desiredKeys { writer.key("desiredKeys", first: &first); writer.array(desiredKeys) { $0.writeString($1) } }
+        if let numbersAsStrings { writer.key("numbersAsStrings", first: &first); writer.bytes.append(contentsOf: (numbersAsStrings ? "true" : "false").utf8) }
         writer.key("operations", first: &first)
         try writer.array(operations) { try $1.write(to: &$0) }
         if let zoneID { writer.key("zoneID", first: &first); zoneID.write(to: &writer) }

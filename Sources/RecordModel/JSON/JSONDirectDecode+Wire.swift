@@ -287,7 +287,7 @@ extension FieldValue: JSONDirectDecodable {
                 json = try text.value()
             case .other(let value): json = value
             }
-            guard let value = try? FieldValue(json: json, type: type) else { throw JSONDirectMiss() }
+            guard let value = try? FieldValue(json: json, type: type, numbersMayBeStrings: type != nil) else { throw JSONDirectMiss() }
             self = value
         }
     }
@@ -521,18 +521,20 @@ extension RecordOperation: JSONDirectDecodable {
 
 extension ModifyRecordsRequest: JSONDirectDecodable {
     init(direct parser: inout JSONParser) throws {
-        var operations: [RecordOperation]?, zoneID: ZoneID?, atomic: Bool?, desiredKeys: [String]?
+        var operations: [RecordOperation]?, zoneID: ZoneID?, atomic: Bool?, desiredKeys: [String]?, numbersAsStrings: Bool?
         try parser.forEachMember { parser, key in
             switch key {
             case "operations": operations = try parser.directArray(of: RecordOperation.self)
             case "zoneID": zoneID = try parser.takeNull() ? nil : try ZoneID(direct: &parser)
             case "atomic": atomic = try parser.takeNull() ? nil : try parser.directBool()
             case "desiredKeys": desiredKeys = try parser.directOptionalStrings()
+            case "numbersAsStrings": numbersAsStrings = try parser.takeNull() ? nil : try parser.directBool()
             default: try parser.skipValue()
             }
         }
         guard let operations else { throw JSONDirectMiss() }
         self.init(operations: operations, zoneID: zoneID, atomic: atomic, desiredKeys: desiredKeys)
+        self.numbersAsStrings = numbersAsStrings
     }
 }
 

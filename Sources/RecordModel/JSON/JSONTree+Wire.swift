@@ -105,7 +105,7 @@ extension Stamp: JSONTreeEncodable, JSONTreeDecodable {
 extension FieldValue: JSONTreeEncodable, JSONTreeDecodable {
     func jsonTree() -> JSONValue {
         let wire = WireForm.type(type)
-        var members: [String: JSONValue] = ["type": .string(wire.type.rawValue), "value": json]
+        var members: [String: JSONValue] = ["type": .string(wire.type.rawValue), "value": wireJSON]
         members.set(WireForm.typeExtensionKey, wire.extensionType.map { .string($0.rawValue) })
         return .object(members)
     }
@@ -113,7 +113,7 @@ extension FieldValue: JSONTreeEncodable, JSONTreeDecodable {
     init(jsonTree value: JSONValue, path: [any CodingKey]) throws {
         let raw = try RawFieldValue(jsonTree: value, path: path)
         do {
-            self = try FieldValue(json: raw.value, type: raw.type)
+            self = try FieldValue(json: raw.value, type: raw.type, numbersMayBeStrings: raw.type != nil)
         } catch let error as RecordSyncError {
             throw DecodingError.dataCorrupted(.init(codingPath: path, debugDescription: error.reason))
         }

@@ -22,9 +22,13 @@ extension JSONValue {
 /// Writes ``JSONValue``s as compact JSON.
 struct JSONWriter {
     var bytes: [UInt8] = []
+    /// Whether `INT64` and `DOUBLE` field values are written as strings (``WireForm/numbersAsStrings``
+    /// when the writer was made).
+    var numbersAsStrings: Bool
 
     init() {
         bytes.reserveCapacity(256)
+        numbersAsStrings = WireForm.numbersAsStrings
     }
 
     mutating func write(_ value: JSONValue) throws {

@@ -57,7 +57,9 @@ extension QueryComparator {
         case .notListContainsAll: .listContainsAll
         case .listMemberBeginsWith: .notListMemberBeginsWith
         case .notListMemberBeginsWith: .listMemberBeginsWith
-        case .listContainsAny, .containsAllTokens, .containsAnyTokens, .near: nil
+        case .listContainsAny: .notListContainsAny
+        case .notListContainsAny: .listContainsAny
+        case .containsAllTokens, .containsAnyTokens, .near: nil
         }
     }
 }

@@ -9,6 +9,9 @@ public struct RecordChangesRequest: Sendable, Hashable, Codable {
     public var desiredKeys: [String]?
     /// Extension: only changes to records of these types.
     public var desiredRecordTypes: [String]?
+    /// CloudKit JS's option: `INT64` and `DOUBLE` values in the answer's fields are written as
+    /// strings (``WireForm/numbersAsStrings``).
+    public var numbersAsStrings: Bool?
 
     /// Creates a request.
     public init(zoneID: ZoneID? = nil, syncToken: String? = nil, resultsLimit: Int? = nil, desiredKeys: [String]? = nil, desiredRecordTypes: [String]? = nil) {
@@ -41,6 +44,9 @@ public struct ZoneChanges: Sendable, Hashable, Codable {
 /// The body of `changes/zone`.
 public struct ZoneChangesRequest: Sendable, Hashable, Codable {
     public var zones: [RecordChangesRequest]
+    /// CloudKit JS's option: `INT64` and `DOUBLE` values in the answer's fields are written as
+    /// strings (``WireForm/numbersAsStrings``).
+    public var numbersAsStrings: Bool?
     public init(zones: [RecordChangesRequest]) { self.zones = zones }
 }
 

@@ -92,6 +92,9 @@ public struct ModifyRecordsRequest: Sendable, Hashable, Codable {
     public var atomic: Bool?
     /// Fields to return in results; all when omitted.
     public var desiredKeys: [String]?
+    /// CloudKit JS's option: `INT64` and `DOUBLE` values in the answer's fields are written as
+    /// strings (``WireForm/numbersAsStrings``).
+    public var numbersAsStrings: Bool?
 
     /// Creates a request.
     public init(operations: [RecordOperation], zoneID: ZoneID? = nil, atomic: Bool? = nil, desiredKeys: [String]? = nil) {
@@ -132,6 +135,9 @@ public struct LookupRecordsRequest: Sendable, Hashable, Codable {
     public var include: [String]?
     /// Extension: how many references deep `include` follows (default 1, at most 8).
     public var includeDepth: Int?
+    /// CloudKit JS's option: `INT64` and `DOUBLE` values in the answer's fields are written as
+    /// strings (``WireForm/numbersAsStrings``).
+    public var numbersAsStrings: Bool?
 
     /// Creates a request.
     public init(records: [Entry], zoneID: ZoneID? = nil, desiredKeys: [String]? = nil, include: [String]? = nil, includeDepth: Int? = nil) {

@@ -15,6 +15,8 @@ public enum QueryComparator: String, Sendable, Hashable, Codable, CaseIterable {
     case listContains = "LIST_CONTAINS"
     case notListContains = "NOT_LIST_CONTAINS"
     case listContainsAny = "LIST_CONTAINS_ANY"
+    /// A list holding none of the values (CloudKit JS sends it; Apple's reference omits it).
+    case notListContainsAny = "NOT_LIST_CONTAINS_ANY"
     case listContainsAll = "LIST_CONTAINS_ALL"
     case notListContainsAll = "NOT_LIST_CONTAINS_ALL"
     case listMemberBeginsWith = "LIST_MEMBER_BEGINS_WITH"
@@ -26,7 +28,7 @@ public enum QueryComparator: String, Sendable, Hashable, Codable, CaseIterable {
     /// Whether the comparator's `fieldValue` is a list of values to compare against.
     public var takesList: Bool {
         switch self {
-        case .in, .notIn, .listContainsAny, .listContainsAll, .notListContainsAll: true
+        case .in, .notIn, .listContainsAny, .notListContainsAny, .listContainsAll, .notListContainsAll: true
         default: false
         }
     }
@@ -34,7 +36,7 @@ public enum QueryComparator: String, Sendable, Hashable, Codable, CaseIterable {
     /// Whether the comparator applies to the elements of a list field.
     public var appliesToListElements: Bool {
         switch self {
-        case .listContains, .notListContains, .listContainsAny, .listContainsAll, .notListContainsAll,
+        case .listContains, .notListContains, .listContainsAny, .notListContainsAny, .listContainsAll, .notListContainsAll,
              .listMemberBeginsWith, .notListMemberBeginsWith: true
         default: false
         }
@@ -129,6 +131,9 @@ public struct QueryRecordsRequest: Sendable, Hashable, Codable {
     public var desiredKeys: [String]?
     /// Query every zone of the database (ignored when `zoneID` is given).
     public var zoneWide: Bool?
+    /// CloudKit JS's option: `INT64` and `DOUBLE` values in the answer's fields are written as
+    /// strings (``WireForm/numbersAsStrings``).
+    public var numbersAsStrings: Bool?
 
     /// Creates a request.
     public init(query: Query, zoneID: ZoneID? = nil, resultsLimit: Int? = nil, continuationMarker: String? = nil, desiredKeys: [String]? = nil, zoneWide: Bool? = nil) {

@@ -14,6 +14,12 @@ public enum WireForm {
     /// The key beside a field's `type` naming RecordSync's finer type (`BOOLEAN`, …).
     public static let typeExtensionKey = "recordSyncType"
 
+    /// CloudKit JS's `numbersAsStrings` option for the answer being written: `INT64` and
+    /// `DOUBLE` field values (and their lists' elements) are written as JSON strings, which
+    /// JavaScript reads without losing precision. Timestamps stay numbers. Readers accept a
+    /// string for an `INT64` or `DOUBLE` field either way.
+    @TaskLocal public static var numbersAsStrings = false
+
     /// The error codes Apple documents for CloudKit Web Services, with their HTTP statuses.
     public static let appleErrorCodes: [ServerErrorCode: Int] = [
         .accessDenied: 403, .atomicError: 400, .authenticationFailed: 401, .authenticationRequired: 421,

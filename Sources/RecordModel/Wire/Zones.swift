@@ -101,3 +101,32 @@ public struct UserIdentity: Sendable, Hashable, Codable {
         self.userName = userName
     }
 }
+
+/// The body of `zones/changes`: the zones changed since a database token. Apple's table names
+/// the token `metaSyncToken` and its prose `syncToken`; either is read (both must agree).
+public struct ZonesChangesRequest: Sendable, Hashable, Codable {
+    public var metaSyncToken: String?
+    public var syncToken: String?
+    public var resultsLimit: Int?
+
+    public init(metaSyncToken: String? = nil, resultsLimit: Int? = nil) {
+        self.metaSyncToken = metaSyncToken
+        self.resultsLimit = resultsLimit
+    }
+}
+
+/// The answer to `zones/changes`: changed zones (each with its current `syncToken`, or
+/// `deleted: true`), and the token to send next, under both of Apple's names.
+public struct ZonesChangesResponse: Sendable, Hashable, Codable {
+    public var zones: [Zone]
+    public var metaSyncToken: String
+    public var syncToken: String
+    public var moreComing: Bool
+
+    public init(zones: [Zone], token: String, moreComing: Bool) {
+        self.zones = zones
+        self.metaSyncToken = token
+        self.syncToken = token
+        self.moreComing = moreComing
+    }
+}
