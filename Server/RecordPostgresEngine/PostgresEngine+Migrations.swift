@@ -151,6 +151,14 @@ extension PostgresEngine {
             $$
             """,
         ]),
+        // What users let others find them by (users/discover, users/lookup/*).
+        ("v3", [
+            """
+            ALTER TABLE users ADD COLUMN email TEXT, ADD COLUMN given_name TEXT, ADD COLUMN family_name TEXT,
+                ADD COLUMN discoverable BOOLEAN NOT NULL DEFAULT FALSE
+            """,
+            "CREATE UNIQUE INDEX users_by_email ON users(email) WHERE email IS NOT NULL",
+        ]),
     ]
 
     /// The key of the advisory lock that migrations hold (any number no other program uses).

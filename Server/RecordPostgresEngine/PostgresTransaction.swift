@@ -144,6 +144,37 @@ final class PostgresTransaction: StorageTransaction {
             .map { let (id, name, recordName) = try $0.decode((Int64, String, String).self); return User(id: id, name: name, userRecordName: recordName) }
     }
 
+    func profile(ofUser key: Int64) throws -> UserProfile {
+        try rows("SELECT email, given_name, family_name, discoverable FROM users WHERE id = \(key)").first.map {
+            let (email, given, family, discoverable) = try $0.decode((String?, String?, String?, Bool).self)
+            return UserProfile(email: email, givenName: given, familyName: family, discoverable: discoverable)
+        } ?? UserProfile()
+    }
+
+    func setProfile(_ profile: UserProfile, ofUser key: Int64) throws {
+        try execute("""
+            UPDATE users SET email = \(profile.email), given_name = \(profile.givenName), family_name = \(profile.familyName),
+                discoverable = \(profile.discoverable) WHERE id = \(key)
+            """)
+    }
+
+    func users(withEmails emails: [String]) throws -> [(user: User, profile: UserProfile)] {
+        guard !emails.isEmpty else { return [] }
+        return try profiles(try rows("SELECT id, name, record_name, email, given_name, family_name, discoverable FROM users WHERE email = ANY(\(emails))"))
+    }
+
+    func users(withRecordNames names: [String]) throws -> [(user: User, profile: UserProfile)] {
+        guard !names.isEmpty else { return [] }
+        return try profiles(try rows("SELECT id, name, record_name, email, given_name, family_name, discoverable FROM users WHERE record_name = ANY(\(names))"))
+    }
+
+    private func profiles(_ rows: [PostgresRow]) throws -> [(user: User, profile: UserProfile)] {
+        try rows.map {
+            let (id, name, recordName, email, given, family, discoverable) = try $0.decode((Int64, String, String, String?, String?, String?, Bool).self)
+            return (User(id: id, name: name, userRecordName: recordName), UserProfile(email: email, givenName: given, familyName: family, discoverable: discoverable))
+        }
+    }
+
     // MARK: Databases
 
     func database(at address: DatabaseAddress) throws -> StoredDatabase? {

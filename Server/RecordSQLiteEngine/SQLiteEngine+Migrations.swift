@@ -209,6 +209,16 @@ extension SQLiteEngine {
                 CREATE INDEX refs_validating ON refs(zone_id, target) WHERE action = 2;
                 """)
         }
+        // What users let others find them by (users/discover, users/lookup/*).
+        migrator.registerMigration("v6-user-profiles") { db in
+            try db.execute(sql: """
+                ALTER TABLE users ADD COLUMN email TEXT;
+                ALTER TABLE users ADD COLUMN given_name TEXT;
+                ALTER TABLE users ADD COLUMN family_name TEXT;
+                ALTER TABLE users ADD COLUMN discoverable INTEGER NOT NULL DEFAULT 0;
+                CREATE UNIQUE INDEX users_by_email ON users(email) WHERE email IS NOT NULL;
+                """)
+        }
         return migrator
     }
 }

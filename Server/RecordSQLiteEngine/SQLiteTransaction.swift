@@ -63,6 +63,34 @@ final class SQLiteTransaction: StorageTransaction {
             """), arguments: [hash]).map { User(id: $0[0], name: $0[1], userRecordName: $0[2]) }
     }
 
+    func profile(ofUser key: Int64) throws -> UserProfile {
+        try Row.fetchOne(db, sql: "SELECT email, given_name, family_name, discoverable FROM users WHERE id = ?", arguments: [key])
+            .map { UserProfile(email: $0[0], givenName: $0[1], familyName: $0[2], discoverable: $0[3]) } ?? UserProfile()
+    }
+
+    func setProfile(_ profile: UserProfile, ofUser key: Int64) throws {
+        try db.execute(sql: "UPDATE users SET email = ?, given_name = ?, family_name = ?, discoverable = ? WHERE id = ?",
+                       arguments: [profile.email, profile.givenName, profile.familyName, profile.discoverable, key])
+    }
+
+    func users(withEmails emails: [String]) throws -> [(user: User, profile: UserProfile)] {
+        try users(where: "email", in: emails)
+    }
+
+    func users(withRecordNames names: [String]) throws -> [(user: User, profile: UserProfile)] {
+        try users(where: "record_name", in: names)
+    }
+
+    private func users(where column: String, in values: [String]) throws -> [(user: User, profile: UserProfile)] {
+        guard !values.isEmpty else { return [] }
+        return try Row.fetchAll(db, sql: """
+            SELECT id, name, record_name, email, given_name, family_name, discoverable FROM users
+            WHERE \(column) IN (SELECT value FROM json_each(?))
+            """, arguments: [String(decoding: try JSONEncoder().encode(values), as: UTF8.self)]).map {
+            (User(id: $0[0], name: $0[1], userRecordName: $0[2]), UserProfile(email: $0[3], givenName: $0[4], familyName: $0[5], discoverable: $0[6]))
+        }
+    }
+
     // MARK: Databases
 
     func database(at address: DatabaseAddress) throws -> StoredDatabase? {

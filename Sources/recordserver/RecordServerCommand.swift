@@ -135,7 +135,7 @@ extension RecordServerCommand {
         static let configuration = CommandConfiguration(
             commandName: "user",
             abstract: "Manage users and their bearer tokens.",
-            subcommands: [Add.self, Token.self]
+            subcommands: [Add.self, Token.self, Profile.self]
         )
 
         /// `user add NAME`: creates a user and prints its token.
@@ -144,13 +144,50 @@ extension RecordServerCommand {
                 abstract: "Create a user and print a bearer token (and nothing else) on standard output."
             )
             @Argument(help: "The user's name.") var name: String
+            @Option(help: "The user's email address: other users can find them by it (users/discover, users/lookup/email).")
+            var email: String?
+            @Option(help: "The user's given name, shown to users who find them.") var givenName: String?
+            @Option(help: "The user's family name, shown to users who find them.") var familyName: String?
+            @Flag(help: "Keep the user undiscoverable although an email is given (they can opt in later).")
+            var hidden = false
             @OptionGroup var dataOptions: DataOptions
 
             func run() async throws {
                 let store = try await openStore(dataOptions.configuration())
                 let token = Credentials.newToken()
-                _ = try await store.createUser(named: name, tokenHash: Credentials.hash(token))
+                let profile = UserProfile(email: email, givenName: givenName, familyName: familyName, discoverable: email != nil && !hidden)
+                _ = try await store.createUser(named: name, tokenHash: Credentials.hash(token), profile: profile)
                 print(token)
+            }
+        }
+
+        /// `user profile NAME`: shows or changes what other users can find a user by.
+        struct Profile: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Show or change a user's email, names and discoverability, and print the result."
+            )
+            @Argument(help: "The user's name.") var name: String
+            @Option(help: "A new email address (an empty string removes it).") var email: String?
+            @Option(help: "A new given name (an empty string removes it).") var givenName: String?
+            @Option(help: "A new family name (an empty string removes it).") var familyName: String?
+            @Option(help: "Whether other users can find this one: yes or no.") var discoverable: Discoverability?
+            @OptionGroup var dataOptions: DataOptions
+
+            enum Discoverability: String, ExpressibleByArgument { case yes, no }
+
+            func run() async throws {
+                let store = try await openStore(dataOptions.configuration())
+                let (email, givenName, familyName, discoverable) = (email, givenName, familyName, discoverable)
+                let profile = try await store.setProfile(ofUserNamed: name) { profile in
+                    if let email { profile.email = email.isEmpty ? nil : email }
+                    if let givenName { profile.givenName = givenName.isEmpty ? nil : givenName }
+                    if let familyName { profile.familyName = familyName.isEmpty ? nil : familyName }
+                    if let discoverable { profile.discoverable = discoverable == .yes }
+                }
+                print("email: \(profile.email ?? "-")")
+                print("given name: \(profile.givenName ?? "-")")
+                print("family name: \(profile.familyName ?? "-")")
+                print("discoverable: \(profile.discoverable ? "yes" : "no")")
             }
         }
 

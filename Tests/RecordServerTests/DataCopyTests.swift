@@ -37,7 +37,8 @@ struct DataCopyTests {
     @Test func aMovedDirectoryAnswersAsBeforeWithTokensAndTagsIssuedBeforeTheMove() async throws {
         try await withTemporaryDirectory { directory in
             let data = "\(directory)/data"
-            let alice = try await ChildProcess.run("recordserver", ["user", "add", "alice", "--data", data]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+            let alice = try await ChildProcess.run("recordserver", ["user", "add", "alice", "--data", data, "--email", "Alice@Example.com", "--given-name", "Alice"])
+                .output.trimmingCharacters(in: .whitespacesAndNewlines)
             let bob = try await ChildProcess.run("recordserver", ["user", "add", "bob", "--data", data]).output.trimmingCharacters(in: .whitespacesAndNewlines)
             let sqlite = try await ServerProcess(data: data)
             let old = URL(string: "http://127.0.0.1:\(sqlite.port)")!
@@ -82,11 +83,15 @@ struct DataCopyTests {
                 ("public/records/query", "{\"query\": {\"recordType\": \"Notice\"}}", alice),
                 ("public/records/changes", "{}", bob),
                 ("private/records/changes", "{}", bob),
+                // Alice's email, names and discoverability move too.
+                ("public/users/lookup/email", #"{"users": [{"emailAddress": "alice@example.com"}]}"#, bob),
+                ("public/users/caller", "{}", alice),
             ]
             var answers: [String] = []
             for probe in probes {
                 let answer = try await Self.post(old, probe.path, probe.body, token: probe.token)
                 #expect(answer.status == 200, "\(probe.path): \(answer.text)")
+                #expect(!answer.text.contains(#""users":[]"#), "\(probe.path): \(answer.text)")
                 answers.append(answer.text)
             }
             _ = await sqlite.stop(signal: SIGTERM)

@@ -65,6 +65,14 @@ public protocol StorageTransaction: AnyObject {
     func insertToken(hash: Data, userKey: Int64, createdAt: Int64) throws
     /// The user holding the token whose SHA-256 is `hash`, or `nil`.
     func user(forTokenHash hash: Data) throws -> User?
+    /// A user's profile (email, names, discoverability); the empty profile for an unknown key.
+    func profile(ofUser key: Int64) throws -> UserProfile
+    /// Replaces a user's profile (its email is known to be free).
+    func setProfile(_ profile: UserProfile, ofUser key: Int64) throws
+    /// The users whose stored email is one of `emails` (as stored: trimmed and lowercased).
+    func users(withEmails emails: [String]) throws -> [(user: User, profile: UserProfile)]
+    /// The users whose record name is one of `names`.
+    func users(withRecordNames names: [String]) throws -> [(user: User, profile: UserProfile)]
 
     // MARK: Databases and zones
 
@@ -233,6 +241,23 @@ public struct StoredDatabase: Sendable {
         self.containerKey = containerKey
         self.uid = uid
         self.sequence = sequence
+    }
+}
+
+/// What a user may let others find them by: ``RecordStore/setProfile(ofUserNamed:_:)``.
+public struct UserProfile: Sendable, Hashable {
+    /// The email address, trimmed and lowercased; unique among users.
+    public var email: String?
+    public var givenName: String?
+    public var familyName: String?
+    /// Whether other users may find this one by email or record name.
+    public var discoverable: Bool
+
+    public init(email: String? = nil, givenName: String? = nil, familyName: String? = nil, discoverable: Bool = false) {
+        self.email = email
+        self.givenName = givenName
+        self.familyName = familyName
+        self.discoverable = discoverable
     }
 }
 

@@ -72,8 +72,41 @@ struct DatabaseRoutes: Sendable {
         ("zones/modify", [.post], { routes, body, scope in
             try JSONBody.response(ZonesResponse(zones: try await routes.store.modifyZones(JSONBody.decode(ModifyZonesRequest.self, from: body), in: scope)))
         }),
-        ("users/current", [.get, .post], { _, _, scope in
-            try JSONBody.response(UserIdentity(userRecordName: scope.user.userRecordName, userName: scope.user.name))
+        ("users/current", [.get, .post], { routes, _, scope in
+            let profile = try await routes.store.profile(of: scope.user)
+            return try JSONBody.response(profile.userInfo(scope.user, withEmail: false, toSelf: true, userName: scope.user.name))
+        }),
+        ("users/caller", [.get, .post], { routes, _, scope in
+            let profile = try await routes.store.profile(of: scope.user)
+            return try JSONBody.response(UserIdentitiesResponse(users: [profile.identity(scope.user)]))
+        }),
+        // GET (and a body without lookupInfos) asks for the caller's address-book contacts,
+        // which RecordSync does not have: no users.
+        ("users/discover", [.get, .post], { routes, body, scope in
+            let infos = body.isEmpty ? [] : try JSONBody.decode(DiscoverUsersRequest.self, from: body).lookupInfos
+            let found = try await routes.store.discoverUsers(infos, by: scope.user)
+            return try JSONBody.response(UserIdentitiesResponse(users: found.map { $0.profile.identity($0.user, foundBy: $0.info) }))
+        }),
+        ("users/lookup/email", [.post], { routes, body, scope in
+            let request = try JSONBody.decode(LookupUsersRequest.self, from: body)
+            for (index, info) in request.users.enumerated() where info.emailAddress == nil {
+                throw RecordSyncError(.badRequest, "users[\(index)]: emailAddress is missing")
+            }
+            let found = try await routes.store.discoverUsers(request.users.map { UserLookupInfo(emailAddress: $0.emailAddress) }, by: scope.user)
+            return try JSONBody.response(UsersResponse(users: found.map { $0.profile.userInfo($0.user, withEmail: true) }))
+        }),
+        ("users/lookup/id", [.post], { routes, body, scope in
+            let request = try JSONBody.decode(LookupUsersRequest.self, from: body)
+            for (index, info) in request.users.enumerated() where info.userRecordName == nil {
+                throw RecordSyncError(.badRequest, "users[\(index)]: userRecordName is missing")
+            }
+            let found = try await routes.store.discoverUsers(request.users.map { UserLookupInfo(userRecordName: $0.userRecordName) }, by: scope.user)
+            return try JSONBody.response(UsersResponse(users: found.map { $0.profile.userInfo($0.user, withEmail: false) }))
+        }),
+        ("users/discoverability", [.post], { routes, body, scope in
+            let request = try JSONBody.decode(UserDiscoverabilityRequest.self, from: body)
+            let profile = try await routes.store.setDiscoverable(request.discoverable, for: scope.user)
+            return try JSONBody.response(UserIdentitiesResponse(users: [profile.identity(scope.user)]))
         }),
     ]
 

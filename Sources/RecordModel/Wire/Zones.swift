@@ -90,17 +90,6 @@ public struct ModifyZonesRequest: Sendable, Hashable, Codable {
     public init(operations: [Operation]) { self.operations = operations }
 }
 
-/// The answer to `users/current`.
-public struct UserIdentity: Sendable, Hashable, Codable {
-    /// The user's record name, as it appears in `created` and `modified`.
-    public var userRecordName: String
-    /// Extension: the name the user was created with (`recordserver user add NAME`).
-    public var userName: String?
-    public init(userRecordName: String, userName: String? = nil) {
-        self.userRecordName = userRecordName
-        self.userName = userName
-    }
-}
 
 /// The body of `zones/changes`: the zones changed since a database token. Apple's table names
 /// the token `metaSyncToken` and its prose `syncToken`; either is read (both must agree).
