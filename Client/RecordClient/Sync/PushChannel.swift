@@ -1,15 +1,20 @@
+import AsyncHTTPClient
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import NIOCore
 import RecordModel
 
 /// The client end of the server's notification stream (server-sent events on
 /// `…/notifications`, see docs/protocol.md, "Push").
 ///
-/// One instance is one connection; ``events()`` ends when the connection does.
+/// One instance is one connection; ``events()`` ends when the connection does. It streams
+/// through the library the database's requests go through (``HTTPTransport``): the app's
+/// `URLSession` when it gave one, else AsyncHTTPClient.
 final class PushChannel: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     private let request: URLRequest
+    private let transport: HTTPTransport
     private let lock = NSLock()
     private var buffer = Data()
     private var continuation: AsyncThrowingStream<ChangeNotification, any Error>.Continuation?
@@ -21,19 +26,56 @@ final class PushChannel: NSObject, URLSessionDataDelegate, @unchecked Sendable {
         request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
         request.timeoutInterval = 24 * 3600
         self.request = request
+        transport = database.transport
     }
 
     /// Opens the connection and streams its events; the stream ends (or throws) when the
     /// connection closes, and cancelling the consumer closes the connection.
-    ///
-    /// `http://` servers are read over a plain socket (``SocketEventStream``): on Linux,
-    /// FoundationNetworking spins a core while a streaming response is idle.
     func events() -> AsyncThrowingStream<ChangeNotification, any Error> {
-        if let url = request.url, let token = request.value(forHTTPHeaderField: "Authorization")?.replacingOccurrences(of: "Bearer ", with: ""),
-           let socketStream = SocketEventStream(url: url, token: token) {
-            return socketStream.events()
+        transport.session == nil ? clientEvents() : sessionEvents()
+    }
+
+    /// The client for push streams: ``HTTPTransport/client``'s settings, but 45 s of silence
+    /// (three missed keep-alives, sent every 15 s) ends the stream as a dead connection. It
+    /// lives as long as the process.
+    static let client: HTTPClient = {
+        var configuration = HTTPClient.Configuration(decompression: .disabled)
+        configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.timeout = .init(connect: .seconds(10), read: .seconds(45), write: .seconds(45))
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
+
+    /// The stream through AsyncHTTPClient: the body's bytes as they come, parsed into events.
+    private func clientEvents() -> AsyncThrowingStream<ChangeNotification, any Error> {
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: ChangeNotification.self)
+        guard let url = request.url else {
+            continuation.finish(throwing: RecordSyncError(.networkFailure, "no notification URL"))
+            return stream
         }
-        return sessionEvents()
+        var outgoing = HTTPClientRequest(url: url.absoluteString)
+        outgoing.method = .GET
+        for (name, value) in request.allHTTPHeaderFields ?? [:] { outgoing.headers.add(name: name, value: value) }
+        let reading = Task {
+            do {
+                let response = try await Self.client.execute(outgoing, timeout: .hours(24 * 365))
+                guard response.status.code == 200 else {
+                    throw RecordSyncError(.networkFailure, "the notification stream answered HTTP \(response.status.code)")
+                }
+                var buffer = Data()
+                var parser = EventParser()
+                for try await chunk in response.body {
+                    buffer.append(contentsOf: chunk.readableBytesView)
+                    for event in parser.take(from: &buffer) { continuation.yield(event) }
+                }
+                continuation.finish()
+            } catch let error as RecordSyncError {
+                continuation.finish(throwing: error)
+            } catch {
+                continuation.finish(throwing: RecordSyncError(.networkFailure, "the notification stream closed: \(error)"))
+            }
+        }
+        continuation.onTermination = { _ in reading.cancel() }
+        return stream
     }
 
     private func sessionEvents() -> AsyncThrowingStream<ChangeNotification, any Error> {
@@ -101,5 +143,28 @@ final class PushChannel: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     private func takeEvents() -> [ChangeNotification] {
         var parser = EventParser()
         return parser.take(from: &buffer)
+    }
+}
+
+/// Splits a server-sent-events body into events.
+struct EventParser {
+    mutating func take(from buffer: inout Data) -> [ChangeNotification] {
+        var events: [ChangeNotification] = []
+        let separator = Data("\n\n".utf8)
+        while let range = buffer.range(of: separator) {
+            let block = String(decoding: buffer[buffer.startIndex..<range.lowerBound], as: UTF8.self)
+            buffer.removeSubrange(buffer.startIndex..<range.upperBound)
+            var name = "message"
+            var data = ""
+            for line in block.split(separator: "\n", omittingEmptySubsequences: false) {
+                if line.hasPrefix(": connected") { events.append(.connected) }
+                if line.hasPrefix("event:") { name = line.dropFirst(6).trimmingCharacters(in: .whitespaces) }
+                if line.hasPrefix("data:") { data += line.dropFirst(5).trimmingCharacters(in: .whitespaces) }
+            }
+            if name == "zones", let notification = try? JSONDecoder().decode(ZoneNotification.self, from: Data(data.utf8)) {
+                events.append(.zonesChanged(notification.zones))
+            }
+        }
+        return events
     }
 }
