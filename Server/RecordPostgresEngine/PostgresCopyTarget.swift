@@ -12,7 +12,10 @@ import RecordSQL
 public final class PostgresCopyTarget: @unchecked Sendable {
     /// The engine's tables, in the order they are filled (targets of foreign keys first).
     public static let tables = ["users", "tokens", "containers", "databases", "zones", "zone_incarnations",
-                                "schema_fields", "ref_fields", "records", "refs", "tombstones"]
+                                "schema_fields", "ref_fields", "records", "refs", "tombstones",
+                                "asset_keys", "asset_blobs", "asset_receipts", "asset_refs", "asset_chunks"]
+    /// The size of the chunks asset bytes are kept in.
+    public static let assetChunkSize = PostgresAssetChunks.chunkSize
     /// The tables whose `id` an identity hands out.
     static let identityTables = ["users", "containers", "databases", "zones", "ref_fields"]
 

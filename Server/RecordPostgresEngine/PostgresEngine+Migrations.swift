@@ -159,6 +159,28 @@ extension PostgresEngine {
             """,
             "CREATE UNIQUE INDEX users_by_email ON users(email) WHERE email IS NOT NULL",
         ]),
+        // Assets: the keys that sign their URLs (shared by every server), blobs with their
+        // bytes in chunks of 256 KiB (so every server serves every asset), upload receipts,
+        // and which record fields hold which blob.
+        ("v4", [
+            "CREATE TABLE asset_keys(id TEXT PRIMARY KEY, secret BYTEA NOT NULL, created_at BIGINT NOT NULL)",
+            "CREATE TABLE asset_blobs(checksum TEXT PRIMARY KEY, size BIGINT NOT NULL, orphaned_at BIGINT)",
+            "CREATE INDEX asset_blobs_orphaned ON asset_blobs(orphaned_at) WHERE orphaned_at IS NOT NULL",
+            "CREATE TABLE asset_chunks(checksum TEXT NOT NULL, idx INT NOT NULL, bytes BYTEA NOT NULL, PRIMARY KEY(checksum, idx))",
+            """
+            CREATE TABLE asset_receipts(
+                receipt TEXT PRIMARY KEY, checksum TEXT NOT NULL, size BIGINT NOT NULL, user_id BIGINT NOT NULL,
+                container TEXT NOT NULL, environment TEXT NOT NULL, kind TEXT NOT NULL, zone_name TEXT NOT NULL,
+                record_type TEXT NOT NULL, field TEXT NOT NULL, created_at BIGINT NOT NULL,
+                bound_zone BIGINT, bound_record TEXT, bound_field TEXT)
+            """,
+            "CREATE INDEX asset_receipts_by_checksum ON asset_receipts(checksum)",
+            """
+            CREATE TABLE asset_refs(zone_id BIGINT NOT NULL, record_name TEXT NOT NULL, field TEXT NOT NULL, checksum TEXT NOT NULL,
+                PRIMARY KEY(record_name, zone_id, field, checksum))
+            """,
+            "CREATE INDEX asset_refs_by_checksum ON asset_refs(checksum)",
+        ]),
     ]
 
     /// The key of the advisory lock that migrations hold (any number no other program uses).

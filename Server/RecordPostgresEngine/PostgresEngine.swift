@@ -49,6 +49,8 @@ public final class PostgresEngine: StorageEngine {
     /// Tells the other servers over this database of changes, and this one of theirs.
     let relay: PostgresChangeRelay
     public var changeRelay: (any ChangeRelay)? { relay }
+    /// Asset bytes: rows of this database, so every server serves every asset.
+    public var assetBytes: any AssetByteStore { PostgresAssetChunks(engine: self) }
     /// A pause before each write's commit, for tests that prove a reader never skips a change
     /// committed late (`RECORDSYNC_TEST_COMMIT_DELAY_MS`; never set in production).
     let commitDelay: Duration? = ProcessInfo.processInfo.environment["RECORDSYNC_TEST_COMMIT_DELAY_MS"]

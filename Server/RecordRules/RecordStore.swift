@@ -16,12 +16,15 @@ public final class RecordStore: Sendable {
     public let limits: StoreLimits
     /// Told of every committed change, for the push channel.
     public let notifier: ChangeNotifier
+    /// Signs and checks asset URLs with the keys the storage keeps.
+    public let assetSigner: AssetSigner
 
     /// A store over `engine`.
     public init(engine: any StorageEngine, limits: StoreLimits = StoreLimits()) {
         self.engine = engine
         self.limits = limits
         self.notifier = ChangeNotifier(relay: engine.changeRelay)
+        self.assetSigner = AssetSigner(engine: engine)
     }
 
     /// Milliseconds since 1970, now.

@@ -219,6 +219,44 @@ extension SQLiteEngine {
                 CREATE UNIQUE INDEX users_by_email ON users(email) WHERE email IS NOT NULL;
                 """)
         }
+        // Assets: the keys that sign their URLs, blobs (bytes are files under assets/), upload
+        // receipts, and which record fields hold which blob.
+        migrator.registerMigration("v7-assets") { db in
+            try db.execute(sql: """
+                CREATE TABLE asset_keys(
+                    id TEXT PRIMARY KEY,
+                    secret BLOB NOT NULL,
+                    created_at INTEGER NOT NULL) WITHOUT ROWID;
+                CREATE TABLE asset_blobs(
+                    checksum TEXT PRIMARY KEY,
+                    size INTEGER NOT NULL,
+                    orphaned_at INTEGER) WITHOUT ROWID;
+                CREATE INDEX asset_blobs_orphaned ON asset_blobs(orphaned_at) WHERE orphaned_at IS NOT NULL;
+                CREATE TABLE asset_receipts(
+                    receipt TEXT PRIMARY KEY,
+                    checksum TEXT NOT NULL,
+                    size INTEGER NOT NULL,
+                    user_id INTEGER NOT NULL,
+                    container TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    kind TEXT NOT NULL,
+                    zone_name TEXT NOT NULL,
+                    record_type TEXT NOT NULL,
+                    field TEXT NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    bound_zone INTEGER,
+                    bound_record TEXT,
+                    bound_field TEXT) WITHOUT ROWID;
+                CREATE INDEX asset_receipts_by_checksum ON asset_receipts(checksum);
+                CREATE TABLE asset_refs(
+                    zone_id INTEGER NOT NULL,
+                    record_name TEXT NOT NULL,
+                    field TEXT NOT NULL,
+                    checksum TEXT NOT NULL,
+                    PRIMARY KEY(record_name, zone_id, field, checksum)) WITHOUT ROWID;
+                CREATE INDEX asset_refs_by_checksum ON asset_refs(checksum);
+                """)
+        }
         return migrator
     }
 }

@@ -14,6 +14,8 @@ public final class SQLiteEngine: StorageEngine {
     package let pool: DatabasePool
     /// Runs the file's WAL checkpoints off the commit path.
     private let checkpointer: WALCheckpointer
+    /// Asset bytes: files under `assets/` beside the database file.
+    public let assetBytes: any AssetByteStore
 
     /// Opens (creating if needed) the database at `path` and brings its schema up to date.
     ///
@@ -30,6 +32,7 @@ public final class SQLiteEngine: StorageEngine {
         // Not DatabasePool(path:configuration:): its writer would commit with synchronous = NORMAL.
         pool = try DatabasePool.durable(path: path, configuration: configuration)
         try Self.migrator.migrate(pool)
+        assetBytes = SQLiteAssetFiles(directory: ((path as NSString).deletingLastPathComponent as NSString).appendingPathComponent("assets"), pool: pool)
     }
 
     /// Runs `body` on one of the pool's readers (a snapshot); GRDB's errors become `INTERNAL_ERROR`.

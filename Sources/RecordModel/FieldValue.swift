@@ -78,6 +78,10 @@ public indirect enum FieldValue: Sendable, Hashable {
     /// ``json`` as the answer being written carries it: with ``WireForm/numbersAsStrings``,
     /// `INT64` and `DOUBLE` values as strings.
     var wireJSON: JSONValue {
+        if let links = WireForm.assetLinks {
+            if case .asset(let value) = self { return StoredAsset(value)?.wireJSON(links) ?? value }
+            if case .list(.asset, let elements) = self { return .array(elements.map(\.wireJSON)) }
+        }
         guard WireForm.numbersAsStrings else { return json }
         switch self {
         case .int64(let value): return .string(String(value))
@@ -105,7 +109,8 @@ extension FieldValue {
     ///   - json: the `value` member of the wire form.
     ///   - type: the type to read it as; `nil` infers one from the JSON (string → `STRING`,
     ///     integer → `INT64`, other number → `DOUBLE`, boolean → `BOOLEAN`, object with
-    ///     `recordName` → `REFERENCE`, with `latitude` → `LOCATION`, array → a list).
+    ///     `recordName` → `REFERENCE`, with `latitude` → `LOCATION`, with `fileChecksum` or
+    ///     `receipt` → `ASSETID`, array → a list).
     ///   - numbersMayBeStrings: whether an `INT64` or `DOUBLE` value may be a string holding the
     ///     number (as CloudKit JS's `numbersAsStrings` writes them): only for a type the field
     ///     itself gives, never for one taken from the schema, so an untyped `"1853"` stays a string.
@@ -146,6 +151,8 @@ extension FieldValue {
         case .object(let members):
             if members["recordName"] != nil { return FieldType(.reference) }
             if members["latitude"] != nil { return FieldType(.location) }
+            // Apple's examples save an upload's receipt dictionary without a type.
+            if members["fileChecksum"] != nil || members["receipt"] != nil { return FieldType(.asset) }
             return nil
         case .array(let elements):
             guard let first = elements.first, let scalar = inferredType(of: first), !scalar.isList else { return nil }

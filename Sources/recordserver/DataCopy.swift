@@ -73,6 +73,7 @@ struct DataCommand: AsyncParsableCommand {
                     for table in Self.tables {
                         try Self.copy(table, from: db, to: target, progress: progress)
                     }
+                    try Self.copyAssetBytes(from: db, directory: from, to: target, progress: progress)
                     try target.commit()
                 }
             } catch {
@@ -106,7 +107,39 @@ struct DataCommand: AsyncParsableCommand {
                   key: "name, zone_id"),
             Table(name: "refs", columns: [.integer("zone_id"), .text("source"), .integer("field"), .text("target"), .integer("action")], key: "source, zone_id, field, target, action"),
             Table(name: "tombstones", columns: [.integer("zone_id"), .text("name"), .text("type"), .integer("seq")], key: "name, zone_id"),
+            Table(name: "asset_keys", columns: [.text("id"), .bytes("secret"), .integer("created_at")], key: "id"),
+            Table(name: "asset_blobs", columns: [.text("checksum"), .integer("size"), .integer("orphaned_at")], key: "checksum"),
+            Table(name: "asset_receipts", columns: [.text("receipt"), .text("checksum"), .integer("size"), .integer("user_id"), .text("container"),
+                                                    .text("environment"), .text("kind"), .text("zone_name"), .text("record_type"), .text("field"),
+                                                    .integer("created_at"), .integer("bound_zone"), .text("bound_record"), .text("bound_field")], key: "receipt"),
+            Table(name: "asset_refs", columns: [.integer("zone_id"), .text("record_name"), .text("field"), .text("checksum")], key: "record_name, zone_id, field, checksum"),
         ]
+
+        /// Copies the bytes of every blob (files under `assets/`) into PostgreSQL's chunks.
+        static func copyAssetBytes(from db: Database, directory: String, to target: PostgresCopyTarget, progress: Progress) throws {
+            let blobs = try String.fetchAll(db, sql: "SELECT checksum FROM asset_blobs ORDER BY checksum")
+            progress.say("asset bytes: 0 of \(blobs.count)")
+            for (done, checksum) in blobs.enumerated() {
+                let path = "\(directory)/assets/\(checksum.prefix(2))/\(checksum)"
+                guard let handle = FileHandle(forReadingAtPath: path) else {
+                    throw CopyError("the bytes of asset \(checksum) are missing (\(path))")
+                }
+                defer { try? handle.close() }
+                var index: Int64 = 0
+                var batch: [[SQLValue]] = []
+                while let piece = try handle.read(upToCount: PostgresCopyTarget.assetChunkSize), !piece.isEmpty {
+                    batch.append([.text(checksum), .integer(index), .blob(piece)])
+                    index += 1
+                    if batch.count == 16 {
+                        try target.insert(batch, into: "asset_chunks", columns: [.text("checksum"), .integer("idx"), .bytes("bytes")])
+                        batch.removeAll()
+                    }
+                }
+                try target.insert(batch, into: "asset_chunks", columns: [.text("checksum"), .integer("idx"), .bytes("bytes")])
+                progress.say("asset bytes: \(done + 1) of \(blobs.count)", everySecond: true)
+            }
+            progress.say("asset bytes: \(blobs.count) of \(blobs.count)")
+        }
 
         /// Copies one table in batches, saying how far it got.
         static func copy(_ table: Table, from db: Database, to target: PostgresCopyTarget, progress: Progress) throws {

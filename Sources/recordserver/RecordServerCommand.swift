@@ -12,7 +12,7 @@ struct RecordServerCommand: AsyncParsableCommand {
         commandName: "recordserver",
         abstract: "A self-hostable, CloudKit-compatible record sync server.",
         discussion: "With no subcommand, serves on 127.0.0.1:8080 with data in ./.recordserver/.",
-        subcommands: [Serve.self, UserCommand.self, DataCommand.self],
+        subcommands: [Serve.self, UserCommand.self, DataCommand.self, AssetsCommand.self],
         defaultSubcommand: Serve.self
     )
 
@@ -97,11 +97,23 @@ extension RecordServerCommand {
         @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
         var logLevel: String = "info"
 
+        @Option(help: "The largest asset accepted, in bytes.")
+        var maxAssetBytes: Int64 = 50 * 1024 * 1024
+
+        @Option(help: "How long an asset no record holds is kept, in seconds (also how long an upload can wait to be saved).")
+        var assetGracePeriod: Int = 24 * 60 * 60
+
+        @Option(help: "The URL clients reach this server at (https://records.example.com), for asset URLs; default: each request's scheme and Host.")
+        var publicURL: String?
+
         func validate() throws {
             guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
             guard maxOperations > 0 else { throw ValidationError("--max-operations must be positive") }
             guard maxBodyBytes > 0 else { throw ValidationError("--max-body-bytes must be positive") }
             guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level \(logLevel) is not a level") }
+            guard maxAssetBytes > 0 else { throw ValidationError("--max-asset-bytes must be positive") }
+            guard assetGracePeriod > 0 else { throw ValidationError("--asset-grace-period must be positive") }
+            if let publicURL, URL(string: publicURL)?.scheme == nil { throw ValidationError("--public-url \(publicURL) is not a URL") }
         }
 
         func run() async throws {
@@ -111,6 +123,9 @@ extension RecordServerCommand {
             configuration.limits.maximumOperationsPerRequest = maxOperations
             configuration.maximumBodyBytes = maxBodyBytes
             configuration.logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+            configuration.limits.maximumAssetBytes = maxAssetBytes
+            configuration.limits.assetGracePeriod = .seconds(assetGracePeriod)
+            configuration.publicURL = publicURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
             let store = try await openStore(configuration)
             // A SQLite directory is marked in use, so that `data copy` refuses it while it is served.
             var lock: ServerLock?
@@ -209,3 +224,27 @@ extension RecordServerCommand {
     }
 }
 
+extension RecordServerCommand {
+    /// Manages what assets need.
+    struct AssetsCommand: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "assets",
+            abstract: "Manage the keys that sign asset URLs.",
+            subcommands: [RotateKey.self]
+        )
+
+        /// `assets rotate-key`: a new signing key; the one before keeps verifying.
+        struct RotateKey: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Make a new key sign asset URLs (every server within a minute); URLs the previous key signed stay valid, older keys are removed."
+            )
+            @OptionGroup var dataOptions: DataOptions
+
+            func run() async throws {
+                let store = try await openStore(dataOptions.configuration())
+                let id = try await AssetSigner.rotate(in: store.engine, now: Int64(Date().timeIntervalSince1970 * 1000))
+                print(id)
+            }
+        }
+    }
+}

@@ -24,7 +24,8 @@ struct DataCopyTests {
     /// An answer without the `uuid` that names each error (new on every request).
     static func comparable(_ value: JSONValue) -> JSONValue {
         switch value {
-        case .object(let members): .object(members.filter { $0.key != "uuid" }.mapValues(comparable))
+        // A download link names the server and is signed afresh by each answer.
+        case .object(let members): .object(members.filter { $0.key != "uuid" }.mapValues(comparable).mapValues { $0.stringValue?.contains("/assets/1/download/") == true ? .string("link") : $0 })
         case .array(let elements): .array(elements.map(comparable))
         default: value
         }
@@ -58,6 +59,13 @@ struct DataCopyTests {
             let midwayDatabase = Self.json(try await Self.post(old, "private/changes/database", "{}", token: alice).text)["syncToken"]?.stringValue ?? ""
             #expect(try await Self.post(old, "private/records/modify", "{\(gallery), \"operations\": [{\"operationType\": \"forceDelete\", \"record\": {\"recordName\": \"artist3\"}}, \(Self.record("artist4", "Artist", "\"name\": {\"value\": \"Renamed\"}"))]}", token: alice).status == 200)
             #expect(try await Self.post(old, "public/records/modify", "{\"operations\": [\(Self.record("notice", "Notice", "\"text\": {\"value\": \"hello\"}"))]}", token: bob).status == 200)
+            // An asset, whose bytes move from files into PostgreSQL.
+            let assetBytes = AssetTests.bytes(700_000)
+            let uploadURL = Self.json(try await Self.post(old, "private/assets/upload", "{\(gallery), \"tokens\": [{\"recordType\": \"Artist\", \"fieldName\": \"portrait\"}]}", token: alice).text)["tokens"]?[0]?["url"]?.stringValue ?? ""
+            let uploaded = try await AssetTests.post(assetBytes, to: uploadURL)
+            #expect(uploaded.status == 200, "\(uploaded.json)")
+            let portrait = try (uploaded.json["singleFile"] ?? .null).serializedString()
+            #expect(try await Self.post(old, "private/records/modify", "{\(gallery), \"operations\": [\(Self.record("artist6", "Artist", "\"portrait\": {\"value\": \(portrait)}"))]}", token: alice).status == 200)
             let before = Self.json(try await Self.post(old, "private/records/lookup", "{\(gallery), \"records\": [{\"recordName\": \"artist5\"}]}", token: alice).text)
             let oldTag = before["records"]?[0]?["recordChangeTag"]?.stringValue ?? ""
 
@@ -109,6 +117,10 @@ struct DataCopyTests {
                 #expect(now.status == 200)
                 #expect(Self.comparable(Self.json(now.text)) == Self.comparable(Self.json(answer)), "\(probe.path) \(probe.body)")
             }
+            // The asset downloads from PostgreSQL.
+            let moved6 = Self.json(try await Self.post(moved, "private/records/lookup", "{\(gallery), \"records\": [{\"recordName\": \"artist6\"}]}", token: alice).text)
+            let link = moved6["records"]?[0]?["fields"]?["portrait"]?["value"]?["downloadURL"]?.stringValue ?? ""
+            #expect(try await AssetTests.get(link.replacingOccurrences(of: "${f}", with: "p.jpg")).data == assetBytes, "\(moved6)")
             // A tag issued before the move saves; the same tag again is now stale.
             let update = "{\(gallery), \"operations\": [{\"operationType\": \"update\", \"record\": {\"recordName\": \"artist5\", \"recordType\": \"Artist\", \"recordChangeTag\": \"\(oldTag)\", \"fields\": {\"name\": {\"value\": \"Moved\"}}}}]}"
             let saved = Self.json(try await Self.post(moved, "private/records/modify", update, token: alice).text)
@@ -117,7 +129,7 @@ struct DataCopyTests {
             #expect(stale["records"]?[0]?["serverErrorCode"]?.stringValue == "CONFLICT", "\(stale)")
             // The token from before the move sees exactly what changed since, the save included.
             let since = Self.json(try await Self.post(moved, "private/records/changes", "{\(gallery), \"syncToken\": \"\(midway)\"}", token: alice).text)
-            #expect(Set((since["records"]?.arrayValue ?? []).compactMap { $0["recordName"]?.stringValue }) == ["artist3", "work3-0", "work3-1", "work3-2", "artist4", "artist5"])
+            #expect(Set((since["records"]?.arrayValue ?? []).compactMap { $0["recordName"]?.stringValue }) == ["artist3", "work3-0", "work3-1", "work3-2", "artist4", "artist5", "artist6"])
         }
     }
 

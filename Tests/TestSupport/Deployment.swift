@@ -9,10 +9,13 @@ public final class Deployment: @unchecked Sendable {
         public let child: ChildProcess
         /// `http://127.0.0.1:PORT`.
         public let url: URL
+        /// The node's own data directory (uploads arrive there).
+        public let dataDirectory: String
 
-        init(child: ChildProcess, url: URL) {
+        init(child: ChildProcess, url: URL, dataDirectory: String) {
             self.child = child
             self.url = url
+            self.dataDirectory = dataDirectory
         }
 
         /// Sends `signal` and waits for the process to end.
@@ -41,13 +44,16 @@ public final class Deployment: @unchecked Sendable {
     /// Starts one more node; `environment` is added to its own.
     @discardableResult
     public func startNode(environment: [String: String] = [:]) async throws -> Node {
-        let child = try ChildProcess("recordserver", ["--port", "0", "--database", databaseURL, "--log-level", "notice"], environment: environment)
+        // Each node has a data directory of its own, as on machines of their own.
+        let data = (NSTemporaryDirectory() as NSString).appendingPathComponent("recordsync-node-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+        let child = try ChildProcess("recordserver", ["--port", "0", "--database", databaseURL, "--data", data, "--log-level", "notice"], environment: environment)
         guard let line = try await child.waitFor(#"listening on http://127\.0\.0\.1:\d+"#),
               let port = line.split(separator: ":").last, let url = URL(string: "http://127.0.0.1:\(port)") else {
             _ = await child.stop(signal: SIGKILL)
             throw RecordSyncError(.internalError, "recordserver did not start: \(child.text)")
         }
-        let node = Node(child: child, url: url)
+        let node = Node(child: child, url: url, dataDirectory: data)
         nodes.append(node)
         return node
     }
@@ -70,5 +76,8 @@ public final class Deployment: @unchecked Sendable {
         for node in nodes where node.child.process.isRunning { Foundation.kill(node.child.process.processIdentifier, SIGKILL) }
     }
 
-    deinit { kill() }
+    deinit {
+        kill()
+        for node in nodes { try? FileManager.default.removeItem(atPath: node.dataDirectory) }
+    }
 }

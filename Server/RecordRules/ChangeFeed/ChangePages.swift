@@ -73,8 +73,10 @@ extension RecordStore {
                 entries.reserveCapacity(page.count)
                 for change in page {
                     if let text = change.entry.fieldsJSON,
-                       request.desiredKeys != nil || request.numbersAsStrings == true || WireForm.isBeforeWireForm(storedFields: text) {
-                        // Decoded to be restricted, or to be written in today's wire form or with numbers as strings.
+                       request.desiredKeys != nil || request.numbersAsStrings == true || WireForm.isBeforeWireForm(storedFields: text)
+                        || WireForm.holdsAssets(storedFields: text) {
+                        // Decoded to be restricted, or to be written in today's wire form, with
+                        // numbers as strings, or with assets' download links.
                         var record = change.entry.record
                         record.fields = try Record.fields(fromJSON: text)
                         entries.append(.init(record: request.desiredKeys.map { record.restricted(to: $0) } ?? record))

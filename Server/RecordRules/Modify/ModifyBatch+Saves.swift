@@ -207,7 +207,11 @@ extension ModifyBatch {
         if let savePhase { current = savePhase.rows[name] } else { current = try transaction.record(named: name, inZone: zone.key, zoneID: zone.zoneID) }
         try SaveRules.checkSave(operation.type, name: name, recordType: operation.recordType, changeTag: operation.changeTag, against: current, scope: scope)
 
-        let (fields, merged) = SaveRules.fields(of: operation.type, given: operation.fields, removals: operation.removals, current: current)
+        var (fields, merged) = SaveRules.fields(of: operation.type, given: operation.fields, removals: operation.removals, current: current)
+        if let bound = try bindAssets(fields, of: operation, current: current) {
+            fields = bound
+            merged = true
+        }
         let encoded = try merged ? JSONValueEncoder().encodeFieldsText(fields) : operation.encodedFields ?? (try JSONValueEncoder().encodeFieldsText(fields))
         if encoded.utf8.count > limits.maximumRecordBytes {
             throw RecordSyncError(.limitExceeded, "record \(NameRules.quoted(name)) holds \(encoded.utf8.count) bytes of field data; the limit is \(limits.maximumRecordBytes)", recordName: name)

@@ -13,6 +13,15 @@ public struct StoreLimits: Sendable {
     public var maximumRecordBytes: Int = 1024 * 1024
     /// How deep `records/lookup` `include` may follow references.
     public var maximumIncludeDepth: Int = 8
+    /// The largest asset accepted, in bytes (Apple's documented 50 MB).
+    public var maximumAssetBytes: Int64 = 50 * 1024 * 1024
+    /// How long an upload URL from `assets/upload` is valid (Apple: 15 minutes).
+    public var assetUploadLifetime: Duration = .seconds(15 * 60)
+    /// How long a `downloadURL` is valid.
+    public var assetDownloadLifetime: Duration = .seconds(60 * 60)
+    /// How long an asset no record holds (and an upload never bound) is kept before it is
+    /// removed; also how long a receipt can be bound.
+    public var assetGracePeriod: Duration = .seconds(24 * 60 * 60)
 
     /// Creates limits with the defaults.
     public init() {}

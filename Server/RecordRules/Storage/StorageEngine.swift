@@ -31,6 +31,9 @@ public protocol StorageEngine: Sendable {
     /// thread of their own answers it with one statement (the change feed's read-ahead asks it
     /// before each page it serves).
     func database(at address: DatabaseAddress, withZoneNamed name: String) async throws -> (database: StoredDatabase, zone: StoredZone?)?
+
+    /// Where asset bytes live.
+    var assetBytes: any AssetByteStore { get }
 }
 
 extension StorageEngine {
@@ -73,6 +76,32 @@ public protocol StorageTransaction: AnyObject {
     func users(withEmails emails: [String]) throws -> [(user: User, profile: UserProfile)]
     /// The users whose record name is one of `names`.
     func users(withRecordNames names: [String]) throws -> [(user: User, profile: UserProfile)]
+
+    // MARK: Assets
+
+    /// Every key that signs asset URLs.
+    func assetKeys() throws -> [AssetKey]
+    /// Stores a new key.
+    func insertAssetKey(_ key: AssetKey) throws
+    /// Removes every key but those named.
+    func deleteAssetKeys(except kept: [String]) throws
+    /// Stores an upload's receipt.
+    func insertAssetReceipt(_ receipt: AssetReceipt) throws
+    /// The receipt named `receipt`, or `nil`.
+    func assetReceipt(_ receipt: String) throws -> AssetReceipt?
+    /// Records the record field a receipt's asset is bound to.
+    func bindAssetReceipt(_ receipt: String, to binding: AssetBinding) throws
+    /// Marks blob `checksum` held (clears its orphan time), locking its row against a
+    /// concurrent collection; `false` if the blob has no row (it was collected).
+    func adoptAssetBlob(_ checksum: String) throws -> Bool
+    /// Replaces the blobs a record's fields hold.
+    func replaceAssetRefs(inZone zone: Int64, record: String, refs: [(field: String, checksum: String)]) throws
+    /// Removes the refs of records no longer stored (deleted, cascaded away, their zone
+    /// deleted), then marks every held blob that no ref holds as orphaned since `now`.
+    func sweepAssetRefs(now: Int64) throws
+    /// Deletes the rows (and the receipts) of blobs orphaned before `cutoff` that no ref holds,
+    /// and answers their checksums (bytes the engine keeps in its tables go with them).
+    func collectAssetBlobs(orphanedBefore cutoff: Int64) throws -> [String]
 
     // MARK: Databases and zones
 

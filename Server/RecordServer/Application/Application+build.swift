@@ -45,7 +45,10 @@ public func buildApplication(
     let router = Router()
     router.add(middleware: ErrorMiddleware())
     let readAhead = ChangePageReadAhead<PreparedResponse>()
-    DatabaseRoutes(store: store, limits: configuration.limits, maximumBodyBytes: configuration.maximumBodyBytes, readAhead: readAhead)
+    DatabaseRoutes(store: store, limits: configuration.limits, maximumBodyBytes: configuration.maximumBodyBytes, readAhead: readAhead,
+                   publicURL: configuration.publicURL)
+        .register(on: router)
+    AssetRoutes(store: store, incoming: (configuration.dataDirectory as NSString).appendingPathComponent("assets/incoming"))
         .register(on: router)
 
     let logger = configuration.logger
@@ -55,7 +58,8 @@ public func buildApplication(
     return Application(
         router: router,
         configuration: .init(address: .hostname(host, port: configuration.port), serverName: "recordserver"),
-        services: [KeepAlive(notifier: store.notifier, interval: configuration.keepAliveInterval), readAhead],
+        services: [KeepAlive(notifier: store.notifier, interval: configuration.keepAliveInterval), readAhead,
+                   AssetCollector(store: store, interval: configuration.assetCollectionInterval, logger: logger)],
         onServerRunning: { channel in
             let port = channel.localAddress?.port ?? configuration.port
             logger.notice("listening on http://\(host):\(port)")
@@ -123,5 +127,28 @@ struct KeepAlive: Service {
 
     func run() async throws {
         try await notifier.run(keepAliveInterval: interval)
+    }
+}
+
+/// Removes assets no record holds, every `interval` (``RecordStore/collectAssets()``).
+struct AssetCollector: Service {
+    let store: RecordStore
+    let interval: Duration
+    let logger: Logger
+
+    func run() async throws {
+        while !Task.isCancelled, !Task.isShuttingDownGracefully {
+            do {
+                try await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+            } catch {
+                return
+            }
+            do {
+                let removed = try await store.collectAssets()
+                if removed > 0 { logger.info("removed \(removed) assets no record holds") }
+            } catch {
+                logger.warning("could not collect assets: \(error)")
+            }
+        }
     }
 }

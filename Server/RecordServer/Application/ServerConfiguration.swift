@@ -25,6 +25,12 @@ public struct ServerConfiguration: Sendable {
     public var maximumBodyBytes: Int = 16 * 1024 * 1024
     /// How often the notification stream sends a keep-alive comment.
     public var keepAliveInterval: Duration = .seconds(15)
+    /// The URL clients reach this server at (`https://records.example.com`), which asset upload
+    /// and download URLs begin with; `nil` takes the scheme (`X-Forwarded-Proto`, else `http`)
+    /// and `Host` of each request.
+    public var publicURL: String?
+    /// How often assets no record holds are looked for (and those past the grace period removed).
+    public var assetCollectionInterval: Duration = .seconds(60)
     /// The logger for the server's own messages.
     public var logger = Logger(label: "recordserver")
 

@@ -14,6 +14,11 @@ struct DatabaseRoutes: Sendable {
     /// Change pages read before they are asked for (a service of the application, stopped at
     /// shutdown).
     let readAhead: ChangePageReadAhead<PreparedResponse>
+    /// The URL asset URLs begin with, or `nil` for each request's own (``base(of:)``).
+    let publicURL: String?
+
+    /// The URL the request reached this server at, for the asset URLs an answer carries.
+    @TaskLocal static var base = ""
 
     /// An endpoint: reads its body (if any) for a scope and answers.
     typealias Endpoint = @Sendable (DatabaseRoutes, Data, DatabaseScope) async throws -> Response
@@ -71,6 +76,14 @@ struct DatabaseRoutes: Sendable {
         }),
         ("zones/modify", [.post], { routes, body, scope in
             try JSONBody.response(ZonesResponse(zones: try await routes.store.modifyZones(JSONBody.decode(ModifyZonesRequest.self, from: body), in: scope)))
+        }),
+        ("assets/upload", [.post], { routes, body, scope in
+            let request = try JSONBody.decode(AssetUploadRequest.self, from: body)
+            return try JSONBody.response(try await routes.store.assetUploadURLs(request, in: scope, base: DatabaseRoutes.base))
+        }),
+        ("assets/rereference", [.post], { routes, body, scope in
+            let request = try JSONBody.decode(AssetRereferenceRequest.self, from: body)
+            return try JSONBody.response(try await routes.store.rereferenceAssets(request, in: scope))
         }),
         ("users/current", [.get, .post], { routes, _, scope in
             let profile = try await routes.store.profile(of: scope.user)
@@ -138,8 +151,14 @@ struct DatabaseRoutes: Sendable {
                 throw RecordSyncError(.limitExceeded, "the request body is larger than the limit of \(maximumBodyBytes) bytes")
             }
             body = try Self.decoded(body, encoding: request.headers[.contentEncoding], limit: maximumBodyBytes)
-            return try await JSONBody.$acceptsGzip.withValue(JSONBody.acceptsGzip(request.headers[.acceptEncoding])) {
-                try await endpoint(self, body, scope)
+            let base = publicURL ?? Self.base(of: request)
+            let links = try await store.assetLinks(base: base)
+            return try await Self.$base.withValue(base) {
+                try await WireForm.$assetLinks.withValue(links) {
+                    try await JSONBody.$acceptsGzip.withValue(JSONBody.acceptsGzip(request.headers[.acceptEncoding])) {
+                        try await endpoint(self, body, scope)
+                    }
+                }
             }
         } catch let error as RecordSyncError {
             if error.code == .internalError {
@@ -170,6 +189,14 @@ struct DatabaseRoutes: Sendable {
         case let other?:
             throw RecordSyncError(.badRequest, "Content-Encoding \(NameRules.quoted(other)) is not supported; send the body as is or with gzip")
         }
+    }
+
+    /// `scheme://host` as the request reached the server: `X-Forwarded-Proto` (from a proxy)
+    /// or `http`, and the `Host` header.
+    static func base(of request: Request) -> String {
+        let scheme = request.headers[values: .init("X-Forwarded-Proto")!].first?.split(separator: ",").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        let host = request.head.authority ?? "localhost"
+        return "\(scheme == "https" ? "https" : "http")://\(host)"
     }
 
     /// The database a request addresses and the user making it.
@@ -203,9 +230,12 @@ extension ChangePageReadAhead where Answer == PreparedResponse {
     /// request accepts it (``JSONBody``).
     func answer(_ request: RecordChangesRequest, in scope: DatabaseScope, from store: RecordStore, gzip: Bool) async throws -> PreparedResponse {
         let numbersAsStrings = request.numbersAsStrings == true
+        let links = WireForm.assetLinks
         return try await answer(request, in: scope, from: store, variant: gzip ? "gzip" : "identity") { page in
-            try WireForm.$numbersAsStrings.withValue(numbersAsStrings) {
-                try JSONBody.$acceptsGzip.withValue(gzip) { try JSONBody.prepared(page) }
+            try WireForm.$assetLinks.withValue(links) {
+                try WireForm.$numbersAsStrings.withValue(numbersAsStrings) {
+                    try JSONBody.$acceptsGzip.withValue(gzip) { try JSONBody.prepared(page) }
+                }
             }
         }
     }

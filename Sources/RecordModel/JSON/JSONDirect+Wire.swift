@@ -107,6 +107,12 @@ extension FieldValue: JSONDirectWritable {
             writer.close()
         case .list(_, let elements):
             try writer.array(elements) { try $1.writeValue(to: &$0) }
+        case .asset(let value):
+            if let links = writer.assetLinks, let asset = StoredAsset(value) {
+                try writer.write(asset.wireJSON(links))
+            } else {
+                try writer.write(value)
+            }
         default:
             try writer.write(json)
         }

@@ -20,7 +20,7 @@ public struct JSONValueEncoder: Sendable {
 
     /// A record's fields as compact JSON text (their wire form, names sorted).
     public func encodeFieldsText(_ fields: [String: FieldValue]) throws -> String {
-        var writer = JSONWriter()
+        var writer = JSONWriter(storing: ())
         try writer.sortedObject(fields) { try $1.write(to: &$0) }
         return String(decoding: writer.bytes, as: UTF8.self)
     }

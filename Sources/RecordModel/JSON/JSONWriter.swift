@@ -25,10 +25,21 @@ struct JSONWriter {
     /// Whether `INT64` and `DOUBLE` field values are written as strings (``WireForm/numbersAsStrings``
     /// when the writer was made).
     var numbersAsStrings: Bool
+    /// How assets get their download links (``WireForm/assetLinks`` when the writer was made).
+    var assetLinks: (@Sendable (StoredAsset) -> String?)?
 
+    /// A writer of an answer, with the options of the answer being written (``WireForm``).
     init() {
         bytes.reserveCapacity(256)
         numbersAsStrings = WireForm.numbersAsStrings
+        assetLinks = WireForm.assetLinks
+    }
+
+    /// A writer of the stored form: no answer's options, whatever answer is being made.
+    init(storing: Void) {
+        bytes.reserveCapacity(256)
+        numbersAsStrings = false
+        assetLinks = nil
     }
 
     mutating func write(_ value: JSONValue) throws {

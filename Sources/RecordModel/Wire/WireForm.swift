@@ -20,6 +20,11 @@ public enum WireForm {
     /// string for an `INT64` or `DOUBLE` field either way.
     @TaskLocal public static var numbersAsStrings = false
 
+    /// For the answer being written: the `downloadURL` of an asset RecordSync stores, which
+    /// answers carry in place of its receipt. `nil` (the default, and whenever fields are
+    /// written to be stored) writes assets as stored.
+    @TaskLocal public static var assetLinks: (@Sendable (StoredAsset) -> String?)?
+
     /// The error codes Apple documents for CloudKit Web Services, with their HTTP statuses.
     public static let appleErrorCodes: [ServerErrorCode: Int] = [
         .accessDenied: 403, .atomicError: 400, .authenticationFailed: 401, .authenticationRequired: 421,
@@ -73,7 +78,17 @@ public enum WireForm {
     /// written again rather than copied to an answer as it is. A string value holding those
     /// bytes only costs that decoding.
     public static func isBeforeWireForm(storedFields text: String) -> Bool {
-        let needle = Array(#""type":"BOOLEAN"#.utf8)
+        contains(#""type":"BOOLEAN"#, in: text)
+    }
+
+    /// Whether stored fields text holds an asset, which an answer carries with a download
+    /// link (``assetLinks``) rather than as stored.
+    public static func holdsAssets(storedFields text: String) -> Bool {
+        contains(#""type":"ASSETID"#, in: text)
+    }
+
+    private static func contains(_ string: String, in text: String) -> Bool {
+        let needle = Array(string.utf8)
         var text = text
         return text.withUTF8 { bytes in
             guard bytes.count >= needle.count else { return false }

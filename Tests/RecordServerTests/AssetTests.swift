@@ -1,0 +1,283 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOFoundationCompat
+import RecordModel
+import RecordRules
+import RecordServer
+import TestSupport
+import Testing
+
+/// Assets through real HTTP: `assets/upload`, the upload URL (raw and multipart), saving the
+/// receipt, `downloadURL` (whole, by range, expired), receipts refused, collection after the
+/// grace period, the size limit, rereference, and on PostgreSQL one node to another.
+@Suite(.serialized) struct AssetTests {
+    static let http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup)
+
+    /// Random bytes (a pattern with a random start, so uploads of the same size differ).
+    static func bytes(_ count: Int) -> Data {
+        var generator = SystemRandomNumberGenerator()
+        var data = Data(count: count)
+        let seed = UInt8.random(in: 0...255, using: &generator)
+        data.withUnsafeMutableBytes { raw in
+            for index in raw.indices { raw[index] = UInt8(truncatingIfNeeded: index &* 31 &+ (index >> 11)) ^ seed }
+        }
+        return data
+    }
+
+    /// `assets/upload` for one field; the upload URL.
+    static func uploadURL(_ session: Session, recordType: String = "Artwork", field: String = "image", zone: String? = nil, database: String = "private") async throws -> String {
+        port = session.client.port
+        let reply = try await session.post("assets/upload", AssetUploadRequest(zoneID: zone.map { ZoneID(zoneName: $0) }, tokens: [.init(recordType: recordType, fieldName: field)]), database: database)
+        #expect(reply.status == 200, "\(reply.json)")
+        return try reply.decode(AssetUploadResponse.self).tokens[0].url
+    }
+
+    /// POSTs bytes to an upload URL, raw or as `multipart/form-data`: status and answer.
+    /// The test client's requests say `Host: localhost`, without the port its server listens
+    /// on: URLs made from it get the port here.
+    nonisolated(unsafe) static var port: Int?
+    static func reachable(_ url: String) -> String {
+        guard let port, url.hasPrefix("http://localhost/") else { return url }
+        return "http://127.0.0.1:\(port)" + url.dropFirst("http://localhost".count)
+    }
+
+    static func post(_ data: Data, to url: String, multipart: Bool = false) async throws -> (status: Int, json: JSONValue) {
+        var request = HTTPClientRequest(url: reachable(url))
+        request.method = .POST
+        if multipart {
+            let boundary = "----recordsync\(UUID().uuidString)"
+            var body = Data("--\(boundary)\r\nContent-Disposition: form-data; name=\"files\"; filename=\"file.file\"\r\nContent-Type: application/octet-stream\r\n\r\n".utf8)
+            body.append(data)
+            body.append(Data("\r\n--\(boundary)--\r\n".utf8))
+            request.headers.add(name: "Content-Type", value: "multipart/form-data; boundary=\(boundary)")
+            request.body = .bytes(ByteBuffer(data: body))
+        } else {
+            request.headers.add(name: "Content-Type", value: "application/octet-stream")
+            request.body = .bytes(ByteBuffer(data: data))
+        }
+        let response = try await http.execute(request, timeout: .seconds(120))
+        let answer = try await response.body.collect(upTo: 1 << 20)
+        return (Int(response.status.code), (try? JSONValue.parse(Data(buffer: answer))) ?? .null)
+    }
+
+    /// GETs a URL: status, body, headers.
+    static func get(_ url: String, range: String? = nil) async throws -> (status: Int, data: Data, contentRange: String?) {
+        var request = HTTPClientRequest(url: reachable(url))
+        if let range { request.headers.add(name: "Range", value: range) }
+        let response = try await http.execute(request, timeout: .seconds(120))
+        let body = try await response.body.collect(upTo: 64 << 20)
+        return (Int(response.status.code), Data(buffer: body), response.headers.first(name: "Content-Range"))
+    }
+
+    /// Uploads bytes and answers the field value that saves them.
+    static func upload(_ data: Data, _ session: Session, field: String = "image", multipart: Bool = false, database: String = "private") async throws -> JSONValue {
+        let url = try await uploadURL(session, field: field, database: database)
+        let (status, json) = try await post(data, to: url, multipart: multipart)
+        #expect(status == 200, "\(json)")
+        let receipt = try JSONValueDecoder().decode(AssetUploadReceipt.self, from: try json.serialized())
+        #expect(receipt.singleFile.size == Int64(data.count))
+        return receipt.fieldValue
+    }
+
+    static func save(_ session: Session, _ name: String, fields: String, database: String = "private") async throws -> JSONValue {
+        try await session.post("records/modify", #"{"operations":[{"operationType":"forceReplace","record":{"recordName":"\#(name)","recordType":"Artwork","fields":{\#(fields)}}}]}"#, database: database).json["records"]?[0] ?? .null
+    }
+
+    /// The `downloadURL` of a record's field as a lookup answers it, `${f}` replaced.
+    static func downloadURL(_ session: Session, _ name: String, field: String = "image", index: Int? = nil) async throws -> String? {
+        let record = try await session.post("records/lookup", #"{"records":[{"recordName":"\#(name)"}]}"#).json["records"]?[0]
+        var value = record?["fields"]?[field]?["value"]
+        if let index { value = value?[index] }
+        return value?["downloadURL"]?.stringValue?.replacingOccurrences(of: "${f}", with: "photo%20one.jpg")
+    }
+
+    @Test func aLargeAssetGoesUpRawAndMultipartAndComesBackWholeAndByRange() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            let big = Self.bytes(20 * 1024 * 1024)
+            let raw = try await Self.upload(big, alice)
+            let small = Self.bytes(300_000)
+            let multipart = try await Self.upload(small, alice, field: "gallery", multipart: true)
+            let saved = try await Self.save(alice, "starry", fields: #""image":{"value":\#(try raw.serializedString())},"title":{"value":"Starry"}"#)
+            #expect(saved["serverErrorCode"] == nil, "\(saved["reason"]?.stringValue ?? "")")
+            // The saved record answers the asset with a link, not the receipt.
+            let answered = saved["fields"]?["image"]
+            #expect(answered?["type"]?.stringValue == "ASSETID" && answered?["value"]?["receipt"] == nil, "\(String(describing: answered))")
+            #expect(answered?["value"]?["downloadURL"]?.stringValue?.hasSuffix("/${f}") == true)
+            #expect(answered?["value"]?["fileChecksum"] == raw["fileChecksum"] && answered?["value"]?["size"] == .int(Int64(big.count)))
+            let listSaved = try await Self.save(alice, "pair", fields: #""gallery":{"value":[\#(try multipart.serializedString())],"type":"ASSETID_LIST"}"#)
+            #expect(listSaved["serverErrorCode"] == nil, "\(listSaved)")
+
+            guard let url = try await Self.downloadURL(alice, "starry") else { Issue.record("no downloadURL"); return }
+            let whole = try await Self.get(url)
+            #expect(whole.status == 200 && whole.data == big)
+            let middle = try await Self.get(url, range: "bytes=1000-1999")
+            #expect(middle.status == 206 && middle.data == big[1000..<2000] && middle.contentRange == "bytes 1000-1999/\(big.count)")
+            let tail = try await Self.get(url, range: "bytes=-10")
+            #expect(tail.status == 206 && tail.data == big.suffix(10))
+            let across = try await Self.get(url, range: "bytes=262000-786500")  // crosses stored chunks
+            #expect(across.status == 206 && across.data == big[262000...786500])
+            #expect(try await Self.get(url, range: "bytes=\(big.count)-").status == 416)
+            guard let listURL = try await Self.downloadURL(alice, "pair", field: "gallery", index: 0) else { Issue.record("no list downloadURL"); return }
+            #expect(try await Self.get(listURL).data == small)
+
+            // The change feed and queries carry links too; the link works without a token.
+            let changes = try await alice.post("records/changes", "{}").json["records"]?.arrayValue ?? []
+            #expect(changes.contains { $0["fields"]?["image"]?["value"]?["downloadURL"]?.stringValue != nil })
+            let query = try await alice.post("records/query", #"{"query":{"recordType":"Artwork","filterBy":[{"systemFieldName":"recordName","comparator":"EQUALS","fieldValue":{"value":"starry"}}]}}"#)
+            #expect(query.json["records"]?[0]?["fields"]?["image"]?["value"]?["downloadURL"]?.stringValue != nil)
+            // A tampered link is refused.
+            #expect(try await Self.get(url.replacingOccurrences(of: "/download/", with: "/download/x")).status == 401)
+            // Saving the record back as read (no receipt) keeps the asset.
+            let resaved = try await alice.post("records/modify", #"{"operations":[{"operationType":"forceReplace","record":{"recordName":"starry","recordType":"Artwork","fields":{"image":{"value":\#(try (answered?["value"] ?? .null).serializedString())}}}}]}"#)
+            #expect(resaved.json["records"]?[0]?["serverErrorCode"] == nil, "\(resaved.json)")
+            #expect(try await Self.get(try #require(try await Self.downloadURL(alice, "starry"))).data == big)
+        }
+    }
+
+    @Test func aDownloadURLExpires() async throws {
+        try await withServer(configure: { $0.limits.assetDownloadLifetime = .seconds(1) }) { server in
+            let alice = try await server.user("alice")
+            let data = Self.bytes(1000)
+            let value = try await Self.upload(data, alice)
+            _ = try await Self.save(alice, "a", fields: #""image":{"value":\#(try value.serializedString())}"#)
+            let url = try #require(try await Self.downloadURL(alice, "a"))
+            #expect(try await Self.get(url).data == data)
+            try await Task.sleep(for: .milliseconds(1200))
+            let expired = try await Self.get(url)
+            #expect(expired.status == 401, "\(String(decoding: expired.data, as: UTF8.self))")
+            #expect(try await Self.get(try #require(try await Self.downloadURL(alice, "a"))).data == data)
+        }
+    }
+
+    @Test func receiptsAreTheUploadersForTheirFieldAndBindOnce() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            let bob = try await server.user("bob")
+            let value = try await Self.upload(Self.bytes(5000), alice)
+            let text = try value.serializedString()
+            func code(_ session: Session, _ name: String, _ fields: String, type: String = "Artwork") async throws -> String? {
+                let reply = try await session.post("records/modify", #"{"operations":[{"operationType":"forceReplace","record":{"recordName":"\#(name)","recordType":"\#(type)","fields":{\#(fields)}}}]}"#)
+                return reply.json["records"]?[0]?["serverErrorCode"]?.stringValue
+            }
+            #expect(try await code(bob, "b", #""image":{"value":\#(text)}"#) == "BAD_REQUEST")
+            #expect(try await code(alice, "w", #""thumbnail":{"value":\#(text)}"#) == "BAD_REQUEST")
+            #expect(try await code(alice, "w", #""image":{"value":\#(text)}"#, type: "Poster") == "BAD_REQUEST")
+            #expect(try await code(alice, "a", #""image":{"value":\#(text)}"#) == nil)
+            #expect(try await code(alice, "a", #""image":{"value":\#(text)},"title":{"value":"again"}"#) == nil)
+            #expect(try await code(alice, "c", #""image":{"value":\#(text)}"#) == "BAD_REQUEST")
+            // Another zone of the same user is another place.
+            try await alice.createZones("Z")
+            let other = try await alice.post("records/modify", #"{"zoneID":{"zoneName":"Z"},"operations":[{"operationType":"forceReplace","record":{"recordName":"a","recordType":"Artwork","fields":{"image":{"value":\#(text)}}}}]}"#)
+            #expect(other.json["records"]?[0]?["serverErrorCode"]?.stringValue == "BAD_REQUEST")
+            // A made-up receipt, and an asset value RecordSync never issued (kept as given).
+            #expect(try await code(alice, "d", #""image":{"value":{"fileChecksum":"x","size":1,"receipt":"rsa1_nothing"}}"#) == "BAD_REQUEST")
+            let opaque = try await Self.save(alice, "legacy", fields: #""image":{"value":{"fileChecksum":"abc","size":3,"downloadURL":"https://example.com/x"},"type":"ASSETID"}"#)
+            #expect(opaque["fields"]?["image"]?["value"] == .object(["fileChecksum": .string("abc"), "size": .int(3), "downloadURL": .string("https://example.com/x")]))
+
+            // rereference: a new receipt for the same bytes, which another record saves.
+            let copies = try await alice.post("assets/rereference", #"{"assets":[{"recordName":"a","fieldName":"image"},{"recordName":"nobody","fieldName":"image"}]}"#)
+            let copy = try #require(copies.json["assets"]?[0])
+            #expect(copies.json["assets"]?[1]?["serverErrorCode"]?.stringValue == "NOT_FOUND")
+            #expect(copy["receipt"] != value["receipt"] && copy["fileChecksum"] == value["fileChecksum"])
+            #expect(try await code(alice, "c", #""image":{"value":\#(try copy.serializedString())}"#) == nil)
+        }
+    }
+
+    @Test func assetsNoRecordHoldsGoAfterTheGracePeriodAndHeldOnesStay() async throws {
+        try await withServer(configure: { $0.limits.assetGracePeriod = .seconds(1) }) { server in
+            let alice = try await server.user("alice")
+            let owned = Self.bytes(4000), kept = Self.bytes(4001), replaced = Self.bytes(4002)
+            let ownedValue = try await Self.upload(owned, alice), keptValue = try await Self.upload(kept, alice)
+            let replacedValue = try await Self.upload(replaced, alice)
+            let neverBound = try await Self.upload(Self.bytes(4003), alice)
+            _ = try await Self.save(alice, "owner", fields: #""title":{"value":"owner"}"#)
+            _ = try await Self.save(alice, "child", fields: #""image":{"value":\#(try ownedValue.serializedString())},"owner":{"value":{"recordName":"owner","action":"DELETE_SELF"}}"#)
+            _ = try await Self.save(alice, "keeper", fields: #""image":{"value":\#(try keptValue.serializedString())}"#)
+            _ = try await Self.save(alice, "changing", fields: #""image":{"value":\#(try replacedValue.serializedString())}"#)
+            let ownedURL = try #require(try await Self.downloadURL(alice, "child"))
+            let replacedURL = try #require(try await Self.downloadURL(alice, "changing"))
+            let keptURL = try #require(try await Self.downloadURL(alice, "keeper"))
+            // The cascade deletes the child; the replace drops the other asset.
+            let deleted = try await alice.post("records/modify", #"{"operations":[{"operationType":"forceDelete","record":{"recordName":"owner"}}]}"#)
+            #expect(deleted.json["records"]?[0]?["cascadedRecordNames"] == .array([.string("child")]))
+            _ = try await Self.save(alice, "changing", fields: #""title":{"value":"no image now"}"#)
+            // Marked now, removed only once the grace period has passed since.
+            _ = try await server.store.collectAssets()
+            #expect(try await Self.get(ownedURL).data == owned)
+            try await Task.sleep(for: .milliseconds(1300))
+            #expect(try await server.store.collectAssets() == 3)
+            #expect(try await Self.get(ownedURL).status == 404)
+            #expect(try await Self.get(replacedURL).status == 404)
+            #expect(try await Self.get(keptURL).data == kept)
+            let late = try await Self.save(alice, "late", fields: #""image":{"value":\#(try neverBound.serializedString())}"#)
+            #expect(late["serverErrorCode"]?.stringValue == "BAD_REQUEST", "\(late)")
+            try await Task.sleep(for: .milliseconds(1300))
+            #expect(try await server.store.collectAssets() == 0)
+            #expect(try await Self.get(keptURL).data == kept)
+            if server.backend.description == "SQLite" {
+                let files = try FileManager.default.subpathsOfDirectory(atPath: (server.directory as NSString).appendingPathComponent("assets"))
+                    .filter { !$0.hasPrefix("incoming") && $0.count > 3 }
+                #expect(files.count == 1, "\(files)")
+            }
+        }
+    }
+
+    @Test func anOversizedUploadIsRefusedAndNothingIsKept() async throws {
+        try await withServer(configure: { $0.limits.maximumAssetBytes = 1_000_000 }) { server in
+            let alice = try await server.user("alice")
+            for multipart in [false, true] {
+                let url = try await Self.uploadURL(alice)
+                let (status, json) = try await Self.post(Self.bytes(1_500_000), to: url, multipart: multipart)
+                #expect(status == 400 && json["serverErrorCode"]?.stringValue == "BAD_REQUEST" && json["recordSyncErrorCode"]?.stringValue == "LIMIT_EXCEEDED", "\(json)")
+            }
+            let incoming = (server.directory as NSString).appendingPathComponent("assets/incoming")
+            #expect((try? FileManager.default.contentsOfDirectory(atPath: incoming))?.isEmpty ?? true)
+            if server.backend.description == "SQLite" {
+                let files = (try? FileManager.default.subpathsOfDirectory(atPath: (server.directory as NSString).appendingPathComponent("assets"))) ?? []
+                #expect(files.filter { !$0.hasPrefix("incoming") }.isEmpty, "\(files)")
+            }
+            // An upload URL that was tampered with, or a garbage token, is refused.
+            #expect(try await Self.post(Data([1]), to: try await Self.uploadURL(alice) + "x").status == 401)
+        }
+    }
+
+    @Test(.enabled(if: TestPostgres.url != nil)) func anAssetUploadedThroughOneNodeDownloadsThroughAnother() async throws {
+        try await withTemporaryDirectory { directory in
+            let deployment = try await Deployment(directory: directory, nodes: 2)
+            defer { deployment.kill() }
+            let token = try await deployment.addUser("alice")
+            let (first, second) = (deployment.nodes[0].url, deployment.nodes[1].url)
+            func post(_ node: URL, _ endpoint: String, _ body: String) async throws -> JSONValue {
+                var request = HTTPClientRequest(url: node.appendingPathComponent("database/1/iCloud.test.Assets/development/private/\(endpoint)").absoluteString)
+                request.method = .POST
+                request.headers.add(name: "Authorization", value: "Bearer \(token)")
+                request.body = .bytes(ByteBuffer(string: body))
+                let response = try await Self.http.execute(request, timeout: .seconds(60))
+                return try JSONValue.parse(Data(buffer: try await response.body.collect(upTo: 1 << 20)))
+            }
+            let data = Self.bytes(3_000_000)
+            let upload = try await post(first, "assets/upload", #"{"tokens":[{"recordType":"Artwork","fieldName":"image"}]}"#)
+            let url = try #require(upload["tokens"]?[0]?["url"]?.stringValue)
+            let (status, receipt) = try await Self.post(data, to: url)
+            #expect(status == 200, "\(receipt)")
+            let value = try (receipt["singleFile"] ?? .null).serializedString()
+            let saved = try await post(first, "records/modify", #"{"operations":[{"operationType":"create","record":{"recordName":"a","recordType":"Artwork","fields":{"image":{"value":\#(value)}}}}]}"#)
+            #expect(saved["records"]?[0]?["serverErrorCode"] == nil, "\(saved)")
+            let looked = try await post(second, "records/lookup", #"{"records":[{"recordName":"a"}]}"#)
+            let link = try #require(looked["records"]?[0]?["fields"]?["image"]?["value"]?["downloadURL"]?.stringValue)
+            #expect(link.hasPrefix(second.absoluteString))
+            #expect(try await Self.get(link.replacingOccurrences(of: "${f}", with: "a.bin")).data == data)
+            // The first node's own link, served by the second node's storage reads too.
+            let firstLink = try #require(saved["records"]?[0]?["fields"]?["image"]?["value"]?["downloadURL"]?.stringValue)
+            let onSecond = firstLink.replacingOccurrences(of: first.absoluteString, with: second.absoluteString).replacingOccurrences(of: "${f}", with: "a.bin")
+            #expect(try await Self.get(onSecond).data == data)
+            // The bytes are in neither node's data directory.
+            for node in deployment.nodes {
+                let files = (try? FileManager.default.subpathsOfDirectory(atPath: (node.dataDirectory as NSString).appendingPathComponent("assets"))) ?? []
+                #expect(files.filter { !$0.hasPrefix("incoming") }.isEmpty, "\(files)")
+            }
+        }
+    }
+}
