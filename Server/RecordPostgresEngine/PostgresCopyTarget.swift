@@ -13,7 +13,8 @@ public final class PostgresCopyTarget: @unchecked Sendable {
     /// The engine's tables, in the order they are filled (targets of foreign keys first).
     public static let tables = ["users", "tokens", "containers", "databases", "zones", "zone_incarnations",
                                 "schema_fields", "ref_fields", "records", "refs", "tombstones",
-                                "asset_keys", "asset_blobs", "asset_receipts", "asset_refs", "asset_chunks"]
+                                "asset_keys", "asset_blobs", "asset_receipts", "asset_refs", "asset_chunks",
+                                "subscriptions", "notifications", "push_tokens", "push_deliveries"]
     /// The size of the chunks asset bytes are kept in.
     public static let assetChunkSize = PostgresAssetChunks.chunkSize
     /// The tables whose `id` an identity hands out.
@@ -101,6 +102,11 @@ public final class PostgresCopyTarget: @unchecked Sendable {
                 SELECT setval(pg_get_serial_sequence('\(table)', 'id'), COALESCE((SELECT max(id) FROM \(table)), 0) + 1, false)
                 """))
         }
+        // Notification numbers go on above every number a webcourier token has seen.
+        try run(PostgresQuery(unsafeSQL: """
+            SELECT setval(pg_get_serial_sequence('notifications', 'id'),
+                          GREATEST(COALESCE((SELECT max(id) FROM notifications), 0), COALESCE((SELECT max(floor) FROM push_tokens), 0)) + 1, false)
+            """))
         try run("COMMIT")
     }
 

@@ -181,6 +181,26 @@ extension PostgresEngine {
             """,
             "CREATE INDEX asset_refs_by_checksum ON asset_refs(checksum)",
         ]),
+        // Subscriptions, the notifications they make, and the webcourier tokens that deliver
+        // them. Notification numbers can commit out of order; each token records what it
+        // delivered, so none is skipped.
+        ("v5", [
+            """
+            CREATE TABLE subscriptions(container TEXT NOT NULL, environment TEXT NOT NULL, kind TEXT NOT NULL, user_id BIGINT NOT NULL,
+                id TEXT NOT NULL, body TEXT NOT NULL, created_at BIGINT NOT NULL, PRIMARY KEY(container, environment, kind, user_id, id))
+            """,
+            """
+            CREATE TABLE notifications(id BIGSERIAL PRIMARY KEY, user_id BIGINT NOT NULL, container TEXT NOT NULL, environment TEXT NOT NULL,
+                payload TEXT NOT NULL, created_at BIGINT NOT NULL)
+            """,
+            "CREATE INDEX notifications_by_user ON notifications(user_id, container, environment, id)",
+            "CREATE INDEX notifications_by_age ON notifications(created_at)",
+            """
+            CREATE TABLE push_tokens(token TEXT PRIMARY KEY, user_id BIGINT NOT NULL, container TEXT NOT NULL, environment TEXT NOT NULL,
+                floor BIGINT NOT NULL, created_at BIGINT NOT NULL, polled_at BIGINT NOT NULL)
+            """,
+            "CREATE TABLE push_deliveries(token TEXT NOT NULL, notification BIGINT NOT NULL, PRIMARY KEY(token, notification))",
+        ]),
     ]
 
     /// The key of the advisory lock that migrations hold (any number no other program uses).

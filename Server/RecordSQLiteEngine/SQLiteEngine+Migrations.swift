@@ -257,6 +257,41 @@ extension SQLiteEngine {
                 CREATE INDEX asset_refs_by_checksum ON asset_refs(checksum);
                 """)
         }
+        // Subscriptions, the notifications they make, and the webcourier tokens that deliver them.
+        migrator.registerMigration("v8-subscriptions") { db in
+            try db.execute(sql: """
+                CREATE TABLE subscriptions(
+                    container TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    kind TEXT NOT NULL,
+                    user_id INTEGER NOT NULL,
+                    id TEXT NOT NULL,
+                    body TEXT NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    PRIMARY KEY(container, environment, kind, user_id, id)) WITHOUT ROWID;
+                CREATE TABLE notifications(
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    user_id INTEGER NOT NULL,
+                    container TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    payload TEXT NOT NULL,
+                    created_at INTEGER NOT NULL);
+                CREATE INDEX notifications_by_user ON notifications(user_id, container, environment, id);
+                CREATE INDEX notifications_by_age ON notifications(created_at);
+                CREATE TABLE push_tokens(
+                    token TEXT PRIMARY KEY,
+                    user_id INTEGER NOT NULL,
+                    container TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    floor INTEGER NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    polled_at INTEGER NOT NULL) WITHOUT ROWID;
+                CREATE TABLE push_deliveries(
+                    token TEXT NOT NULL,
+                    notification INTEGER NOT NULL,
+                    PRIMARY KEY(token, notification)) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 }

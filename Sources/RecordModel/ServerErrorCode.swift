@@ -98,6 +98,8 @@ public struct ErrorBody: Sendable, Hashable, Codable {
     public var uuid: String
     /// Extension: for `CONFLICT`, the server's current record.
     public var serverRecord: Record?
+    /// The subscription an error of `subscriptions/*` concerns.
+    public var subscriptionID: String?
 
     /// The wire form of `error`, with a fresh `uuid`.
     public init(_ error: RecordSyncError) {

@@ -113,6 +113,13 @@ struct DataCommand: AsyncParsableCommand {
                                                     .text("environment"), .text("kind"), .text("zone_name"), .text("record_type"), .text("field"),
                                                     .integer("created_at"), .integer("bound_zone"), .text("bound_record"), .text("bound_field")], key: "receipt"),
             Table(name: "asset_refs", columns: [.integer("zone_id"), .text("record_name"), .text("field"), .text("checksum")], key: "record_name, zone_id, field, checksum"),
+            Table(name: "subscriptions", columns: [.text("container"), .text("environment"), .text("kind"), .integer("user_id"), .text("id"), .text("body"),
+                                                   .integer("created_at")], key: "container, environment, kind, user_id, id"),
+            Table(name: "notifications", columns: [.integer("id"), .integer("user_id"), .text("container"), .text("environment"), .text("payload"),
+                                                   .integer("created_at")], key: "id"),
+            Table(name: "push_tokens", columns: [.text("token"), .integer("user_id"), .text("container"), .text("environment"), .integer("floor"),
+                                                 .integer("created_at"), .integer("polled_at")], key: "token"),
+            Table(name: "push_deliveries", columns: [.text("token"), .integer("notification")], key: "token, notification"),
         ]
 
         /// Copies the bytes of every blob (files under `assets/`) into PostgreSQL's chunks.

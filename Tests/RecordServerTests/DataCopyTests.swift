@@ -66,6 +66,8 @@ struct DataCopyTests {
             #expect(uploaded.status == 200, "\(uploaded.json)")
             let portrait = try (uploaded.json["singleFile"] ?? .null).serializedString()
             #expect(try await Self.post(old, "private/records/modify", "{\(gallery), \"operations\": [\(Self.record("artist6", "Artist", "\"portrait\": {\"value\": \(portrait)}"))]}", token: alice).status == 200)
+            // A subscription, which moves too.
+            #expect(try await Self.post(old, "private/subscriptions/modify", #"{"operations": [{"operationType": "create", "subscription": {"subscriptionID": "artists", "subscriptionType": "query", "query": {"recordType": "Artist"}}}]}"#, token: alice).status == 200)
             let before = Self.json(try await Self.post(old, "private/records/lookup", "{\(gallery), \"records\": [{\"recordName\": \"artist5\"}]}", token: alice).text)
             let oldTag = before["records"]?[0]?["recordChangeTag"]?.stringValue ?? ""
 
@@ -94,6 +96,7 @@ struct DataCopyTests {
                 // Alice's email, names and discoverability move too.
                 ("public/users/lookup/email", #"{"users": [{"emailAddress": "alice@example.com"}]}"#, bob),
                 ("public/users/caller", "{}", alice),
+                ("private/subscriptions/list", "{}", alice),
             ]
             var answers: [String] = []
             for probe in probes {

@@ -70,6 +70,9 @@ extension ModifyBatch {
         if noting {
             try transaction.noteValidatedInCascade(operation: index, inZone: zone.key)
         }
+        if let firing, firing.firesOnDeletes {
+            progress.deleteMatches += try firing.matches(try transaction.doomedNames(), reason: 3, in: transaction)
+        }
         let cascaded = try transaction.deleteCascade(root: name, inZone: zone.key, firstSequence: progress.feed.take(count))
         // Later deletes of the batch skip what this one cascaded to; the last needs no note.
         if !isLast { progress.cascadedNames.formUnion(cascaded) }

@@ -230,6 +230,7 @@ extension ModifyBatch {
         let modified = Stamp(timestamp: now, userRecordName: user)
         let created = current.map { $0.created ?? modified } ?? modified
         let row = RecordWrite(name: name, recordType: operation.recordType, changeTag: tag, fields: encoded, created: created, modified: modified, sequence: sequence)
+        if firing != nil { progress.saved.append((name, current == nil)) }
         if current != nil {
             try transaction.updateRecord(row, inZone: zone.key)
             try transaction.removeReferences(from: name, inZone: zone.key)

@@ -54,6 +54,10 @@ struct ModifyBatch {
         var stored: [String: [String: FieldType]] = [:]
         /// Field types introduced by the operations written so far, per record type.
         var schema: [String: [String: FieldType]] = [:]
+        /// The records saved so far, and whether each was created (for subscriptions).
+        var saved: [(name: String, created: Bool)] = []
+        /// Query subscriptions the deletes so far matched (each before it ran).
+        var deleteMatches: [SubscriptionFiring.Match] = []
     }
 
     let transaction: any StorageTransaction
@@ -74,6 +78,8 @@ struct ModifyBatch {
         var zoneHasTombstones: Bool
     }
     var savePhase: SavePhase?
+    /// The subscriptions this batch may fire (``SubscriptionFiring``), `nil` when none applies.
+    var firing: SubscriptionFiring?
 
     init(request: ModifyRecordsRequest, scope: DatabaseScope, zone: ZoneContext, containerKey: Int64, limits: StoreLimits,
          transaction: any StorageTransaction) {
@@ -154,6 +160,7 @@ struct ModifyBatch {
     /// - Returns: the per-record results, and whether the transaction should commit.
     mutating func run(_ request: ModifyRecordsRequest, validated validation: Validation? = nil) throws -> (RecordsResponse, commit: Bool) {
         progress.feed = try .locking(zone: zone.key, database: zone.databaseKey, in: transaction)
+        firing = try SubscriptionFiring.load(scope: scope, zone: zone, containerKey: containerKey, in: transaction)
         let groups: [[Int]]
         if let validation, try validation.stored.allSatisfy({ type, schema in try storedSchema(of: type) == schema }) {
             operations = validation.operations
@@ -181,8 +188,17 @@ struct ModifyBatch {
             }
         }
         savePhase = nil
+        // Saves match subscriptions as they are now, before any delete of the batch runs.
+        var saveMatches: [SubscriptionFiring.Match] = []
+        if let firing {
+            saveMatches = try firing.matches(progress.saved.filter(\.created).map(\.name), reason: 1, in: transaction)
+                + firing.matches(progress.saved.filter { !$0.created }.map(\.name), reason: 2, in: transaction)
+        }
         let deletes = operations.indices.filter { operations[$0]?.type.isDelete ?? false }
         guard try runDeletes(deletes) else { return (results.atomicFailure(names: names), false) }
+        if let firing {
+            try firing.notify(saveMatches + progress.deleteMatches, changed: progress.feed.moved, now: now, in: transaction)
+        }
         try progress.feed.finish(in: transaction)
         return (results.response(), true)
     }

@@ -84,3 +84,43 @@ public protocol AssetByteStore: Sendable {
     /// the engine keeps outside its transactions of blobs whose rows are still gone.
     func removeCollected(_ checksums: [String]) async throws
 }
+
+/// A subscription as stored: its owner and database, and its wire form.
+public struct StoredSubscription: Sendable, Hashable {
+    public var userKey: Int64
+    public var container: String
+    public var environment: String
+    public var kind: String
+    public var id: String
+    /// The subscription's JSON (``Subscription``).
+    public var body: String
+    public var createdAt: Int64
+
+    public init(userKey: Int64, container: String, environment: String, kind: String, id: String, body: String, createdAt: Int64) {
+        self.userKey = userKey
+        self.container = container
+        self.environment = environment
+        self.kind = kind
+        self.id = id
+        self.body = body
+        self.createdAt = createdAt
+    }
+}
+
+/// A webcourier token: whose notifications it delivers, and from which notification on.
+public struct StoredPushToken: Sendable, Hashable {
+    public var token: String
+    public var userKey: Int64
+    public var container: String
+    public var environment: String
+    /// Notifications up to this number predate the token.
+    public var floor: Int64
+
+    public init(token: String, userKey: Int64, container: String, environment: String, floor: Int64) {
+        self.token = token
+        self.userKey = userKey
+        self.container = container
+        self.environment = environment
+        self.floor = floor
+    }
+}

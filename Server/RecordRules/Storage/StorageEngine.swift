@@ -103,6 +103,32 @@ public protocol StorageTransaction: AnyObject {
     /// and answers their checksums (bytes the engine keeps in its tables go with them).
     func collectAssetBlobs(orphanedBefore cutoff: Int64) throws -> [String]
 
+    // MARK: Subscriptions and notifications
+
+    /// The subscriptions of a database kind in a container and environment: one user's, or
+    /// (`user` nil) every user's.
+    func subscriptions(inContainer container: String, environment: String, kind: String, user: Int64?) throws -> [StoredSubscription]
+    /// Stores a subscription, replacing one of the same owner, database and ID.
+    func putSubscription(_ subscription: StoredSubscription) throws
+    /// Removes a subscription; `false` if there was none.
+    func deleteSubscription(user: Int64, container: String, environment: String, kind: String, id: String) throws -> Bool
+    /// Queues a notification for a user; numbers only grow.
+    func insertNotification(user: Int64, container: String, environment: String, payload: String, createdAt: Int64) throws
+    /// The highest notification number so far (0 when none).
+    func latestNotificationNumber() throws -> Int64
+    /// Stores a webcourier token.
+    func insertPushToken(_ token: StoredPushToken, createdAt: Int64) throws
+    /// The webcourier token `token`, or `nil`.
+    func pushToken(_ token: String) throws -> StoredPushToken?
+    /// The oldest notification of the token's user, container and environment above its floor
+    /// that the token has not delivered, claimed as delivered by it (`nil`: none).
+    func claimNotification(for token: StoredPushToken, at now: Int64) throws -> String?
+    /// Removes notifications (and their deliveries) made before `cutoff`, and tokens not polled
+    /// since it.
+    func deleteNotifications(before cutoff: Int64) throws
+    /// The names a collected cascade will delete (``collectCascade(from:inZone:)`` ran last).
+    func doomedNames() throws -> [String]
+
     // MARK: Databases and zones
 
     /// The database at `address`, or `nil` if none was stored yet.

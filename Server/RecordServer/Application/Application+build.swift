@@ -46,7 +46,7 @@ public func buildApplication(
     router.add(middleware: ErrorMiddleware())
     let readAhead = ChangePageReadAhead<PreparedResponse>()
     DatabaseRoutes(store: store, limits: configuration.limits, maximumBodyBytes: configuration.maximumBodyBytes, readAhead: readAhead,
-                   publicURL: configuration.publicURL)
+                   publicURL: configuration.publicURL, webcourierWait: configuration.webcourierWait)
         .register(on: router)
     AssetRoutes(store: store, incoming: (configuration.dataDirectory as NSString).appendingPathComponent("assets/incoming"))
         .register(on: router)
@@ -59,7 +59,8 @@ public func buildApplication(
         router: router,
         configuration: .init(address: .hostname(host, port: configuration.port), serverName: "recordserver"),
         services: [KeepAlive(notifier: store.notifier, interval: configuration.keepAliveInterval), readAhead,
-                   AssetCollector(store: store, interval: configuration.assetCollectionInterval, logger: logger)],
+                   Collector(store: store, interval: configuration.assetCollectionInterval, notificationRetention: configuration.notificationRetention,
+                             logger: logger)],
         onServerRunning: { channel in
             let port = channel.localAddress?.port ?? configuration.port
             logger.notice("listening on http://\(host):\(port)")
@@ -130,10 +131,12 @@ struct KeepAlive: Service {
     }
 }
 
-/// Removes assets no record holds, every `interval` (``RecordStore/collectAssets()``).
-struct AssetCollector: Service {
+/// Removes assets no record holds (``RecordStore/collectAssets()``) and old notifications,
+/// every `interval`.
+struct Collector: Service {
     let store: RecordStore
     let interval: Duration
+    let notificationRetention: Duration
     let logger: Logger
 
     func run() async throws {
@@ -148,6 +151,11 @@ struct AssetCollector: Service {
                 if removed > 0 { logger.info("removed \(removed) assets no record holds") }
             } catch {
                 logger.warning("could not collect assets: \(error)")
+            }
+            do {
+                try await store.collectNotifications(retention: notificationRetention)
+            } catch {
+                logger.warning("could not remove old notifications: \(error)")
             }
         }
     }

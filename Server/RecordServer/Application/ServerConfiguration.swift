@@ -29,8 +29,13 @@ public struct ServerConfiguration: Sendable {
     /// and download URLs begin with; `nil` takes the scheme (`X-Forwarded-Proto`, else `http`)
     /// and `Host` of each request.
     public var publicURL: String?
-    /// How often assets no record holds are looked for (and those past the grace period removed).
+    /// How often assets no record holds are looked for (and those past the grace period removed),
+    /// and old notifications removed.
     public var assetCollectionInterval: Duration = .seconds(60)
+    /// How long a `GET` on a `webcourierURL` waits for a notification before it answers empty.
+    public var webcourierWait: Duration = .seconds(30)
+    /// How long a notification nobody polled for is kept (and a webcourier token nobody polls).
+    public var notificationRetention: Duration = .seconds(24 * 60 * 60)
     /// The logger for the server's own messages.
     public var logger = Logger(label: "recordserver")
 

@@ -16,6 +16,8 @@ struct DatabaseRoutes: Sendable {
     let readAhead: ChangePageReadAhead<PreparedResponse>
     /// The URL asset URLs begin with, or `nil` for each request's own (``base(of:)``).
     let publicURL: String?
+    /// How long a webcourier poll waits for a notification.
+    let webcourierWait: Duration
 
     /// The URL the request reached this server at, for the asset URLs an answer carries.
     @TaskLocal static var base = ""
@@ -85,6 +87,17 @@ struct DatabaseRoutes: Sendable {
             let request = try JSONBody.decode(AssetRereferenceRequest.self, from: body)
             return try JSONBody.response(try await routes.store.rereferenceAssets(request, in: scope))
         }),
+        ("subscriptions/modify", [.post], { routes, body, scope in
+            try JSONBody.response(try await routes.store.modifySubscriptions(JSONBody.decode(ModifySubscriptionsRequest.self, from: body), in: scope))
+        }),
+        ("subscriptions/list", [.get, .post], { routes, _, scope in
+            try JSONBody.response(try await routes.store.listSubscriptions(in: scope))
+        }),
+        ("subscriptions/lookup", [.post], { routes, body, scope in
+            try JSONBody.response(try await routes.store.lookupSubscriptions(JSONBody.decode(LookupSubscriptionsRequest.self, from: body), in: scope))
+        }),
+        ("tokens/create", [.post], { routes, body, scope in try await routes.pushToken(body, scope, register: false) }),
+        ("tokens/register", [.post], { routes, body, scope in try await routes.pushToken(body, scope, register: true) }),
         ("users/current", [.get, .post], { routes, _, scope in
             let profile = try await routes.store.profile(of: scope.user)
             return try JSONBody.response(profile.userInfo(scope.user, withEmail: false, toSelf: true, userName: scope.user.name))
@@ -132,6 +145,21 @@ struct DatabaseRoutes: Sendable {
                 return JSONBody.response(for: error)
             }
         }
+        // tokens/* without a database segment, as Apple's page and other clients send them.
+        for prefix in ["database", "device"] {
+            for name in ["create", "register"] {
+                router.post(RouterPath("/\(prefix)/1/:container/:environment/tokens/\(name)")) { request, context in
+                    try await self.handle(request, context: context, database: "private") { routes, body, scope in
+                        try await routes.pushToken(body, scope, register: name == "register")
+                    }
+                }
+            }
+        }
+        router.get("/webcourier/1/:token") { _, context in
+            let payload = try await self.store.nextNotification(forPushToken: context.parameters.get("token") ?? "", wait: self.webcourierWait)
+            return Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
+                            body: ResponseBody(byteBuffer: ByteBuffer(string: payload ?? "")))
+        }
         for endpoint in Self.endpoints {
             for method in endpoint.methods {
                 router.on(RouterPath("/database/1/:container/:environment/:database/\(endpoint.path)"), method: method) { request, context in
@@ -141,9 +169,9 @@ struct DatabaseRoutes: Sendable {
         }
     }
 
-    private func handle(_ request: Request, context: BasicRequestContext, _ endpoint: Endpoint) async throws -> Response {
+    private func handle(_ request: Request, context: BasicRequestContext, database: String? = nil, _ endpoint: Endpoint) async throws -> Response {
         do {
-            let scope = try await self.scope(of: request, context: context)
+            let scope = try await self.scope(of: request, context: context, database: database)
             var body: Data
             do {
                 body = Data(buffer: try await request.body.collect(upTo: maximumBodyBytes))
@@ -191,6 +219,24 @@ struct DatabaseRoutes: Sendable {
         }
     }
 
+    /// `tokens/create` and `tokens/register`: a `webcourierURL` delivering the caller's
+    /// notifications in the container and environment. Register (whose answer Apple does not
+    /// document) needs both keys and answers as create does: APNs is out of reach, so the token
+    /// it registers is kept only as given back.
+    func pushToken(_ body: Data, _ scope: DatabaseScope, register: Bool) async throws -> Response {
+        let request = body.isEmpty ? PushTokenRequest() : try JSONBody.decode(PushTokenRequest.self, from: body)
+        if register, request.apnsEnvironment == nil || request.apnsToken == nil {
+            throw RecordSyncError(.badRequest, "tokens/register needs apnsEnvironment and apnsToken")
+        }
+        let environment = request.apnsEnvironment ?? "development"
+        guard environment == "development" || environment == "production" else {
+            throw RecordSyncError(.badRequest, "apnsEnvironment must be development or production, not \(NameRules.quoted(environment))")
+        }
+        let token = try await store.createPushToken(for: scope.user, container: scope.container, environment: scope.environment)
+        return try JSONBody.response(PushTokenResponse(apnsEnvironment: environment, apnsToken: request.apnsToken ?? Data(token.utf8.suffix(32)).base64EncodedString(),
+                                                       webcourierURL: "\(Self.base)/webcourier/1/\(token)"))
+    }
+
     /// `scheme://host` as the request reached the server: `X-Forwarded-Proto` (from a proxy)
     /// or `http`, and the `Host` header.
     static func base(of request: Request) -> String {
@@ -200,7 +246,7 @@ struct DatabaseRoutes: Sendable {
     }
 
     /// The database a request addresses and the user making it.
-    func scope(of request: Request, context: BasicRequestContext) async throws -> DatabaseScope {
+    func scope(of request: Request, context: BasicRequestContext, database given: String? = nil) async throws -> DatabaseScope {
         let token = try Credentials.token(in: request)
         let hash = Credentials.hash(token)
         guard let user = try await tokens.user(forTokenHash: hash, lookUp: { try await store.user(forTokenHash: hash) }) else {
@@ -214,7 +260,7 @@ struct DatabaseRoutes: Sendable {
         guard environment == "development" || environment == "production" else {
             throw RecordSyncError(.badRequest, "environment must be development or production, not \(NameRules.quoted(environment))")
         }
-        let database = context.parameters.get("database") ?? ""
+        let database = given ?? context.parameters.get("database") ?? ""
         if database == "shared" {
             throw RecordSyncError(.notSupported, "the shared database is not supported yet")
         }

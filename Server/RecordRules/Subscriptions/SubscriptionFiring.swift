@@ -1,0 +1,121 @@
+import Foundation
+import RecordModel
+
+/// The subscriptions a `records/modify` batch may fire, and the notifications it makes: one per
+/// matching record for a query subscription (`fo` 1 created, 2 updated, 3 deleted), one per
+/// batch for a zone subscription. A save matches if the record matches after it; a delete (a
+/// cascaded one too) if the record matched just before it. Made inside the batch's write
+/// transaction, so a notification exists exactly when its change does.
+struct SubscriptionFiring {
+    /// A subscription that applies to the batch's zone, with its owner.
+    struct Applying {
+        var stored: StoredSubscription
+        var subscription: Subscription
+        var firesOn: Set<String>
+    }
+
+    /// A record that matched a subscription.
+    struct Match: Sendable {
+        var subscription: Int
+        var recordName: String
+        /// 1 created, 2 updated, 3 deleted.
+        var reason: Int
+    }
+
+    let scope: DatabaseScope
+    let zone: ZoneContext
+    let containerKey: Int64
+    let applying: [Applying]
+
+    /// The subscriptions of the scope's database that apply to `zone`, or `nil` when none does
+    /// (the common case: one indexed read per batch).
+    static func load(scope: DatabaseScope, zone: ZoneContext, containerKey: Int64, in transaction: any StorageTransaction) throws -> SubscriptionFiring? {
+        let stored = try transaction.subscriptions(inContainer: scope.container, environment: scope.environment, kind: scope.kind.rawValue,
+                                                   user: scope.kind == .private ? scope.user.id : nil)
+        guard !stored.isEmpty else { return nil }
+        let applying: [Applying] = stored.compactMap { stored in
+            guard let subscription = try? JSONValueDecoder().decode(Subscription.self, from: Data(stored.body.utf8)) else { return nil }
+            let zoneName = subscription.zoneID?.zoneName
+            if subscription.subscriptionType == "zone" {
+                guard (zoneName ?? ZoneID.defaultZoneName) == zone.name else { return nil }
+            } else if let zoneName, zoneName != zone.name {
+                return nil
+            }
+            return Applying(stored: stored, subscription: subscription, firesOn: Set(subscription.firesOn ?? ["create", "update", "delete"]))
+        }
+        return applying.isEmpty ? nil : SubscriptionFiring(scope: scope, zone: zone, containerKey: containerKey, applying: applying)
+    }
+
+    /// Whether a query subscription fires on deletes (so a delete must be matched before it runs).
+    var firesOnDeletes: Bool {
+        applying.contains { $0.subscription.subscriptionType == "query" && $0.firesOn.contains("delete") }
+    }
+
+    /// The query subscriptions that `names` (of any types) match now, as `reason`.
+    func matches(_ names: [String], reason: Int, in transaction: any StorageTransaction) throws -> [Match] {
+        guard !names.isEmpty else { return [] }
+        let verb = reason == 1 ? "create" : reason == 2 ? "update" : "delete"
+        var found: [Match] = []
+        for (index, applying) in applying.enumerated() where applying.subscription.subscriptionType == "query" && applying.firesOn.contains(verb) {
+            guard let query = applying.subscription.query else { continue }
+            let schema = try transaction.schema(of: query.recordType, inContainer: containerKey)
+            for start in stride(from: 0, to: names.count, by: 1000) {
+                let chunk = Array(names[start..<min(start + 1000, names.count)])
+                var narrowed = query
+                narrowed.sortBy = nil
+                narrowed.filterBy = (query.filterBy ?? []) + [QueryFilter(system: .recordName, .in, RawFieldValue(value: .array(chunk.map(JSONValue.string))))]
+                for match in try transaction.query(narrowed, inZones: [zone.key: zone.zoneID], schema: schema, after: nil, limit: chunk.count) {
+                    found.append(Match(subscription: index, recordName: match.record.recordName, reason: reason))
+                }
+            }
+        }
+        return found
+    }
+
+    /// Queues the notifications of `matches` (and of every zone subscription, when `changed`),
+    /// and removes the `firesOnce` subscriptions that fired.
+    func notify(_ matches: [Match], changed: Bool, now: Int64, in transaction: any StorageTransaction) throws {
+        var fired: Set<Int> = []
+        let database = scope.kind == .public ? 1 : 2
+        let owner = zone.zoneID.ownerRecordName ?? scope.ownerRecordName
+        func queue(_ index: Int, _ kind: String, _ body: [String: JSONValue]) throws {
+            let applying = applying[index]
+            var payload: [String: JSONValue] = ["ck": .object(["nid": .string(UUID().uuidString.lowercased()), "cid": .string(scope.container), kind: .object(body)])]
+            if let aps = Self.aps(applying.subscription.notificationInfo) { payload["aps"] = aps }
+            try transaction.insertNotification(user: applying.stored.userKey, container: scope.container, environment: scope.environment,
+                                               payload: try JSONValue.object(payload).serializedString(), createdAt: now)
+            fired.insert(index)
+        }
+        for match in matches {
+            try queue(match.subscription, "qry", ["sid": .string(applying[match.subscription].stored.id), "rid": .string(match.recordName),
+                                                  "zid": .string(zone.name), "zoid": .string(owner), "dbs": .int(Int64(database)), "fo": .int(Int64(match.reason))])
+        }
+        if changed {
+            for (index, applying) in applying.enumerated() where applying.subscription.subscriptionType == "zone" {
+                try queue(index, "fet", ["sid": .string(applying.stored.id), "zid": .string(zone.name), "zoid": .string(owner), "dbs": .int(Int64(database))])
+            }
+        }
+        for index in fired where applying[index].subscription.firesOnce == true {
+            let stored = applying[index].stored
+            _ = try transaction.deleteSubscription(user: stored.userKey, container: stored.container, environment: stored.environment, kind: stored.kind, id: stored.id)
+        }
+    }
+
+    /// The payload's `aps` from a subscription's Notification Info (as APNs would carry it).
+    static func aps(_ info: JSONValue?) -> JSONValue? {
+        guard case .object(let members)? = info else { return nil }
+        var aps: [String: JSONValue] = [:]
+        var alert: [String: JSONValue] = [:]
+        if let body = members["alertBody"] { alert["body"] = body }
+        if let key = members["alertLocalizationKey"] { alert["loc-key"] = key }
+        if let arguments = members["alertLocalizationArgs"] { alert["loc-args"] = arguments }
+        if let key = members["alertActionLocalizationKey"] { alert["action-loc-key"] = key }
+        if let image = members["alertLaunchImage"] { alert["launch-image"] = image }
+        if !alert.isEmpty { aps["alert"] = alert.count == 1 && alert["body"] != nil ? alert["body"] : .object(alert) }
+        if let sound = members["soundName"] { aps["sound"] = sound }
+        if members["shouldBadge"] == .bool(true) { aps["badge"] = .int(1) }
+        if members["shouldSendContentAvailable"] == .bool(true) { aps["content-available"] = .int(1) }
+        if let category = members["category"] { aps["category"] = category }
+        return aps.isEmpty ? nil : .object(aps)
+    }
+}

@@ -1,0 +1,152 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOFoundationCompat
+import RecordModel
+import TestSupport
+import Testing
+
+/// Subscriptions, `tokens/create` and the `webcourierURL` long poll, through real HTTP.
+@Suite(.serialized) struct SubscriptionTests {
+    /// The next notification at a webcourier URL (`nil`: an empty answer, a keep-alive).
+    static func poll(_ url: String) async throws -> JSONValue? {
+        let response = try await AssetTests.http.execute(HTTPClientRequest(url: AssetTests.reachable(url)), timeout: .seconds(60))
+        #expect(response.status.code == 200)
+        let body = try await response.body.collect(upTo: 1 << 20)
+        return body.readableBytes == 0 ? nil : try JSONValue.parse(Data(buffer: body))
+    }
+
+    /// A webcourier URL for a session, from `tokens/create` at `path` (relative to the container).
+    static func webcourier(_ session: Session, path: String = "private/tokens/create") async throws -> String {
+        AssetTests.port = session.client.port
+        let response = try await session.client.executeRequest(
+            uri: "/database/1/\(session.container)/development/\(path)", method: .post,
+            headers: [.authorization: "Bearer \(session.token)", .contentType: "application/json"], body: ByteBuffer(string: #"{"apnsEnvironment":"development"}"#))
+        let json = try JSONValue.parse(Data(buffer: response.body))
+        #expect(response.status == .ok, "\(json)")
+        #expect(json["apnsEnvironment"]?.stringValue == "development" && json["apnsToken"]?.stringValue != nil)
+        return try #require(json["webcourierURL"]?.stringValue)
+    }
+
+    static func subscribe(_ session: Session, _ subscription: String) async throws -> Reply {
+        try await session.post("subscriptions/modify", #"{"operations":[{"operationType":"create","subscription":\#(subscription)}]}"#)
+    }
+
+    static let modernArt = #"{"subscriptionID":"modern","subscriptionType":"query","query":{"recordType":"Artwork","filterBy":[{"fieldName":"year","comparator":"GREATER_THAN","fieldValue":{"value":1900}}]},"firesOn":["create","update","delete"],"notificationInfo":{"alertBody":"new art","shouldSendContentAvailable":true}}"#
+
+    /// The `qry` of a notification: (rid, fo).
+    static func query(_ notification: JSONValue?) -> (String, Int64)? {
+        guard let qry = notification?["ck"]?["qry"], let rid = qry["rid"]?.stringValue, case .int(let fo)? = qry["fo"] else { return nil }
+        return (rid, fo)
+    }
+
+    @Test func aQuerySubscriptionFiresForMatchingCreatesUpdatesAndDeletesOnly() async throws {
+        try await withServer(configure: { $0.webcourierWait = .milliseconds(600) }) { server in
+            let alice = try await server.user("alice")
+            let bob = try await server.user("bob")
+            let created = try await Self.subscribe(alice, Self.modernArt)
+            #expect(created.json["subscriptions"]?[0]?["subscriptionID"]?.stringValue == "modern", "\(created.json)")
+            #expect(try await Self.subscribe(bob, Self.modernArt).status == 200)
+            // A second client of Alice's (its own webcourier), and Bob's.
+            let aliceURL = try await Self.webcourier(alice)
+            let bobURL = try await Self.webcourier(bob, path: "tokens/create")
+            #expect(try await Self.poll(aliceURL) == nil)
+
+            try await alice.save([Record(recordName: "a", recordType: "Artwork", fields: ["year": .int64(1950)]),
+                                  Record(recordName: "b", recordType: "Artwork", fields: ["year": .int64(1800)])])
+            let first = try await Self.poll(aliceURL)
+            #expect(Self.query(first)! == ("a", 1), "\(String(describing: first))")
+            #expect(first?["ck"]?["cid"]?.stringValue == alice.container && first?["ck"]?["nid"]?.stringValue != nil)
+            #expect(first?["ck"]?["qry"]?["sid"]?.stringValue == "modern" && first?["ck"]?["qry"]?["zid"]?.stringValue == "_defaultZone")
+            #expect(first?["ck"]?["qry"]?["dbs"] == .int(2) && first?["ck"]?["qry"]?["zoid"]?.stringValue == alice.userRecordName)
+            #expect(first?["aps"]?["alert"]?.stringValue == "new art" && first?["aps"]?["content-available"] == .int(1))
+            #expect(try await Self.poll(aliceURL) == nil)
+            // b comes to match by an update; a is updated still matching; then both are deleted,
+            // and a record that never matched is deleted too.
+            _ = try await alice.modify([RecordOperation(.forceUpdate, RecordPayload(recordName: "b", recordType: "Artwork", fields: ["year": RawFieldValue(FieldValue.int64(1999))]))])
+            #expect(Self.query(try await Self.poll(aliceURL))! == ("b", 2))
+            _ = try await alice.modify([RecordOperation(.forceUpdate, RecordPayload(recordName: "a", recordType: "Artwork", fields: ["year": RawFieldValue(FieldValue.int64(1960))]))])
+            #expect(Self.query(try await Self.poll(aliceURL))! == ("a", 2))
+            try await alice.save([Record(recordName: "old", recordType: "Artwork", fields: ["year": .int64(1500)])])
+            _ = try await alice.modify([RecordOperation(.forceDelete, RecordPayload(recordName: "old")), RecordOperation(.forceDelete, RecordPayload(recordName: "a"))])
+            #expect(Self.query(try await Self.poll(aliceURL))! == ("a", 3))
+            #expect(try await Self.poll(aliceURL) == nil)
+            // Bob's subscription, on the same container, zone name and record type, heard nothing.
+            #expect(try await Self.poll(bobURL) == nil)
+            // Bob's own public... and private writes reach Bob only.
+            try await bob.save([Record(recordName: "z", recordType: "Artwork", fields: ["year": .int64(2000)])])
+            #expect(Self.query(try await Self.poll(bobURL))! == ("z", 1))
+            #expect(try await Self.poll(aliceURL) == nil)
+        }
+    }
+
+    @Test func cascadesZoneSubscriptionsFiresOnceAndTheSubscriptionEndpoints() async throws {
+        try await withServer(configure: { $0.webcourierWait = .milliseconds(600) }) { server in
+            let alice = try await server.user("alice")
+            try await alice.createZones("Gallery")
+            let url = try await Self.webcourier(alice, path: "private/tokens/create")
+            #expect(try await Self.subscribe(alice, #"{"subscriptionID":"works","subscriptionType":"query","query":{"recordType":"Artwork"},"zoneID":{"zoneName":"Gallery"},"firesOn":["delete"]}"#).status == 200)
+            #expect(try await Self.subscribe(alice, #"{"subscriptionID":"gallery","subscriptionType":"zone","zoneID":{"zoneName":"Gallery"}}"#).status == 200)
+            #expect(try await Self.subscribe(alice, #"{"subscriptionID":"once","subscriptionType":"query","query":{"recordType":"Artist"},"firesOnce":true,"zoneWide":true}"#).status == 200)
+
+            try await alice.save([Record.artist("monet"), Record.artwork("lilies", by: "monet")], zone: "Gallery")
+            var received: [JSONValue] = []
+            while let next = try await Self.poll(url) { received.append(next) }
+            // The Artist creation fired "once"; the zone fired once for the batch.
+            #expect(received.compactMap { $0["ck"]?["qry"]?["sid"]?.stringValue } == ["once"], "\(received)")
+            #expect(received.compactMap { $0["ck"]?["fet"]?["zid"]?.stringValue } == ["Gallery"], "\(received)")
+            // Deleting the artist cascades to the artwork: a delete the subscription matches.
+            _ = try await alice.modify([RecordOperation(.forceDelete, RecordPayload(recordName: "monet"))], zone: "Gallery")
+            received = []
+            while let next = try await Self.poll(url) { received.append(next) }
+            #expect(received.compactMap(Self.query).map { "\($0.0)/\($0.1)" } == ["lilies/3"], "\(received)")
+            #expect(received.compactMap { $0["ck"]?["fet"]?["sid"]?.stringValue } == ["gallery"])
+
+            // "once" fired and is gone; list and lookup show the rest in CloudKit's shapes.
+            let list = try await alice.post("subscriptions/list", "")
+            #expect(list.json["subscriptions"]?.arrayValue?.compactMap { $0["subscriptionID"]?.stringValue } == ["gallery", "works"], "\(list.json)")
+            let lookup = try await alice.post("subscriptions/lookup", #"{"subscriptions":[{"subscriptionID":"works"},{"subscriptionID":"once"}]}"#)
+            #expect(lookup.json["subscriptions"]?[0]?["firesOn"] == .array([.string("delete")]))
+            #expect(lookup.json["subscriptions"]?[1]?["serverErrorCode"]?.stringValue == "NOT_FOUND")
+            #expect(lookup.json["subscriptions"]?[1]?["subscriptionID"]?.stringValue == "once")
+            let deleted = try await alice.post("subscriptions/modify", #"{"operations":[{"operationType":"delete","subscription":{"subscriptionID":"works"}}]}"#)
+            #expect(deleted.json["subscriptions"]?[0] == .object(["subscriptionID": .string("works"), "deleted": .bool(true)]), "\(deleted.json)")
+            // Bad subscriptions are refused by item.
+            let bad = try await alice.post("subscriptions/modify", #"{"operations":[{"operationType":"create","subscription":{"subscriptionID":"x","subscriptionType":"query","query":{"recordType":"Artwork","filterBy":[{"fieldName":"year","comparator":"SOUNDS_LIKE","fieldValue":{"value":1}}]}}},{"operationType":"create","subscription":{"subscriptionID":"y","subscriptionType":"record"}}]}"#)
+            #expect(bad.status == 400 || bad.json["subscriptions"]?[1]?["serverErrorCode"]?.stringValue == "BAD_REQUEST", "\(bad.json)")
+            // tokens/create answers on every path clients use; register needs both keys.
+            _ = try await Self.webcourier(alice, path: "tokens/create")
+            let device = try await server.send(.post, "/device/1/\(alice.container)/development/tokens/create", headers: [.authorization: "Bearer \(alice.token)"], body: "{}")
+            #expect(device.json["webcourierURL"]?.stringValue != nil, "\(device.json)")
+            let register = try await alice.post("tokens/register", #"{"apnsEnvironment":"production"}"#)
+            #expect(register.code == "BAD_REQUEST")
+            let forged = try await AssetTests.http.execute(HTTPClientRequest(url: AssetTests.reachable(url.replacingOccurrences(of: "/webcourier/1/", with: "/webcourier/1/x"))), timeout: .seconds(10))
+            #expect(forged.status.code == 401)
+        }
+    }
+
+    @Test(.enabled(if: TestPostgres.url != nil)) func aNotificationWrittenThroughOneNodeArrivesThroughAnother() async throws {
+        try await withTemporaryDirectory { directory in
+            let deployment = try await Deployment(directory: directory, nodes: 2)
+            defer { deployment.kill() }
+            let token = try await deployment.addUser("alice")
+            func post(_ node: URL, _ endpoint: String, _ body: String) async throws -> JSONValue {
+                var request = HTTPClientRequest(url: node.appendingPathComponent("database/1/iCloud.test.Push/development/private/\(endpoint)").absoluteString)
+                request.method = .POST
+                request.headers.add(name: "Authorization", value: "Bearer \(token)")
+                request.body = .bytes(ByteBuffer(string: body))
+                let response = try await AssetTests.http.execute(request, timeout: .seconds(60))
+                return try JSONValue.parse(Data(buffer: try await response.body.collect(upTo: 1 << 20)))
+            }
+            let (first, second) = (deployment.nodes[0].url, deployment.nodes[1].url)
+            _ = try await post(first, "subscriptions/modify", #"{"operations":[{"operationType":"create","subscription":\#(Self.modernArt)}]}"#)
+            let url = try #require(try await post(second, "tokens/create", "{}")["webcourierURL"]?.stringValue)
+            #expect(url.hasPrefix(second.absoluteString))
+            async let polled = Self.poll(url)
+            try await Task.sleep(for: .milliseconds(300))
+            _ = try await post(first, "records/modify", #"{"operations":[{"operationType":"create","record":{"recordName":"n","recordType":"Artwork","fields":{"year":{"value":1990}}}}]}"#)
+            let notification = try await polled
+            #expect(Self.query(notification)! == ("n", 1), "\(String(describing: notification))")
+        }
+    }
+}
