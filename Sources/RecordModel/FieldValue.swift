@@ -79,7 +79,7 @@ public indirect enum FieldValue: Sendable, Hashable {
     /// `INT64` and `DOUBLE` values as strings.
     var wireJSON: JSONValue {
         if let links = WireForm.assetLinks {
-            if case .asset(let value) = self { return StoredAsset(value)?.wireJSON(links) ?? value }
+            if case .asset(let value) = self { return StoredAsset(value)?.wireJSON(links.link) ?? value }
             if case .list(.asset, let elements) = self { return .array(elements.map(\.wireJSON)) }
         }
         guard WireForm.numbersAsStrings else { return json }

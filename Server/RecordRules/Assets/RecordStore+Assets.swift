@@ -88,10 +88,10 @@ extension RecordStore {
 
     /// A function that makes each stored asset's `downloadURL` (`{base}/assets/1/download/TOKEN/${f}`,
     /// valid for ``StoreLimits/assetDownloadLifetime``), for ``WireForm/assetLinks``.
-    public func assetLinks(base: String) async throws -> @Sendable (StoredAsset) -> String? {
+    public func assetLinks(base: String) async throws -> AssetLinks {
         let key = try await assetSigner.signingKey()
         let expiry = Self.now() + limits.assetDownloadLifetime.milliseconds
-        return { asset in
+        return AssetLinks { asset in
             guard let checksum = asset.checksumHex,
                   let payload = try? JSONEncoder().encode(DownloadGrant(h: checksum, s: asset.size, x: expiry)) else { return nil }
             return "\(base)/assets/1/download/\(AssetSigner.sign(payload, with: key))/${f}"

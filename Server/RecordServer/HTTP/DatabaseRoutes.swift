@@ -20,7 +20,7 @@ struct DatabaseRoutes: Sendable {
     let webcourierWait: Duration
 
     /// The URL the request reached this server at, for the asset URLs an answer carries.
-    @TaskLocal static var base = ""
+    static var base: String { JSONBody.context.base }
 
     /// An endpoint: reads its body (if any) for a scope and answers.
     typealias Endpoint = @Sendable (DatabaseRoutes, Data, DatabaseScope) async throws -> Response
@@ -29,17 +29,17 @@ struct DatabaseRoutes: Sendable {
         ("records/modify", [.post], { routes, body, scope in
             let request = try JSONBody.decode(ModifyRecordsRequest.self, from: body)
             let answer = try await routes.store.modifyRecords(request, in: scope)
-            return try WireForm.$numbersAsStrings.withValue(request.numbersAsStrings == true) { try JSONBody.response(answer) }
+            return try JSONBody.response(answer, numbersAsStrings: request.numbersAsStrings == true)
         }),
         ("records/lookup", [.post], { routes, body, scope in
             let request = try JSONBody.decode(LookupRecordsRequest.self, from: body)
             let answer = try await routes.store.lookupRecords(request, in: scope)
-            return try WireForm.$numbersAsStrings.withValue(request.numbersAsStrings == true) { try JSONBody.response(answer) }
+            return try JSONBody.response(answer, numbersAsStrings: request.numbersAsStrings == true)
         }),
         ("records/query", [.post], { routes, body, scope in
             let request = try JSONBody.decode(QueryRecordsRequest.self, from: body)
             let answer = try await routes.store.queryRecords(request, in: scope)
-            return try WireForm.$numbersAsStrings.withValue(request.numbersAsStrings == true) { try JSONBody.response(answer) }
+            return try JSONBody.response(answer, numbersAsStrings: request.numbersAsStrings == true)
         }),
         ("records/changes", [.post], { routes, body, scope in
             let request = try JSONBody.decode(RecordChangesRequest.self, from: body)
@@ -60,7 +60,7 @@ struct DatabaseRoutes: Sendable {
                     results.append(.failure(error))
                 }
             }
-            return try WireForm.$numbersAsStrings.withValue(numbersAsStrings) { try JSONBody.response(ZoneChangesResponse(zones: results)) }
+            return try JSONBody.response(ZoneChangesResponse(zones: results), numbersAsStrings: numbersAsStrings)
         }),
         ("changes/database", [.post], { routes, body, scope in
             let request = body.isEmpty ? DatabaseChangesRequest() : try JSONBody.decode(DatabaseChangesRequest.self, from: body)
@@ -180,13 +180,10 @@ struct DatabaseRoutes: Sendable {
             }
             body = try Self.decoded(body, encoding: request.headers[.contentEncoding], limit: maximumBodyBytes)
             let base = publicURL ?? Self.base(of: request)
-            let links = try await store.assetLinks(base: base)
-            return try await Self.$base.withValue(base) {
-                try await WireForm.$assetLinks.withValue(links) {
-                    try await JSONBody.$acceptsGzip.withValue(JSONBody.acceptsGzip(request.headers[.acceptEncoding])) {
-                        try await endpoint(self, body, scope)
-                    }
-                }
+            let context = JSONBody.Context(acceptsGzip: JSONBody.acceptsGzip(request.headers[.acceptEncoding]), base: base,
+                                           assetLinks: try await store.assetLinks(base: base))
+            return try await JSONBody.$context.withValue(context) {
+                try await endpoint(self, body, scope)
             }
         } catch let error as RecordSyncError {
             if error.code == .internalError {
@@ -275,14 +272,11 @@ extension ChangePageReadAhead where Answer == PreparedResponse {
     /// The answer to a `records/changes` request as the server sends it: JSON, gzipped when the
     /// request accepts it (``JSONBody``).
     func answer(_ request: RecordChangesRequest, in scope: DatabaseScope, from store: RecordStore, gzip: Bool) async throws -> PreparedResponse {
-        let numbersAsStrings = request.numbersAsStrings == true
-        let links = WireForm.assetLinks
-        return try await answer(request, in: scope, from: store, variant: gzip ? "gzip" : "identity") { page in
-            try WireForm.$assetLinks.withValue(links) {
-                try WireForm.$numbersAsStrings.withValue(numbersAsStrings) {
-                    try JSONBody.$acceptsGzip.withValue(gzip) { try JSONBody.prepared(page) }
-                }
-            }
+        var context = JSONBody.context
+        context.acceptsGzip = gzip
+        context.numbersAsStrings = request.numbersAsStrings == true
+        return try await answer(request, in: scope, from: store, variant: gzip ? "gzip" : "identity") { [context] page in
+            try JSONBody.$context.withValue(context) { try JSONBody.prepared(page) }
         }
     }
 }

@@ -61,19 +61,40 @@ enum JSONBody {
         }
     }
 
-    /// Whether the request being answered accepts a gzip-compressed answer (set by the routes
-    /// from its `Accept-Encoding`).
-    @TaskLocal static var acceptsGzip = false
+    /// What the answer to the request being handled depends on, set once by the routes.
+    struct Context: Sendable {
+        /// Whether the request accepts a gzip-compressed answer (its `Accept-Encoding`).
+        var acceptsGzip = false
+        /// `scheme://host` the request reached the server at, for the URLs answers carry.
+        var base = ""
+        /// How stored assets get their `downloadURL` (``WireForm/assetLinks``).
+        var assetLinks: AssetLinks?
+        /// CloudKit JS's `numbersAsStrings` (``WireForm/numbersAsStrings``).
+        var numbersAsStrings = false
+    }
+
+    /// The context of the request being answered. One task-local for all of it: set once
+    /// around an endpoint, and the wire options only around each answer's (synchronous) encoding.
+    @TaskLocal static var context = Context()
+
+    /// Whether the request being answered accepts a gzip-compressed answer.
+    static var acceptsGzip: Bool { context.acceptsGzip }
 
     /// A JSON response; gzip-compressed (`Content-Encoding: gzip`) when it is at least
     /// ``Gzip/threshold`` bytes and the request accepts gzip (``acceptsGzip``).
-    static func response<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) throws -> Response {
-        try prepared(value, status: status).response
+    static func response<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok, numbersAsStrings: Bool = false) throws -> Response {
+        guard numbersAsStrings else { return try prepared(value, status: status).response }
+        var context = self.context
+        context.numbersAsStrings = true
+        return try $context.withValue(context) { try prepared(value, status: status).response }
     }
 
     /// ``response(_:status:)``'s status, headers and body, which can make a response later.
     static func prepared<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) throws -> PreparedResponse {
-        let data = try JSONValueEncoder().encode(value)
+        let context = self.context
+        let data = try WireForm.$assetLinks.withValue(context.assetLinks) {
+            try WireForm.$numbersAsStrings.withValue(context.numbersAsStrings) { try JSONValueEncoder().encode(value) }
+        }
         var headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
         guard data.count >= Gzip.threshold else {
             return PreparedResponse(status: status, headers: headers, body: ByteBuffer(bytes: data))

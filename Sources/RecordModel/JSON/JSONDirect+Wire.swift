@@ -109,7 +109,7 @@ extension FieldValue: JSONDirectWritable {
             try writer.array(elements) { try $1.writeValue(to: &$0) }
         case .asset(let value):
             if let links = writer.assetLinks, let asset = StoredAsset(value) {
-                try writer.write(asset.wireJSON(links))
+                try writer.write(asset.wireJSON(links.link))
             } else {
                 try writer.write(value)
             }

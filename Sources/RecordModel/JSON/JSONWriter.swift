@@ -26,7 +26,7 @@ struct JSONWriter {
     /// when the writer was made).
     var numbersAsStrings: Bool
     /// How assets get their download links (``WireForm/assetLinks`` when the writer was made).
-    var assetLinks: (@Sendable (StoredAsset) -> String?)?
+    var assetLinks: AssetLinks?
 
     /// A writer of an answer, with the options of the answer being written (``WireForm``).
     init() {

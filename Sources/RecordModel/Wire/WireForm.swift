@@ -23,7 +23,7 @@ public enum WireForm {
     /// For the answer being written: the `downloadURL` of an asset RecordSync stores, which
     /// answers carry in place of its receipt. `nil` (the default, and whenever fields are
     /// written to be stored) writes assets as stored.
-    @TaskLocal public static var assetLinks: (@Sendable (StoredAsset) -> String?)?
+    @TaskLocal public static var assetLinks: AssetLinks?
 
     /// The error codes Apple documents for CloudKit Web Services, with their HTTP statuses.
     public static let appleErrorCodes: [ServerErrorCode: Int] = [
@@ -59,10 +59,10 @@ public enum WireForm {
     /// ``typeExtensionKey`` when it says more. A `BOOLEAN` travels as `INT64` 0 or 1, as
     /// CloudKit stores booleans.
     public static func type(_ type: FieldType) -> (type: FieldType, extensionType: FieldType?) {
-        if appleScalarTypes.contains(type.scalar) { return (type, nil) }
+        // A switch, not a set lookup: every field written passes here.
         switch type.scalar {
+        case .string, .int64, .double, .timestamp, .bytes, .reference, .location, .asset: return (type, nil)
         case .boolean: return (FieldType(.int64, isList: type.isList), type)
-        default: return (FieldType(.string, isList: type.isList), type)
         }
     }
 
@@ -120,4 +120,14 @@ extension ServerErrorCode {
         .internalError, .notFound, .quotaExceeded, .throttled, .tryAgainLater, .validatingReferenceError, .zoneNotFound,
         .changeTokenExpired, .limitExceeded, .notSupported, .networkFailure,
     ]
+}
+
+/// How an answer gives each asset RecordSync stores its `downloadURL` (``WireForm/assetLinks``).
+public struct AssetLinks: Sendable {
+    /// The link of an asset, or `nil` to answer it as stored.
+    public let link: @Sendable (StoredAsset) -> String?
+
+    public init(_ link: @escaping @Sendable (StoredAsset) -> String?) {
+        self.link = link
+    }
 }
