@@ -29,6 +29,12 @@ public struct Container: Sendable {
     /// The session requests go through: the app's, or on Apple platforms the library's own;
     /// `nil` on Linux without one, where they go through AsyncHTTPClient (``HTTPTransport``).
     let session: URLSession?
+    /// Where fetched assets are downloaded (``Database/fetchAsset(_:)``), by checksum: a
+    /// folder of the system's caches unless set (a `RecordCache` sets its own).
+    public var assetDirectory: URL
+    /// The most bytes of downloaded assets kept in ``assetDirectory``; the least recently used
+    /// go first when a download passes it.
+    public var maximumAssetBytes: Int64 = 1 << 30
 
     /// Creates a container handle. Nothing is sent until a database is used.
     ///
@@ -40,6 +46,8 @@ public struct Container: Sendable {
         self.identifier = identifier
         self.environment = environment
         self.credentials = credentials
+        self.assetDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("recordsync-assets")
+            .appendingPathComponent(identifier.replacingOccurrences(of: "/", with: "_"))
         #if canImport(FoundationNetworking)
         self.session = session
         #else

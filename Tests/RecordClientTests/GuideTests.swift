@@ -25,9 +25,15 @@ import Testing
     @Test func theGuidesExampleRuns() async throws {
         try await withServer { server in
             let token = try await server.token(forNewUser: "alice")
-            let (titles, left) = try await runGallery(serverURL: server.url, token: token, cachePath: server.directory + "/gallery.sqlite")
+            let file = URL(fileURLWithPath: server.directory + "/portrait.jpg")
+            let bytes = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+            try bytes.write(to: file)
+            let (titles, left, portrait, announced) = try await runGallery(serverURL: server.url, token: token, cachePath: server.directory + "/gallery.sqlite",
+                                                                           portraitFile: file)
             #expect(titles == ["Impression, soleil levant", "Water Lilies"])
             #expect(left == 0)
+            #expect(portrait == bytes)
+            #expect(announced == "Haystacks")
         }
     }
 }

@@ -20,6 +20,7 @@ extension Database {
         saving recordsToSave: [Record], deleting recordIDsToDelete: [Record.ID],
         savePolicy: SavePolicy = .ifServerRecordUnchanged, atomically: Bool = true
     ) async throws -> (saveResults: [Record.ID: Result<Record, RecordSyncError>], deleteResults: [Record.ID: Result<Void, RecordSyncError>]) {
+        let recordsToSave = try await uploadingAssets(recordsToSave)
         var zones: [ZoneID] = []
         var saves: [ZoneID: [RecordOperation]] = [:]
         var deletes: [ZoneID: [RecordOperation]] = [:]
@@ -157,7 +158,8 @@ extension Database {
     static func answerNeedsNoFields(_ operation: RecordOperation) -> Bool {
         guard operation.desiredKeys == nil, let raw = operation.record.fields else { return false }
         switch operation.operationType {
-        case .create, .replace, .forceReplace: return raw.values.allSatisfy { $0.type != nil }
+        // The server answers an asset with its download link, which only the answer knows.
+        case .create, .replace, .forceReplace: return raw.values.allSatisfy { $0.type != nil && $0.type?.scalar != .asset }
         default: return false
         }
     }

@@ -184,3 +184,9 @@ extension Location: RecordFieldScalar {
         if case .location(let value) = field { value } else { nil }
     }
 }
+
+extension Asset: RecordFieldScalar {
+    static var recordScalarType: ScalarType { .asset }
+    func recordFieldValue(at path: [any CodingKey]) throws -> FieldValue { fieldValue }
+    static func reading(_ field: FieldValue, at path: [any CodingKey]) -> Asset? { field.asset }
+}

@@ -161,3 +161,76 @@ public struct StoredAsset: Sendable, Hashable {
         return .object(members)
     }
 }
+
+/// A file held in an `ASSETID` field (CloudKit's `CKAsset`).
+///
+/// A new asset is made from a local file (``init(fileURL:)``); saving its record through the
+/// client library uploads the file first and saves the receipt. A fetched asset knows the
+/// server's `fileChecksum`, `size` and `downloadURL`; the client library downloads its bytes
+/// on demand (``fileURL`` then names the local copy).
+public struct Asset: Sendable, Hashable {
+    /// The field value key that marks an asset not uploaded yet: its local file.
+    public static let localFileKey = "recordSyncLocalFile"
+
+    /// The local file: the one to upload, or the downloaded copy.
+    public var fileURL: URL?
+    /// The value the server stores or answered, `nil` for an asset not uploaded yet.
+    public var stored: JSONValue?
+
+    /// An asset whose bytes are the file at `fileURL`, to be uploaded when its record is saved.
+    public init(fileURL: URL) {
+        self.fileURL = fileURL
+    }
+
+    /// The asset an `ASSETID` value holds.
+    public init(_ value: JSONValue) {
+        if case .string(let path)? = value[Self.localFileKey], let url = URL(string: path) {
+            fileURL = url
+        } else {
+            stored = value
+        }
+    }
+
+    /// Base64 of the bytes' SHA-256, once uploaded.
+    public var fileChecksum: String? { stored?["fileChecksum"].flatMap { if case .string(let text) = $0 { text } else { nil } } }
+    /// The size in bytes, once uploaded.
+    public var size: Int64? {
+        switch stored?["size"] {
+        case .int(let value)?: value
+        case .double(let value)?: Int64(value)
+        case .string(let text)?: Int64(text)
+        default: nil
+        }
+    }
+    /// Where the server serves the bytes (with CloudKit's `${f}` file-name placeholder), in a
+    /// fetched record.
+    public var downloadURL: String? { stored?["downloadURL"].flatMap { if case .string(let text) = $0 { text } else { nil } } }
+    /// Whether the asset waits to be uploaded.
+    public var isLocal: Bool { stored == nil }
+
+    /// The field value.
+    public var fieldValue: FieldValue {
+        if let stored { return .asset(stored) }
+        return .asset(.object([Self.localFileKey: .string(fileURL?.absoluteString ?? "")]))
+    }
+}
+
+extension FieldValue {
+    /// The asset the value holds, if it is an `ASSETID`.
+    public var asset: Asset? {
+        if case .asset(let json) = self { return Asset(json) }
+        return nil
+    }
+}
+
+extension Asset: Codable {
+    /// Outside a record, an asset is its field value's JSON.
+    public init(from decoder: any Decoder) throws {
+        self.init(try JSONValue(from: decoder))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        guard case .asset(let json) = fieldValue else { return }
+        try json.encode(to: encoder)
+    }
+}

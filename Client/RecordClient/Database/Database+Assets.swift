@@ -1,0 +1,115 @@
+import Foundation
+import RecordModel
+
+extension Database {
+    /// `records` with every asset that waits to be uploaded (``Asset/init(fileURL:)``) uploaded
+    /// and replaced by its receipt: one `assets/upload` per zone, then each file, streamed.
+    /// Runs before any record of a batch is sent, so the batching that keeps targets before
+    /// sources sees records whose assets are already on the server.
+    func uploadingAssets(_ records: [Record]) async throws -> [Record] {
+        var pending: [(record: Int, field: String, element: Int?, file: URL)] = []
+        for (index, record) in records.enumerated() {
+            for (field, value) in record.fields {
+                switch value {
+                case .asset(let json):
+                    if let file = Asset(json).localFile { pending.append((index, field, nil, file)) }
+                case .list(.asset, let elements):
+                    for (position, element) in elements.enumerated() {
+                        if case .asset(let json) = element, let file = Asset(json).localFile { pending.append((index, field, position, file)) }
+                    }
+                default: continue
+                }
+            }
+        }
+        guard !pending.isEmpty else { return records }
+        var records = records
+        let byZone = Dictionary(grouping: pending.indices) { records[pending[$0].record].recordID.zoneID }
+        for (zone, indices) in byZone {
+            for start in stride(from: 0, to: indices.count, by: maximumOperationsPerRequest) {
+                let chunk = Array(indices[start..<min(start + maximumOperationsPerRequest, indices.count)])
+                let request = AssetUploadRequest(zoneID: zone, tokens: chunk.map { index in
+                    let entry = pending[index]
+                    return .init(recordType: records[entry.record].recordType, fieldName: entry.field, recordName: records[entry.record].recordName)
+                })
+                let urls = try await transport.post("assets/upload", request, as: AssetUploadResponse.self).tokens
+                guard urls.count == chunk.count else { throw RecordSyncError(.networkFailure, "assets/upload answered \(urls.count) URLs for \(chunk.count) assets") }
+                for (index, token) in zip(chunk, urls) {
+                    let entry = pending[index]
+                    let answer = try await transport.upload(file: entry.file, to: token.url)
+                    let receipt = try JSONValueDecoder().decode(AssetUploadReceipt.self, from: answer)
+                    if let position = entry.element, case .list(.asset, var elements)? = records[entry.record].fields[entry.field] {
+                        elements[position] = .asset(receipt.fieldValue)
+                        records[entry.record].fields[entry.field] = .list(.asset, elements)
+                    } else {
+                        records[entry.record].fields[entry.field] = .asset(receipt.fieldValue)
+                    }
+                }
+            }
+        }
+        return records
+    }
+
+    /// The local file holding a fetched asset's bytes, downloaded into the container's
+    /// ``Container/assetDirectory`` the first time (named by the bytes' checksum, so a file is
+    /// downloaded once however many records hold it); an asset not uploaded yet is its own
+    /// file. Keeps the directory within ``Container/maximumAssetBytes``, least recently used
+    /// first; works offline for the assets already there.
+    public func fetchAsset(_ asset: Asset) async throws -> URL {
+        if let file = asset.localFile { return file }
+        let files = AssetFiles(directory: container.assetDirectory, maximumBytes: container.maximumAssetBytes)
+        if let checksum = asset.fileChecksum, let cached = files.cached(checksum) { return cached }
+        guard let link = asset.downloadURL else {
+            throw RecordSyncError(.badRequest, "the asset has no downloadURL (fetch its record again for one)")
+        }
+        let name = asset.fileChecksum ?? UUID().uuidString
+        let destination = files.location(of: name)
+        try files.prepare()
+        try await transport.download(link.replacingOccurrences(of: "${f}", with: "asset"), to: destination)
+        files.trim(keeping: destination)
+        return destination
+    }
+}
+
+extension Asset {
+    /// The file of an asset that waits to be uploaded.
+    var localFile: URL? { isLocal ? fileURL : nil }
+}
+
+/// The downloaded assets of a container: files named by checksum, trimmed to a size.
+struct AssetFiles {
+    let directory: URL
+    let maximumBytes: Int64
+
+    /// The file of a checksum (base64, made safe for a name).
+    func location(of checksum: String) -> URL {
+        directory.appendingPathComponent(checksum.replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "+", with: "-"))
+    }
+
+    func prepare() throws {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+
+    /// The downloaded file of a checksum, touched as used, if there is one.
+    func cached(_ checksum: String) -> URL? {
+        let file = location(of: checksum)
+        guard FileManager.default.fileExists(atPath: file.path) else { return nil }
+        try? FileManager.default.setAttributes([.modificationDate: Date()], ofItemAtPath: file.path)
+        return file
+    }
+
+    /// Removes the least recently used files until the rest fit (never `keeping`).
+    func trim(keeping: URL) {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return }
+        var files: [(url: URL, size: Int64, used: Date)] = names.filter { !$0.contains(".partial-") }.compactMap { name in
+            let url = directory.appendingPathComponent(name)
+            guard let attributes = try? FileManager.default.attributesOfItem(atPath: url.path) else { return nil }
+            return (url, (attributes[.size] as? NSNumber)?.int64Value ?? 0, attributes[.modificationDate] as? Date ?? .distantPast)
+        }
+        var total = files.reduce(0) { $0 + $1.size }
+        files.sort { $0.used < $1.used }
+        for file in files where total > maximumBytes && file.url.standardizedFileURL != keeping.standardizedFileURL {
+            try? FileManager.default.removeItem(at: file.url)
+            total -= file.size
+        }
+    }
+}
