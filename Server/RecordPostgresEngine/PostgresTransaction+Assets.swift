@@ -91,13 +91,14 @@ struct PostgresAssetChunks: AssetByteStore {
     /// Chunks read per statement.
     static let chunksPerRead = 4
 
-    func store(file: URL, checksum: String, size: Int64, now: Int64) async throws {
+    func store(file: URL, checksum: String, size: Int64, now: Int64, receipt: AssetReceipt) async throws {
         defer { try? FileManager.default.removeItem(at: file) }
         try await engine.write { transaction in
             let transaction = transaction as! PostgresTransaction
             let inserted = try transaction.execute("""
                 INSERT INTO asset_blobs(checksum, size, orphaned_at) VALUES (\(checksum), \(size), \(now)) ON CONFLICT (checksum) DO NOTHING
                 """)
+            try transaction.insertAssetReceipt(receipt)
             guard inserted == 1 else { return .commit(()) }
             guard let handle = FileHandle(forReadingAtPath: file.path) else {
                 throw RecordSyncError(.internalError, "the uploaded file is gone")

@@ -92,12 +92,13 @@ final class SQLiteAssetFiles: AssetByteStore, @unchecked Sendable {
         "\(directory)/\(checksum.prefix(2))/\(checksum)"
     }
 
-    func store(file: URL, checksum: String, size: Int64, now: Int64) async throws {
+    func store(file: URL, checksum: String, size: Int64, now: Int64, receipt: AssetReceipt) async throws {
         let target = path(of: checksum)
         try FileManager.default.createDirectory(atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         try await pool.write { db in
             try db.execute(sql: "INSERT INTO asset_blobs(checksum, size, orphaned_at) VALUES (?, ?, ?) ON CONFLICT(checksum) DO NOTHING",
                            arguments: [checksum, size, now])
+            try SQLiteTransaction(db).insertAssetReceipt(receipt)
             if FileManager.default.fileExists(atPath: target) {
                 try? FileManager.default.removeItem(at: file)
             } else {

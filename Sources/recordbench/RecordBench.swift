@@ -21,7 +21,7 @@ struct RecordBench: AsyncParsableCommand {
 }
 
 enum Scenario: String, CaseIterable, ExpressibleByArgument {
-    case save, changes, cascade, queryByReference = "query-by-reference", cacheApply = "cache-apply", propagation, memory, nodes
+    case save, changes, cascade, queryByReference = "query-by-reference", cacheApply = "cache-apply", propagation, memory, nodes, assets
 }
 
 enum BackendName: String, CaseIterable, ExpressibleByArgument {
@@ -86,6 +86,7 @@ extension RecordBench {
                 case .propagation: result = try await Scenarios.propagation(sizes)
                 case .memory: result = try await Memory.run(sizes)
                 case .nodes: result = try await Scenarios.nodes(sizes)
+                case .assets: result = try await AssetsScenario.run(sizes, repetitions: repetitions)
                 }
                 say(String(format: "  %@ in %.1f s", scenario.rawValue, (ContinuousClock.now - start).seconds))
                 results.append(result)

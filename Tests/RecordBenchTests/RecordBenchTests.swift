@@ -10,7 +10,7 @@ import Testing
 @Suite(.serialized) struct RecordBenchTests {
     @Test func everyScenarioRunsAtATinyScale() async throws {
         let measurements = try await Self.everyEngineScenario()
-        #expect(measurements.map(\.scenario) == ["save", "changes", "cascade", "query-by-reference", "cache-apply", "propagation", "memory"])
+        #expect(measurements.map(\.scenario) == ["save", "changes", "cascade", "query-by-reference", "cache-apply", "propagation", "memory", "assets"])
         Self.expectFigures(measurements)
     }
 
@@ -24,6 +24,7 @@ import Testing
             try await Scenarios.cacheApply(.tiny, repetitions: 1),
             try await Scenarios.propagation(.tiny),
             try await Memory.run(.tiny, executable: ChildProcess.executable("recordbench")),
+            try await AssetsScenario.run(.tiny, repetitions: 1, executable: ChildProcess.executable("recordbench")),
         ]
     }
 

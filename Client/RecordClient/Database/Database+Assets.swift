@@ -33,10 +33,30 @@ extension Database {
                 })
                 let urls = try await transport.post("assets/upload", request, as: AssetUploadResponse.self).tokens
                 guard urls.count == chunk.count else { throw RecordSyncError(.networkFailure, "assets/upload answered \(urls.count) URLs for \(chunk.count) assets") }
-                for (index, token) in zip(chunk, urls) {
+                // A few files at a time: one upload leaves the disk, the network or a core idle
+                // while it waits on another.
+                let transport = self.transport
+                let uploads = Array(zip(chunk, urls)).map { (index: $0.0, file: pending[$0.0].file, url: $0.1.url) }
+                var receipts: [Int: AssetUploadReceipt] = [:]
+                try await withThrowingTaskGroup(of: (Int, AssetUploadReceipt).self) { group in
+                    var next = 0
+                    func start() {
+                        guard next < uploads.count else { return }
+                        let upload = uploads[next]
+                        next += 1
+                        group.addTask {
+                            (upload.index, try JSONValueDecoder().decode(AssetUploadReceipt.self, from: try await transport.upload(file: upload.file, to: upload.url)))
+                        }
+                    }
+                    for _ in 0..<Self.parallelUploads { start() }
+                    while let (index, receipt) = try await group.next() {
+                        receipts[index] = receipt
+                        start()
+                    }
+                }
+                for index in chunk {
                     let entry = pending[index]
-                    let answer = try await transport.upload(file: entry.file, to: token.url)
-                    let receipt = try JSONValueDecoder().decode(AssetUploadReceipt.self, from: answer)
+                    guard let receipt = receipts[index] else { continue }
                     if let position = entry.element, case .list(.asset, var elements)? = records[entry.record].fields[entry.field] {
                         elements[position] = .asset(receipt.fieldValue)
                         records[entry.record].fields[entry.field] = .list(.asset, elements)
@@ -68,6 +88,11 @@ extension Database {
         files.trim(keeping: destination)
         return destination
     }
+}
+
+extension Database {
+    /// How many asset files upload at once.
+    static let parallelUploads = 3
 }
 
 extension Asset {

@@ -28,16 +28,18 @@ extension HTTPTransport {
             guard let handle = FileHandle(forReadingAtPath: file.path) else {
                 throw RecordSyncError(.badRequest, "the asset file \(file.path) cannot be read")
             }
-            let chunks = AsyncThrowingStream<ByteBuffer, any Error> { continuation in
-                do {
-                    while let piece = try handle.read(upToCount: 256 * 1024), !piece.isEmpty {
-                        continuation.yield(ByteBuffer(data: piece))
-                    }
-                    continuation.finish()
-                } catch {
-                    continuation.finish(throwing: error)
+            defer { try? handle.close() }
+            // Read as the request asks for more: never more than a piece ahead of the socket.
+            let file = UncheckedFileHandle(handle: handle)
+            let chunks = AsyncThrowingStream<ByteBuffer, any Error> {
+                // Straight into the buffer the request sends.
+                var buffer = ByteBufferAllocator().buffer(capacity: 1 << 20)
+                let count = try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 1 << 20) { raw in
+                    let count = Foundation.read(file.handle.fileDescriptor, raw.baseAddress, raw.count)
+                    guard count >= 0 else { throw RecordSyncError(.badRequest, "the asset file cannot be read (errno \(errno))") }
+                    return count
                 }
-                try? handle.close()
+                return count == 0 ? nil : buffer
             }
             var request = HTTPClientRequest(url: url)
             request.method = .POST
@@ -87,8 +89,8 @@ extension HTTPTransport {
             throw Self.error(Data(buffer: (try? await response.body.collect(upTo: 1 << 20)) ?? ByteBuffer()), status: Int(response.status.code), what: "asset download")
         }
         do {
+            // Not synced: a downloaded copy can be fetched again.
             for try await chunk in response.body { try handle.write(contentsOf: chunk.readableBytesView) }
-            try handle.synchronize()
         } catch {
             throw RecordSyncError(.networkFailure, "asset download: \(error)", retryAfter: 1)
         }
@@ -133,4 +135,9 @@ extension HTTPTransport {
         guard status == 200 else { throw Self.error(body, status: status, what: "GET \(url)") }
         return body
     }
+}
+
+/// A file handle read from one task at a time (the upload's body, pulled piece by piece).
+private struct UncheckedFileHandle: @unchecked Sendable {
+    let handle: FileHandle
 }

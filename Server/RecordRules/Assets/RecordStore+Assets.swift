@@ -72,14 +72,10 @@ extension RecordStore {
     /// Keeps the uploaded file (`checksum` its SHA-256 in hex) as a blob and issues its receipt.
     public func storeUpload(file: URL, checksum: String, size: Int64, grant: UploadGrant) async throws -> AssetUploadReceipt {
         let now = Self.now()
-        try await engine.assetBytes.store(file: file, checksum: checksum, size: size, now: now)
         let receipt = StoredAsset.receiptPrefix + Self.randomToken()
-        try await engine.write { transaction in
-            try transaction.insertAssetReceipt(AssetReceipt(receipt: receipt, checksum: checksum, size: size, userKey: grant.u, container: grant.c,
-                                                            environment: grant.e, kind: grant.k, zoneName: grant.z, recordType: grant.t,
-                                                            field: grant.f, createdAt: now))
-            return .commit(())
-        }
+        try await engine.assetBytes.store(file: file, checksum: checksum, size: size, now: now, receipt: AssetReceipt(
+            receipt: receipt, checksum: checksum, size: size, userKey: grant.u, container: grant.c, environment: grant.e, kind: grant.k,
+            zoneName: grant.z, recordType: grant.t, field: grant.f, createdAt: now))
         let digest = Data(hex: checksum) ?? Data()
         return AssetUploadReceipt(singleFile: .init(
             fileChecksum: digest.base64EncodedString(), size: size, receipt: receipt,

@@ -70,10 +70,11 @@ public struct AssetBinding: Sendable, Hashable {
 /// (`asset_blobs`: size, and since when no record holds it); the rules decide when a blob goes
 /// (``RecordStore/collectAssets(gracePeriod:)``).
 public protocol AssetByteStore: Sendable {
-    /// Makes the file at `file` the bytes of `checksum` (its SHA-256 in hex, `size` bytes) and
-    /// stores the blob's row, unheld since `now` unless a row exists; one transaction with the
-    /// bytes, so a collection never removes bytes a row still names. Consumes the file.
-    func store(file: URL, checksum: String, size: Int64, now: Int64) async throws
+    /// Makes the file at `file` the bytes of `checksum` (its SHA-256 in hex, `size` bytes),
+    /// stores the blob's row, unheld since `now` unless a row exists, and `receipt`; one
+    /// transaction with the bytes, so a collection never removes bytes a row still names.
+    /// Consumes the file.
+    func store(file: URL, checksum: String, size: Int64, now: Int64, receipt: AssetReceipt) async throws
     /// Whether the bytes of blob `checksum` are kept.
     func contains(_ checksum: String) async throws -> Bool
     /// Calls `each` with the bytes of `range` of blob `checksum`, in order, in pieces.

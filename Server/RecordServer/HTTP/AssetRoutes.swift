@@ -47,13 +47,22 @@ struct AssetRoutes: Sendable {
         var hasher = SHA256()
         var size: Int64 = 0
         var multipart = try MultipartFile(contentType: request.headers[.contentType])
+        // The body arrives in pieces of tens of kilobytes: hashed as they come, written a
+        // megabyte at a time.
+        var pending = ByteBuffer()
+        pending.reserveCapacity(1 << 20)
         let write = { (bytes: ByteBuffer) throws in
             size += Int64(bytes.readableBytes)
             guard size <= limit else {
                 throw RecordSyncError(.limitExceeded, "the asset is larger than the limit of \(limit) bytes")
             }
             bytes.withUnsafeReadableBytes { hasher.update(bufferPointer: $0) }
-            try handle.write(contentsOf: bytes.readableBytesView)
+            var bytes = bytes
+            pending.writeBuffer(&bytes)
+            if pending.readableBytes >= 1 << 20 {
+                try handle.write(contentsOf: pending.readableBytesView)
+                pending.clear()
+            }
         }
         for try await chunk in request.body {
             if multipart != nil {
@@ -63,6 +72,7 @@ struct AssetRoutes: Sendable {
             }
         }
         if multipart != nil { for piece in try multipart!.finish() { try write(piece) } }
+        if pending.readableBytes > 0 { try handle.write(contentsOf: pending.readableBytesView) }
         try handle.synchronize()
         try handle.close()
         let checksum = hasher.finalize().map { String(format: "%02x", $0) }.joined()
