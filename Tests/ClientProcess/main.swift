@@ -112,6 +112,12 @@ do {
         try await syncEngine.save(record)
         say("written")
         while true { try await Task.sleep(for: .seconds(60)) }
+    case "asset-then-hang" where arguments.count == 7:
+        var record = Record(recordType: "Scan", recordID: Record.ID(recordName: arguments[5]))
+        record["file"] = Asset(fileURL: URL(fileURLWithPath: arguments[6])).fieldValue
+        try await syncEngine.save(record)
+        say("written")
+        while true { try await Task.sleep(for: .seconds(60)) }
     case "send":
         for id in try await syncEngine.sendChanges().saved { say("saved \(id.recordName)") }
     default:

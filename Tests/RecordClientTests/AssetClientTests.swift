@@ -49,3 +49,36 @@ import Testing
         }
     }
 }
+
+/// `Asset` through the cache and its outbox.
+@Suite struct AssetCacheTests {
+    @Test func anAssetRoundTripsThroughTheCacheAndIsReadOfflineAfterwards() async throws {
+        try await withServer { server in
+            let container = try await server.container(forNewUser: "alice")
+            let cachePath = server.directory + "/assets-cache.sqlite"
+            let (file, bytes) = try AssetClientTests.file(server.directory, "photo.bin", size: 400_000, seed: 9)
+            let id = Record.ID(recordName: "photo")
+            do {
+                let engine = SyncEngine(database: container.privateCloudDatabase, cache: try RecordCache(path: cachePath))
+                var record = Record(recordType: "Photo", recordID: id)
+                record["image"] = Asset(fileURL: file).fieldValue
+                let saved = try await engine.save(record)
+                // Before it is sent, the cached record's asset is the cache's own copy.
+                let pending = try #require(saved["image"]?.asset)
+                #expect(pending.isLocal && pending.fileURL?.path.hasPrefix(cachePath + "-assets/pending/") == true)
+                #expect(try Data(contentsOf: try await engine.fetchAsset(pending)) == bytes)
+                #expect(try await engine.sendChanges().saved == [id])
+                try await engine.fetchChanges()
+                let cached = try #require(try await engine.cache.record(for: id)?["image"]?.asset)
+                #expect(!cached.isLocal && cached.downloadURL != nil)
+                #expect(try Data(contentsOf: try await engine.fetchAsset(cached)) == bytes)
+                #expect((try? FileManager.default.contentsOfDirectory(atPath: cachePath + "-assets/pending"))?.isEmpty ?? true)
+            }
+            // Offline: a server that is not there; the cache answers the record and its asset.
+            let offline = Container(serverURL: URL(string: "http://127.0.0.1:9")!, identifier: container.identifier, credentials: .bearerToken("rs_offline"))
+            let engine = SyncEngine(database: offline.privateCloudDatabase, cache: try RecordCache(path: cachePath))
+            let cached = try #require(try await engine.cache.record(for: id)?["image"]?.asset)
+            #expect(try Data(contentsOf: try await engine.fetchAsset(cached)) == bytes)
+        }
+    }
+}

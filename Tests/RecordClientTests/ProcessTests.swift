@@ -105,4 +105,29 @@ import Testing
             #expect(page.modifications.first?.created?.timestamp == page.modifications.first?.modified?.timestamp)
         }
     }
+
+    @Test func anAssetEditSurvivesAKillBeforeItsUpload() async throws {
+        try await withServer { server in
+            let token = try await server.token(forNewUser: "alice")
+            let cache = "\(server.directory)/asset-crash.sqlite"
+            let file = "\(server.directory)/scan.bin"
+            let bytes = Data((0..<500_000).map { UInt8(truncatingIfNeeded: $0 &* 11) })
+            try bytes.write(to: URL(fileURLWithPath: file))
+            let doomed = try ChildProcess("recordsync-testclient", ["asset-then-hang", server.url.absoluteString, token, cache, "scan", file])
+            #expect(try await doomed.waitFor("written") != nil, "\(doomed.text)")
+            #expect(await doomed.stop(signal: SIGKILL).reason == .uncaughtSignal)
+            // The app's own file goes; the cache kept a copy with the edit.
+            try FileManager.default.removeItem(atPath: file)
+
+            let restarted = try await ChildProcess.run("recordsync-testclient", ["send", server.url.absoluteString, token, cache])
+            #expect(restarted.output == "saved scan\n", "\(restarted.output)")
+            let container = Container(serverURL: server.url, identifier: "iCloud.test.Processes", credentials: .bearerToken(token))
+            let database = container.privateCloudDatabase
+            let asset = try #require(try await database.record(for: Record.ID(recordName: "scan"))["file"]?.asset)
+            #expect(try Data(contentsOf: try await database.fetchAsset(asset)) == bytes)
+            // Acknowledged: the kept copy is gone.
+            let pending = (try? FileManager.default.contentsOfDirectory(atPath: cache + "-assets/pending")) ?? []
+            #expect(pending.isEmpty, "\(pending)")
+        }
+    }
 }

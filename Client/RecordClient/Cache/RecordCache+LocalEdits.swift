@@ -20,6 +20,7 @@ extension RecordCache {
         for field in record.fields.keys {
             if let problem = NameRules.problem(withFieldName: field) { throw RecordSyncError(.badRequest, problem, recordName: record.recordName) }
         }
+        let record = try keepingLocalAssets(record)
         return try await writer.write { db in
             let zone = try Self.zoneKeyCreating(record.recordID.zoneID, in: db)
             let cached = try Self.fetchRecord(record.recordID, in: db)
@@ -46,6 +47,53 @@ extension RecordCache {
             let zone = try Self.zoneKeyCreating(id.zoneID, in: db)
             try Self.remove(id.recordName, zone: zone, in: db)
             try db.execute(sql: "INSERT INTO outbox(zone_id, name, kind) VALUES (?, ?, 'delete')", arguments: [zone, id.recordName])
+        }
+    }
+
+    /// Where copies of the files of assets waiting to be uploaded are kept.
+    var pendingAssetDirectory: URL { assetDirectory.appendingPathComponent("pending") }
+    /// Where fetched assets are downloaded.
+    var downloadedAssetDirectory: URL { assetDirectory.appendingPathComponent("downloads") }
+
+    /// `record` with the file of each asset that waits to be uploaded copied into
+    /// ``pendingAssetDirectory`` (synced to disk before the edit is queued, so the edit survives
+    /// a crash and the app may remove or change its own file) and the asset pointing at the copy.
+    func keepingLocalAssets(_ record: RecordModel.Record) throws -> RecordModel.Record {
+        var record = record
+        let pending = pendingAssetDirectory.standardizedFileURL
+        func kept(_ value: FieldValue) throws -> FieldValue {
+            guard case .asset(let json) = value, let file = Asset(json).localFile else { return value }
+            if file.standardizedFileURL.deletingLastPathComponent() == pending { return value }
+            try FileManager.default.createDirectory(at: pending, withIntermediateDirectories: true)
+            let copy = pending.appendingPathComponent(UUID().uuidString)
+            try FileManager.default.copyItem(at: file, to: copy)
+            for path in [copy.path, pending.path] {
+                let descriptor = open(path, O_RDONLY)
+                if descriptor >= 0 { fsync(descriptor); close(descriptor) }
+            }
+            return Asset(fileURL: copy).fieldValue
+        }
+        for (field, value) in record.fields {
+            switch value {
+            case .asset: record.fields[field] = try kept(value)
+            case .list(.asset, let elements): record.fields[field] = .list(.asset, try elements.map(kept))
+            default: continue
+            }
+        }
+        return record
+    }
+
+    /// Removes the kept copies of a sent record's assets (after the server acknowledged it).
+    func forgetLocalAssets(of record: RecordModel.Record) {
+        let pending = pendingAssetDirectory.standardizedFileURL
+        for value in record.fields.values {
+            let elements: [FieldValue]
+            if case .list(.asset, let list) = value { elements = list } else { elements = [value] }
+            for element in elements {
+                if case .asset(let json) = element, let file = Asset(json).localFile, file.standardizedFileURL.deletingLastPathComponent() == pending {
+                    try? FileManager.default.removeItem(at: file)
+                }
+            }
         }
     }
 }

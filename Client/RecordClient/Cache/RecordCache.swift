@@ -17,6 +17,10 @@ public final class RecordCache: Sendable {
     let writer: any DatabaseWriter
     /// Runs the file's WAL checkpoints off the commit path (`nil` in memory).
     private let checkpointer: WALCheckpointer?
+    /// The cache's asset files, beside its database file (`PATH-assets/`): `pending/` holds
+    /// copies of the files of assets waiting to be uploaded (kept until the server acknowledged
+    /// their record), `downloads/` fetched assets (trimmed to a size, never touching `pending/`).
+    public let assetDirectory: URL
 
     /// Opens (creating if needed) the cache file at `path`; `":memory:"` makes an in-memory cache.
     ///
@@ -33,6 +37,9 @@ public final class RecordCache: Sendable {
             checkpointer?.install(in: db)
         }
         self.checkpointer = checkpointer
+        assetDirectory = path == ":memory:"
+            ? FileManager.default.temporaryDirectory.appendingPathComponent("recordsync-cache-\(UUID().uuidString)-assets")
+            : URL(fileURLWithPath: path + "-assets")
         if path == ":memory:" {
             writer = try DatabaseQueue(configuration: configuration)
         } else {

@@ -75,8 +75,12 @@ extension Database {
     /// file. Keeps the directory within ``Container/maximumAssetBytes``, least recently used
     /// first; works offline for the assets already there.
     public func fetchAsset(_ asset: Asset) async throws -> URL {
+        try await fetchAsset(asset, into: AssetFiles(directory: container.assetDirectory, maximumBytes: container.maximumAssetBytes))
+    }
+
+    /// ``fetchAsset(_:)`` into `files`.
+    func fetchAsset(_ asset: Asset, into files: AssetFiles) async throws -> URL {
         if let file = asset.localFile { return file }
-        let files = AssetFiles(directory: container.assetDirectory, maximumBytes: container.maximumAssetBytes)
         if let checksum = asset.fileChecksum, let cached = files.cached(checksum) { return cached }
         guard let link = asset.downloadURL else {
             throw RecordSyncError(.badRequest, "the asset has no downloadURL (fetch its record again for one)")

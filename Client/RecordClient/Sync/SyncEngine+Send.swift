@@ -50,6 +50,17 @@ extension SyncEngine {
         var byName: [String: PendingChange] = [:]
         var saves: [RecordOperation] = []
         var deletes: [RecordOperation] = []
+        // Assets waiting to be uploaded go first (their copies stay until the record is acknowledged).
+        let toSave = changes.compactMap { change in change.kind == .save ? change.record : nil }
+        let uploaded: [String: Record]
+        do {
+            uploaded = Dictionary(try await retrying("assets/upload") { try await database.uploadingAssets(toSave) }.map { ($0.recordName, $0) },
+                                  uniquingKeysWith: { first, _ in first })
+        } catch let error as RecordSyncError where !error.code.isTransient {
+            for change in changes { report.deferred[change.recordID] = error }
+            configuration.logger.warning("assets refused", metadata: ["record.zone": "\(zone.zoneName)", "sync.error": "\(error.code)"])
+            return false
+        }
         for change in changes {
             byName[change.name] = change
             switch change.kind {
@@ -57,7 +68,7 @@ extension SyncEngine {
                 deletes.append(RecordOperation(.forceDelete, RecordPayload(recordName: change.name)))
             case .save:
                 guard let record = change.record else { continue }
-                saves.append(Self.operation(saving: record, changedKeys: change.changedKeys))
+                saves.append(Self.operation(saving: uploaded[record.recordName] ?? record, changedKeys: change.changedKeys))
             }
         }
         let results: [(RecordOperation, Result<Record, RecordSyncError>)]
@@ -77,6 +88,7 @@ extension SyncEngine {
             switch result {
             case .success(let record) where change.kind == .save:
                 try await cache.acknowledgeSave(change, serverRecord: record)
+                if let sent = change.record { cache.forgetLocalAssets(of: sent) }
                 report.saved.append(change.recordID)
             case .success:
                 try await cache.acknowledgeDelete(change)
@@ -156,5 +168,14 @@ extension SyncEngine {
             (key, record.fields[key].map(RawFieldValue.init) ?? RawFieldValue(value: .null))
         })
         return RecordOperation(.update, payload)
+    }
+}
+
+extension SyncEngine {
+    /// The local file of an asset a cached record holds: its kept copy while it waits to be
+    /// uploaded, else downloaded once into the cache's `downloads/` folder (by checksum) and
+    /// read from there afterwards, offline too.
+    public func fetchAsset(_ asset: Asset) async throws -> URL {
+        try await database.fetchAsset(asset, into: AssetFiles(directory: cache.downloadedAssetDirectory, maximumBytes: configuration.maximumAssetBytes))
     }
 }

@@ -27,6 +27,9 @@ public final class SyncEngine: Sendable {
         public var initialBackoff: Duration = .milliseconds(100)
         /// Rounds of sending per ``SyncEngine/sendChanges()`` (a conflict takes one more round).
         public var maximumSendRounds: Int = 5
+        /// The most bytes of fetched assets the cache keeps (``SyncEngine/fetchAsset(_:)``); the
+        /// least recently used go first, never an asset waiting to be uploaded.
+        public var maximumAssetBytes: Int64 = 1 << 30
         /// Where the engine logs (nothing by default).
         public var logger = Logger(label: "RecordClient.SyncEngine", factory: { _ in SwiftLogNoOpLogHandler() })
 
