@@ -89,6 +89,7 @@ enum BatchFile {
     static func field(_ json: JSONValue) throws -> RawFieldValue {
         if case .object(let members) = json {
             if members["ref"] != nil { return RawFieldValue(try reference(json)) }
+            if case .string(let path)? = members["asset"], members.count == 1 { return RawFieldValue(value: asset(path), type: FieldType(.asset)) }
             if let value = members["value"] {
                 var type: FieldType?
                 if case .string(let name)? = members["type"] {
@@ -101,7 +102,18 @@ enum BatchFile {
         if case .array(let elements) = json, let first = elements.first, first["ref"] != nil {
             return RawFieldValue(.list(.reference, try elements.map(reference)))
         }
+        if case .array(let elements) = json, !elements.isEmpty {
+            let paths = elements.compactMap { element -> String? in if case .string(let path)? = element["asset"] { path } else { nil } }
+            if paths.count == elements.count { return RawFieldValue(value: .array(paths.map(asset)), type: FieldType(.asset, isList: true)) }
+        }
         return RawFieldValue(value: json, type: nil)
+    }
+
+    /// A file to upload as an asset (`{"asset": "path"}`), relative to the working directory.
+    static func asset(_ path: String) -> JSONValue {
+        let url = URL(fileURLWithPath: path).standardizedFileURL
+        guard case .asset(let json) = Asset(fileURL: url).fieldValue else { return .null }
+        return json
     }
 
     static func reference(_ json: JSONValue) throws -> FieldValue {

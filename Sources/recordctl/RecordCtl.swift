@@ -17,7 +17,8 @@ struct RecordCtl: AsyncParsableCommand {
             Exit status: 0 success, 64 usage error, 1 server or request error, 2 some records failed.
             """,
         subcommands: [ConfigCommand.self, ZonesCommand.self, RecordsCommand.self, QueryCommand.self,
-                      ChangesCommand.self, ImportCommand.self, ExportCommand.self, SyncCommand.self]
+                      ChangesCommand.self, ImportCommand.self, ExportCommand.self, SyncCommand.self,
+                      SubscriptionsCommand.self]
     )
 }
 

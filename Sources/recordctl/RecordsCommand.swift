@@ -47,12 +47,31 @@ struct RecordsCommand: AsyncParsableCommand {
         @Argument(help: "Record names.") var names: [String]
         @Option(name: .long, help: "A reference field to follow; its records are printed after. Repeatable.") var include: [String] = []
         @Option(help: "How many references deep --include follows.") var depth = 1
+        @Option(help: "Download each asset field into this folder as NAME.FIELD (NAME.FIELD.N for a list).") var download: String?
 
         func run() async throws {
             try await reportingErrors {
                 let ids = names.map { Record.ID(recordName: $0, zoneID: zone.zoneID) }
-                let fetched = try await connection.makeDatabase().records(for: ids, including: include, depth: depth)
+                let database = try connection.makeDatabase()
+                let fetched = try await database.records(for: ids, including: include, depth: depth)
                 Rendering.print(fetched.includedRecords + fetched.records, json: connection.json)
+                if let download {
+                    try FileManager.default.createDirectory(atPath: download, withIntermediateDirectories: true)
+                    for record in fetched.records {
+                        for (field, value) in record.fields.sorted(by: { $0.key < $1.key }) {
+                            var assets: [(String, Asset)] = []
+                            if let asset = value.asset { assets = [("\(record.recordName).\(field)", asset)] }
+                            if case .list(.asset, let elements) = value {
+                                assets = elements.enumerated().compactMap { index, element in element.asset.map { ("\(record.recordName).\(field).\(index)", $0) } }
+                            }
+                            for (name, asset) in assets where asset.downloadURL != nil {
+                                let file = URL(fileURLWithPath: download).appendingPathComponent(name.replacingOccurrences(of: "/", with: "_"))
+                                try await database.downloadAsset(asset, to: file)
+                                Console.error("downloaded \(file.path)")
+                            }
+                        }
+                    }
+                }
                 for id in fetched.failedIDs {
                     if let error = fetched.errors[id] { Console.error("\(id.recordName): \(error.code.rawValue): \(error.reason)") }
                 }

@@ -52,14 +52,13 @@ func runGallery(serverURL: URL, token: String, cachePath: String, portraitFile: 
 
     // Subscribe to new artworks, and hear of one through the notifications stream.
     try await database.save(Subscription.query("new-artworks", Query(recordType: "Artwork"), zoneID: zone.zoneID, firesOn: ["create"]))
-    let notifications = database.remoteNotifications()
+    let notifications = try await database.remoteNotifications()
     let listening = Task { () -> String? in
         for try await notification in notifications {
             if case .query(let name, .recordCreated) = notification.kind { return name }
         }
         return nil
     }
-    try await Task.sleep(for: .milliseconds(300))  // the stream asks for its webcourier URL first
     _ = try await database.save(try Record(encoding: Artwork(title: "Haystacks", year: 1890, artist: Record.Reference(recordID: monetID, action: .deleteSelf)),
                                            recordType: "Artwork", recordID: Record.ID(recordName: "Haystacks", zoneID: zone.zoneID)))
     let announced = try await listening.value

@@ -198,3 +198,49 @@ func withTemporaryDirectorySync(_ body: (String) throws -> Void) throws {
     defer { try? FileManager.default.removeItem(atPath: directory) }
     try body(directory)
 }
+
+/// Assets and subscriptions from the command line.
+@Suite struct AssetAndSubscriptionCommandTests {
+    @Test func recordsModifyUploadsAssetsAndGetDownloadsThem() async throws {
+        try await withServer { server in
+            let flags = try await server.flags(forNewUser: "alice")
+            let bytes = Data((0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 5) })
+            let file = server.directory + "/scan.bin"
+            try bytes.write(to: URL(fileURLWithPath: file))
+            let batch = server.directory + "/batch.json"
+            try Data(#"[{"op": "save", "recordName": "s1", "recordType": "Scan", "fields": {"file": {"asset": "\#(file)"}, "pages": [{"asset": "\#(file)"}]}}]"#.utf8)
+                .write(to: URL(fileURLWithPath: batch))
+            let saved = await recordctl(["records", "modify", "--file", batch] + flags)
+            #expect(saved.status == 0, "\(saved.errors)")
+            let downloads = server.directory + "/downloads"
+            let got = await recordctl(["records", "get", "s1", "--download", downloads] + flags)
+            #expect(got.status == 0, "\(got.errors)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: downloads + "/s1.file")) == bytes)
+            #expect(try Data(contentsOf: URL(fileURLWithPath: downloads + "/s1.pages.0")) == bytes)
+        }
+    }
+
+    @Test func subscriptionsAreCreatedListedWatchedAndDeleted() async throws {
+        try await withServer { server in
+            let flags = try await server.flags(forNewUser: "alice")
+            let created = await recordctl(["subscriptions", "create", "new-art", "--record-type", "Artwork", "--where", "year > 1900", "--fires-on", "create"] + flags)
+            #expect(created.status == 0 && created.output == "new-art\n", "\(created.errors)")
+            let listed = await recordctl(["subscriptions", "list"] + flags)
+            #expect(listed.output == "new-art\tquery\tArtwork create\n", "\(listed.output)")
+            async let watched = recordctl(["subscriptions", "watch", "--count", "1"] + flags)
+            try await Task.sleep(for: .milliseconds(500))
+            let batch = server.directory + "/art.json"
+            try Data(#"[{"op": "save", "recordName": "old", "recordType": "Artwork", "fields": {"year": 1800}}, {"op": "save", "recordName": "new", "recordType": "Artwork", "fields": {"year": 1950}}]"#.utf8)
+                .write(to: URL(fileURLWithPath: batch))
+            #expect(await recordctl(["records", "modify", "--file", batch] + flags).status == 0)
+            let watch = await watched
+            #expect(watch.status == 0, "\(watch.errors)")
+            let payload = try JSONValue.parse(Data(watch.output.utf8))
+            guard case .object(let ck)? = payload["ck"], case .object(let qry)? = ck["qry"] else { Issue.record("\(watch.output)"); return }
+            #expect(qry["rid"] == .string("new") && qry["fo"] == .int(1))
+            #expect(await recordctl(["subscriptions", "delete", "new-art"] + flags).status == 0)
+            #expect(await recordctl(["subscriptions", "list"] + flags).output.isEmpty)
+            #expect(await recordctl(["subscriptions", "delete", "new-art"] + flags).status == 1)
+        }
+    }
+}

@@ -23,21 +23,70 @@ extension Database {
         }
         guard !pending.isEmpty else { return records }
         var records = records
-        let byZone = Dictionary(grouping: pending.indices) { records[pending[$0].record].recordID.zoneID }
+        let receipts = try await upload(pending.map { entry in
+            (records[entry.record].recordID.zoneID, records[entry.record].recordType, records[entry.record].recordName, entry.field, entry.file)
+        })
+        for (entry, receipt) in zip(pending, receipts) {
+            if let position = entry.element, case .list(.asset, var elements)? = records[entry.record].fields[entry.field] {
+                elements[position] = .asset(receipt.fieldValue)
+                records[entry.record].fields[entry.field] = .list(.asset, elements)
+            } else {
+                records[entry.record].fields[entry.field] = .asset(receipt.fieldValue)
+            }
+        }
+        return records
+    }
+
+    /// ``uploadingAssets(_:)`` for operations (as `recordctl` sends them), all in `zone`.
+    func uploadingAssets(_ operations: [RecordOperation], zone: ZoneID) async throws -> [RecordOperation] {
+        var pending: [(operation: Int, field: String, element: Int?, file: URL)] = []
+        func local(_ json: JSONValue) -> URL? {
+            guard case .string(let path)? = json[Asset.localFileKey] else { return nil }
+            return URL(string: path)
+        }
+        for (index, operation) in operations.enumerated() {
+            for (field, raw) in operation.record.fields ?? [:] {
+                if let file = local(raw.value) { pending.append((index, field, nil, file)) }
+                if case .array(let elements) = raw.value {
+                    for (position, element) in elements.enumerated() { if let file = local(element) { pending.append((index, field, position, file)) } }
+                }
+            }
+        }
+        guard !pending.isEmpty else { return operations }
+        var operations = operations
+        let receipts = try await upload(pending.map { entry in
+            let record = operations[entry.operation].record
+            return (zone, record.recordType ?? "", record.recordName ?? "", entry.field, entry.file)
+        })
+        for (entry, receipt) in zip(pending, receipts) {
+            guard var raw = operations[entry.operation].record.fields?[entry.field] else { continue }
+            if let position = entry.element, case .array(var elements) = raw.value {
+                elements[position] = receipt.fieldValue
+                raw = RawFieldValue(value: .array(elements), type: FieldType(.asset, isList: true))
+            } else {
+                raw = RawFieldValue(value: receipt.fieldValue, type: FieldType(.asset))
+            }
+            operations[entry.operation].record.fields?[entry.field] = raw
+        }
+        return operations
+    }
+
+    /// Uploads files for record fields: one `assets/upload` per zone (and per
+    /// ``maximumOperationsPerRequest`` files), then the files, a few at a time, each streamed.
+    /// Answers a receipt per file, in order.
+    private func upload(_ files: [(zone: ZoneID, recordType: String, recordName: String, field: String, file: URL)]) async throws -> [AssetUploadReceipt] {
+        var receipts: [AssetUploadReceipt?] = Array(repeating: nil, count: files.count)
+        let byZone = Dictionary(grouping: files.indices) { files[$0].zone }
+        let transport = self.transport
         for (zone, indices) in byZone {
             for start in stride(from: 0, to: indices.count, by: maximumOperationsPerRequest) {
                 let chunk = Array(indices[start..<min(start + maximumOperationsPerRequest, indices.count)])
-                let request = AssetUploadRequest(zoneID: zone, tokens: chunk.map { index in
-                    let entry = pending[index]
-                    return .init(recordType: records[entry.record].recordType, fieldName: entry.field, recordName: records[entry.record].recordName)
-                })
+                let request = AssetUploadRequest(zoneID: zone, tokens: chunk.map { .init(recordType: files[$0].recordType, fieldName: files[$0].field, recordName: files[$0].recordName) })
                 let urls = try await transport.post("assets/upload", request, as: AssetUploadResponse.self).tokens
                 guard urls.count == chunk.count else { throw RecordSyncError(.networkFailure, "assets/upload answered \(urls.count) URLs for \(chunk.count) assets") }
                 // A few files at a time: one upload leaves the disk, the network or a core idle
                 // while it waits on another.
-                let transport = self.transport
-                let uploads = Array(zip(chunk, urls)).map { (index: $0.0, file: pending[$0.0].file, url: $0.1.url) }
-                var receipts: [Int: AssetUploadReceipt] = [:]
+                let uploads = zip(chunk, urls).map { (index: $0.0, file: files[$0.0].file, url: $0.1.url) }
                 try await withThrowingTaskGroup(of: (Int, AssetUploadReceipt).self) { group in
                     var next = 0
                     func start() {
@@ -54,19 +103,12 @@ extension Database {
                         start()
                     }
                 }
-                for index in chunk {
-                    let entry = pending[index]
-                    guard let receipt = receipts[index] else { continue }
-                    if let position = entry.element, case .list(.asset, var elements)? = records[entry.record].fields[entry.field] {
-                        elements[position] = .asset(receipt.fieldValue)
-                        records[entry.record].fields[entry.field] = .list(.asset, elements)
-                    } else {
-                        records[entry.record].fields[entry.field] = .asset(receipt.fieldValue)
-                    }
-                }
             }
         }
-        return records
+        return try receipts.map { receipt in
+            guard let receipt else { throw RecordSyncError(.networkFailure, "an asset upload gave no receipt") }
+            return receipt
+        }
     }
 
     /// The local file holding a fetched asset's bytes, downloaded into the container's
@@ -76,6 +118,15 @@ extension Database {
     /// first; works offline for the assets already there.
     public func fetchAsset(_ asset: Asset) async throws -> URL {
         try await fetchAsset(asset, into: AssetFiles(directory: container.assetDirectory, maximumBytes: container.maximumAssetBytes))
+    }
+
+    /// Downloads a fetched asset's bytes into the file `destination` (replaced, written whole
+    /// or not at all), streamed.
+    public func downloadAsset(_ asset: Asset, to destination: URL) async throws {
+        guard let link = asset.downloadURL else {
+            throw RecordSyncError(.badRequest, "the asset has no downloadURL (fetch its record again for one)")
+        }
+        try await transport.download(link.replacingOccurrences(of: "${f}", with: destination.lastPathComponent), to: destination)
     }
 
     /// ``fetchAsset(_:)`` into `files`.

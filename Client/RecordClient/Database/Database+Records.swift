@@ -263,7 +263,7 @@ extension Database {
     public func modify(_ operations: [RecordOperation], inZoneWith zoneID: ZoneID = .defaultZone, atomically: Bool = true,
                        progress: (@Sendable (_ done: Int, _ total: Int) -> Void)? = nil) async throws
         -> [(operation: RecordOperation, result: Result<Record, RecordSyncError>, cascadedRecordNames: [String])] {
-        let saves = operations.filter { !$0.operationType.isDelete }
+        let saves = try await uploadingAssets(operations.filter { !$0.operationType.isDelete }, zone: zoneID)
         let deletes = operations.filter { $0.operationType.isDelete }
         return try await sendReportingCascades(saves: saves, deletes: deletes, zone: zoneID, atomically: atomically,
                                                throwFirstFailure: true, progress: progress)

@@ -79,15 +79,16 @@ extension Database {
     }
 
     /// The notifications the signed-in user's subscriptions make in this container and
-    /// environment from now on (asked for with `tokens/create`, then read from its
-    /// `webcourierURL`, one per poll; an empty answer is a keep-alive and the poll goes on). A
-    /// failed poll is tried again after a second; cancelling the consumer ends the stream.
-    public func remoteNotifications() -> AsyncThrowingStream<RemoteNotification, any Error> {
+    /// environment from the moment this returns: it asks `tokens/create` for a
+    /// `webcourierURL`, and the stream reads it, one notification per poll (an empty answer is a
+    /// keep-alive and the poll goes on). A failed poll is tried again after a second;
+    /// cancelling the consumer ends the stream.
+    public func remoteNotifications() async throws -> AsyncThrowingStream<RemoteNotification, any Error> {
         let transport = self.transport
+        let url = try await transport.post("tokens/create", PushTokenRequest(apnsEnvironment: "development"), as: PushTokenResponse.self).webcourierURL
         return AsyncThrowingStream { continuation in
             let polling = Task {
                 do {
-                    let url = try await transport.post("tokens/create", PushTokenRequest(apnsEnvironment: "development"), as: PushTokenResponse.self).webcourierURL
                     while !Task.isCancelled {
                         let body: Data
                         do {
