@@ -97,7 +97,7 @@ import Testing
             let alice = try await server.user("alice")
             let big = Self.bytes(20 * 1024 * 1024)
             let raw = try await Self.upload(big, alice)
-            let small = Self.bytes(300_000)
+            let small = Self.bytes(20 * 1024 * 1024 + 17)
             let multipart = try await Self.upload(small, alice, field: "gallery", multipart: true)
             let saved = try await Self.save(alice, "starry", fields: #""image":{"value":\#(try raw.serializedString())},"title":{"value":"Starry"}"#)
             #expect(saved["serverErrorCode"] == nil, "\(saved["reason"]?.stringValue ?? "")")
@@ -278,6 +278,28 @@ import Testing
                 let files = (try? FileManager.default.subpathsOfDirectory(atPath: (node.dataDirectory as NSString).appendingPathComponent("assets"))) ?? []
                 #expect(files.filter { !$0.hasPrefix("incoming") }.isEmpty, "\(files)")
             }
+        }
+    }
+
+    @Test func aRotatedKeyKeepsThePreviousKeysLinksValidAndNoOlder() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            let data = Self.bytes(2000)
+            let value = try await Self.upload(data, alice)
+            _ = try await Self.save(alice, "a", fields: #""image":{"value":\#(try value.serializedString())}"#)
+            let first = try #require(try await Self.downloadURL(alice, "a"))
+            let firstKey = try await server.store.assetSigner.signingKey().id
+            let second = try await AssetSigner.rotate(in: server.store.engine, now: Int64(Date().timeIntervalSince1970 * 1000) + 1)
+            #expect(second != firstKey)
+            // This server signs with the new key within a minute; a fresh store does at once.
+            let fresh = try await AssetSigner(testing: server.store.engine).signingKey().id
+            #expect(fresh == second)
+            #expect(try await Self.get(first).data == data)
+            // A second rotation retires the first key: servers stop accepting its links once they
+            // read the keys again (within a minute; a fresh signer at once).
+            _ = try await AssetSigner.rotate(in: server.store.engine, now: Int64(Date().timeIntervalSince1970 * 1000) + 2)
+            let token = try #require(first.components(separatedBy: "/download/").last?.components(separatedBy: "/").first)
+            #expect(try await AssetSigner(testing: server.store.engine).verify(token) == nil)
         }
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOFoundationCompat
 import RecordModel
+import RecordServer
 import TestSupport
 import Testing
 
@@ -47,8 +48,11 @@ import Testing
             let created = try await Self.subscribe(alice, Self.modernArt)
             #expect(created.json["subscriptions"]?[0]?["subscriptionID"]?.stringValue == "modern", "\(created.json)")
             #expect(try await Self.subscribe(bob, Self.modernArt).status == 200)
-            // A second client of Alice's (its own webcourier), and Bob's.
-            let aliceURL = try await Self.webcourier(alice)
+            // A second client of Alice's (a device with a token of its own), and Bob's.
+            let device = Credentials.newToken()
+            _ = try await server.store.addToken(forUserNamed: "alice", tokenHash: Credentials.hash(device))
+            let secondClient = Session(client: alice.client, token: device, container: alice.container, userRecordName: alice.userRecordName)
+            let aliceURL = try await Self.webcourier(secondClient)
             let bobURL = try await Self.webcourier(bob, path: "tokens/create")
             #expect(try await Self.poll(aliceURL) == nil)
 

@@ -17,6 +17,11 @@ public final class AssetSigner: @unchecked Sendable {
         self.engine = engine
     }
 
+    /// A signer of its own over `engine` (for tests: one that has read no key yet).
+    package convenience init(testing engine: any StorageEngine) {
+        self.init(engine: engine)
+    }
+
     /// `payload` signed: `base64url(payload).keyID.base64url(HMAC)`.
     public func sign(_ payload: Data) async throws -> String {
         Self.sign(payload, with: try await signingKey())
@@ -35,7 +40,8 @@ public final class AssetSigner: @unchecked Sendable {
         guard parts.count == 3, let mac = Data(base64URLEncoded: String(parts[2])) else { return nil }
         let id = String(parts[1])
         var key = cached(id)
-        if key == nil {
+        // Read again when unknown, and every minute (a retired key stops verifying).
+        if key == nil || lock.withLock({ Date().timeIntervalSince(loadedAt) >= 60 }) {
             try await load()
             key = cached(id)
         }
