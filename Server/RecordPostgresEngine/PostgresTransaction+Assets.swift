@@ -89,7 +89,7 @@ struct PostgresAssetChunks: AssetByteStore {
     let engine: PostgresEngine
     static let chunkSize = 256 * 1024
     /// Chunks read per statement.
-    static let chunksPerRead = 4
+    static let chunksPerRead = 8
 
     func store(file: URL, checksum: String, size: Int64, now: Int64, receipt: AssetReceipt) async throws {
         defer { try? FileManager.default.removeItem(at: file) }

@@ -48,9 +48,9 @@ struct AssetRoutes: Sendable {
         var size: Int64 = 0
         var multipart = try MultipartFile(contentType: request.headers[.contentType])
         // The body arrives in pieces of tens of kilobytes: hashed as they come, written a
-        // megabyte at a time.
+        // quarter megabyte at a time.
         var pending = ByteBuffer()
-        pending.reserveCapacity(1 << 20)
+        pending.reserveCapacity(256 << 10)
         let write = { (bytes: ByteBuffer) throws in
             size += Int64(bytes.readableBytes)
             guard size <= limit else {
@@ -59,7 +59,7 @@ struct AssetRoutes: Sendable {
             bytes.withUnsafeReadableBytes { hasher.update(bufferPointer: $0) }
             var bytes = bytes
             pending.writeBuffer(&bytes)
-            if pending.readableBytes >= 1 << 20 {
+            if pending.readableBytes >= 256 << 10 {
                 try handle.write(contentsOf: pending.readableBytesView)
                 pending.clear()
             }
