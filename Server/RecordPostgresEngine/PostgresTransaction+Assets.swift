@@ -89,7 +89,7 @@ struct PostgresAssetChunks: AssetByteStore {
     let engine: PostgresEngine
     static let chunkSize = 256 * 1024
     /// Chunks read per statement.
-    static let chunksPerRead = 8
+    static let chunksPerRead = 4
 
     func store(file: URL, checksum: String, size: Int64, now: Int64, receipt: AssetReceipt) async throws {
         defer { try? FileManager.default.removeItem(at: file) }
@@ -136,7 +136,11 @@ struct PostgresAssetChunks: AssetByteStore {
             for (index, bytes) in pieces {
                 let start = Int64(index) * chunk
                 let lower = max(range.lowerBound - start, 0), upper = min(range.upperBound - start, Int64(bytes.count))
-                if lower < upper { try await each(bytes.subdata(in: Int(lower)..<Int(upper))) }
+                if lower == 0 && upper == Int64(bytes.count) {
+                    try await each(bytes)
+                } else if lower < upper {
+                    try await each(bytes.subdata(in: Int(lower)..<Int(upper)))
+                }
             }
             next = upTo + 1
         }
