@@ -36,7 +36,7 @@ enum AssetsScenario {
             let database = container.privateCloudDatabase
             // Warm: the first request opens connections and creates the user's database.
             _ = try await database.modifyRecords(saving: [Record(recordType: "Warm", recordID: Record.ID(recordName: "warm"))], deleting: [])
-            let idle = try residentBytes(of: pid)
+            let idle = try Memory.statusBytes("VmRSS", of: pid)
 
             var up: [Double] = [], down: [Double] = [], upFloors: [Double] = [], downFloors: [Double] = []
             for repetition in 0..<repetitions {
@@ -95,15 +95,5 @@ enum AssetsScenario {
             try handle.synchronize()
             try handle.close()
         }
-    }
-
-    /// `VmRSS` of a process, in bytes.
-    static func residentBytes(of pid: Int32) throws -> Int {
-        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
-        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-              let kilobytes = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") else {
-            throw BenchError("no VmRSS in /proc/\(pid)/status")
-        }
-        return kilobytes * 1024
     }
 }

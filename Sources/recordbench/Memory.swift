@@ -99,10 +99,15 @@ enum Memory {
 
     /// `VmHWM` of a process: its peak resident set, in bytes.
     static func peakResidentBytes(of pid: Int32) throws -> Int {
+        try statusBytes("VmHWM", of: pid)
+    }
+
+    /// A size line of `/proc/PID/status` (`VmHWM`, `VmRSS`, …), in bytes.
+    static func statusBytes(_ key: String, of pid: Int32) throws -> Int {
         let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
-        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("\(key):") }),
               let kilobytes = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") else {
-            throw BenchError("no VmHWM in /proc/\(pid)/status")
+            throw BenchError("no \(key) in /proc/\(pid)/status")
         }
         return kilobytes * 1024
     }

@@ -61,6 +61,16 @@ import Testing
         return (Int(response.status.code), (try? JSONValue.parse(Data(buffer: answer))) ?? .null)
     }
 
+    /// POSTs a JSON body to an endpoint of a node's private database (the container given).
+    static func post(_ body: String, to node: URL, _ container: String, _ endpoint: String, token: String) async throws -> JSONValue {
+        var request = HTTPClientRequest(url: node.appendingPathComponent("database/1/\(container)/development/private/\(endpoint)").absoluteString)
+        request.method = .POST
+        request.headers.add(name: "Authorization", value: "Bearer \(token)")
+        request.body = .bytes(ByteBuffer(string: body))
+        let response = try await http.execute(request, timeout: .seconds(60))
+        return try JSONValue.parse(Data(buffer: try await response.body.collect(upTo: 1 << 20)))
+    }
+
     /// GETs a URL: status, body, headers.
     static func get(_ url: String, range: String? = nil) async throws -> (status: Int, data: Data, contentRange: String?) {
         var request = HTTPClientRequest(url: reachable(url))
@@ -250,12 +260,7 @@ import Testing
             let token = try await deployment.addUser("alice")
             let (first, second) = (deployment.nodes[0].url, deployment.nodes[1].url)
             func post(_ node: URL, _ endpoint: String, _ body: String) async throws -> JSONValue {
-                var request = HTTPClientRequest(url: node.appendingPathComponent("database/1/iCloud.test.Assets/development/private/\(endpoint)").absoluteString)
-                request.method = .POST
-                request.headers.add(name: "Authorization", value: "Bearer \(token)")
-                request.body = .bytes(ByteBuffer(string: body))
-                let response = try await Self.http.execute(request, timeout: .seconds(60))
-                return try JSONValue.parse(Data(buffer: try await response.body.collect(upTo: 1 << 20)))
+                try await Self.post(body, to: node, "iCloud.test.Assets", endpoint, token: token)
             }
             let data = Self.bytes(3_000_000)
             let upload = try await post(first, "assets/upload", #"{"tokens":[{"recordType":"Artwork","fieldName":"image"}]}"#)

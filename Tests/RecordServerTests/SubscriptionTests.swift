@@ -135,12 +135,7 @@ import Testing
             defer { deployment.kill() }
             let token = try await deployment.addUser("alice")
             func post(_ node: URL, _ endpoint: String, _ body: String) async throws -> JSONValue {
-                var request = HTTPClientRequest(url: node.appendingPathComponent("database/1/iCloud.test.Push/development/private/\(endpoint)").absoluteString)
-                request.method = .POST
-                request.headers.add(name: "Authorization", value: "Bearer \(token)")
-                request.body = .bytes(ByteBuffer(string: body))
-                let response = try await AssetTests.http.execute(request, timeout: .seconds(60))
-                return try JSONValue.parse(Data(buffer: try await response.body.collect(upTo: 1 << 20)))
+                try await AssetTests.post(body, to: node, "iCloud.test.Push", endpoint, token: token)
             }
             let (first, second) = (deployment.nodes[0].url, deployment.nodes[1].url)
             _ = try await post(first, "subscriptions/modify", #"{"operations":[{"operationType":"create","subscription":\#(Self.modernArt)}]}"#)

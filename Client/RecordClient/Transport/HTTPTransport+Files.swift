@@ -45,13 +45,7 @@ extension HTTPTransport {
             request.method = .POST
             request.headers.add(name: "Content-Type", value: "application/octet-stream")
             request.body = .stream(chunks, length: .known(size))
-            do {
-                let response = try await Self.client.execute(request, timeout: .minutes(30))
-                status = Int(response.status.code)
-                body = Data(buffer: try await response.body.collect(upTo: 1 << 20))
-            } catch {
-                throw RecordSyncError(.networkFailure, "asset upload: \(error)", retryAfter: 1)
-            }
+            (status, body) = try await Self.exchange(request, timeout: .minutes(30), what: "asset upload")
         }
         guard status == 200 else { throw Self.error(body, status: status, what: "asset upload") }
         return body
@@ -124,16 +118,20 @@ extension HTTPTransport {
                 throw RecordSyncError(.networkFailure, "\(url): \(error.localizedDescription)", retryAfter: 1)
             }
         } else {
-            do {
-                let response = try await Self.client.execute(HTTPClientRequest(url: url), timeout: .seconds(timeout.components.seconds))
-                status = Int(response.status.code)
-                body = Data(buffer: try await response.body.collect(upTo: 1 << 20))
-            } catch {
-                throw RecordSyncError(.networkFailure, "\(url): \(error)", retryAfter: 1)
-            }
+            (status, body) = try await Self.exchange(HTTPClientRequest(url: url), timeout: .seconds(timeout.components.seconds), what: url)
         }
         guard status == 200 else { throw Self.error(body, status: status, what: "GET \(url)") }
         return body
+    }
+
+    /// A request through ``client`` with a small answer: its status and body.
+    private static func exchange(_ request: HTTPClientRequest, timeout: TimeAmount, what: String) async throws -> (Int, Data) {
+        do {
+            let response = try await client.execute(request, timeout: timeout)
+            return (Int(response.status.code), Data(buffer: try await response.body.collect(upTo: 1 << 20)))
+        } catch {
+            throw RecordSyncError(.networkFailure, "\(what): \(error)", retryAfter: 1)
+        }
     }
 }
 
