@@ -196,7 +196,7 @@ public final class PostgresEngine: StorageEngine {
 
     /// Runs `body`, its driver errors turned into `INTERNAL_ERROR` (a concurrent commit's,
     /// ``PostgresRetry``).
-    private static func translatingErrors<T>(_ body: () async throws -> T) async throws -> T {
+    static func translatingErrors<T>(_ body: () async throws -> T) async throws -> T {
         do {
             return try await body()
         } catch let error as PSQLError {

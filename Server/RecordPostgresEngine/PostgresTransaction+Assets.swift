@@ -1,4 +1,6 @@
 import Foundation
+import NIOCore
+import NIOFoundationCompat
 import PostgresNIO
 import RecordModel
 import RecordRules
@@ -88,8 +90,6 @@ extension PostgresTransaction {
 struct PostgresAssetChunks: AssetByteStore {
     let engine: PostgresEngine
     static let chunkSize = 256 * 1024
-    /// Chunks read per statement.
-    static let chunksPerRead = 4
 
     func store(file: URL, checksum: String, size: Int64, now: Int64, receipt: AssetReceipt) async throws {
         defer { try? FileManager.default.removeItem(at: file) }
@@ -119,28 +119,33 @@ struct PostgresAssetChunks: AssetByteStore {
         }
     }
 
+    /// Chunks read per statement: a megabyte held at a time, and the pool's connection held
+    /// only while the statement runs, never while a slow client takes the bytes.
+    static let chunksPerRead: Int32 = 4
+
+    /// A statement per few chunks, each on a connection leased for it alone (no transaction, no
+    /// hop to the engine's threads), its rows taken before the bytes are handed on.
     func read(_ checksum: String, range: Range<Int64>, _ each: (Data) async throws -> Void) async throws {
         guard !range.isEmpty else { return }
         let chunk = Int64(Self.chunkSize)
         var next = Int32(range.lowerBound / chunk)
         let last = Int32((range.upperBound - 1) / chunk)
         while next <= last {
-            let upTo = min(last, next + Int32(Self.chunksPerRead) - 1)
-            let from = next
-            let pieces = try await engine.read { transaction in
-                try (transaction as! PostgresTransaction).rows("""
+            let from = next, upTo = min(last, next + Self.chunksPerRead - 1)
+            let pieces: [(Int32, ByteBuffer)] = try await PostgresEngine.translatingErrors {
+                var pieces: [(Int32, ByteBuffer)] = []
+                for try await row in try await engine.client.query("""
                     SELECT idx, bytes FROM asset_chunks WHERE checksum = \(checksum) AND idx BETWEEN \(from) AND \(upTo) ORDER BY idx
-                    """).map { try $0.decode((Int32, Data).self) }
+                    """, logger: engine.logger) {
+                    pieces.append(try row.decode((Int32, ByteBuffer).self))
+                }
+                return pieces
             }
             guard pieces.count == Int(upTo - from + 1) else { throw RecordSyncError(.notFound, "the asset's bytes are not stored") }
             for (index, bytes) in pieces {
                 let start = Int64(index) * chunk
-                let lower = max(range.lowerBound - start, 0), upper = min(range.upperBound - start, Int64(bytes.count))
-                if lower == 0 && upper == Int64(bytes.count) {
-                    try await each(bytes)
-                } else if lower < upper {
-                    try await each(bytes.subdata(in: Int(lower)..<Int(upper)))
-                }
+                let lower = Int(max(range.lowerBound - start, 0)), upper = Int(min(range.upperBound - start, Int64(bytes.readableBytes)))
+                if lower < upper, let piece = bytes.getData(at: bytes.readerIndex + lower, length: upper - lower) { try await each(piece) }
             }
             next = upTo + 1
         }
