@@ -13,7 +13,8 @@ public indirect enum FieldValue: Sendable, Hashable {
     case bytes(Data)
     case reference(Reference)
     case location(Location)
-    /// An asset descriptor, kept as the client sent it (asset upload is not implemented).
+    /// An asset: an upload's stored form (``StoredAsset``), or any other object, kept as the
+    /// client sent it.
     case asset(JSONValue)
     /// A boolean (an extension; see ``ScalarType/boolean``).
     case boolean(Bool)

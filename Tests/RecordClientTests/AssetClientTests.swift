@@ -82,3 +82,23 @@ import Testing
         }
     }
 }
+
+/// The notifications stream's polling task lives as long as its consumer.
+@Suite struct RemoteNotificationTests {
+    @Test func cancellingTheConsumerEndsAPollInProgress() async throws {
+        try await withServer(configure: { $0.webcourierWait = .seconds(30) }) { server in
+            let database = try await server.container(forNewUser: "alice").privateCloudDatabase
+            let notifications = try await database.remoteNotifications()
+            let consumer = Task { () -> Int in
+                var count = 0
+                for try await _ in notifications { count += 1 }
+                return count
+            }
+            try await Task.sleep(for: .milliseconds(300))  // the poll is waiting on the server
+            let start = ContinuousClock.now
+            consumer.cancel()
+            _ = try? await consumer.value
+            #expect(ContinuousClock.now - start < .seconds(5), "the poll outlived its consumer")
+        }
+    }
+}

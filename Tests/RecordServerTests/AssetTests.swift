@@ -129,6 +129,11 @@ import Testing
             let across = try await Self.get(url, range: "bytes=262000-786500")  // crosses stored chunks
             #expect(across.status == 206 && across.data == big[262000...786500])
             #expect(try await Self.get(url, range: "bytes=\(big.count)-").status == 416)
+            // Ranges past the end, or past any 64-bit size, are cut at the end; nonsense is ignored.
+            let huge = try await Self.get(url, range: "bytes=\(big.count - 5)-9223372036854775807")
+            #expect(huge.status == 206 && huge.data == big.suffix(5))
+            #expect(try await Self.get(url, range: "bytes=abc").data == big)
+            #expect(try await Self.get(url, range: "bytes=9-2").data == big)
             guard let listURL = try await Self.downloadURL(alice, "pair", field: "gallery", index: 0) else { Issue.record("no list downloadURL"); return }
             #expect(try await Self.get(listURL).data == small)
 
@@ -183,6 +188,9 @@ import Testing
             #expect(other.json["records"]?[0]?["serverErrorCode"]?.stringValue == "BAD_REQUEST")
             // A made-up receipt, and an asset value RecordSync never issued (kept as given).
             #expect(try await code(alice, "d", #""image":{"value":{"fileChecksum":"x","size":1,"receipt":"rsa1_nothing"}}"#) == "BAD_REQUEST")
+            // A receipt-shaped value whose size is no 64-bit integer is not an upload: kept as given.
+            let odd = try await Self.save(alice, "odd", fields: #""image":{"value":{"fileChecksum":"x","size":1e300,"receipt":"rsa1_x"},"type":"ASSETID"}"#)
+            #expect(odd["serverErrorCode"] == nil && odd["fields"]?["image"]?["value"]?["receipt"]?.stringValue == "rsa1_x", "\(odd)")
             let opaque = try await Self.save(alice, "legacy", fields: #""image":{"value":{"fileChecksum":"abc","size":3,"downloadURL":"https://example.com/x"},"type":"ASSETID"}"#)
             #expect(opaque["fields"]?["image"]?["value"] == .object(["fileChecksum": .string("abc"), "size": .int(3), "downloadURL": .string("https://example.com/x")]))
 
@@ -305,6 +313,30 @@ import Testing
             _ = try await AssetSigner.rotate(in: server.store.engine, now: Int64(Date().timeIntervalSince1970 * 1000) + 2)
             let token = try #require(first.components(separatedBy: "/download/").last?.components(separatedBy: "/").first)
             #expect(try await AssetSigner(testing: server.store.engine).verify(token) == nil)
+        }
+    }
+
+    @Test func malformedUploadsAreClearErrorsAndKeepNothing() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            let badField = try await alice.post("assets/upload", #"{"tokens":[{"recordType":"Artwork","fieldName":"a.b"}]}"#)
+            #expect(badField.code == "BAD_REQUEST" && badField.reason.contains("a.b"), "\(badField.json)")
+            #expect(try await alice.post("assets/upload", #"{"tokens":[{"recordType":"Artwork"}]}"#).code == "BAD_REQUEST")
+            #expect(try await alice.post("assets/rereference", "{}").code == "BAD_REQUEST")
+            for (contentType, body) in [("multipart/form-data", "--x\r\n\r\nbytes"),                          // no boundary
+                                        ("multipart/form-data; boundary=x", "--x\r\nContent-Disposition: form-data; name=\"files\"; filename=\"f\"\r\n\r\ncut short"),
+                                        ("multipart/form-data; boundary=x", "no part at all")] {
+                var request = HTTPClientRequest(url: Self.reachable(try await Self.uploadURL(alice)))
+                request.method = .POST
+                request.headers.add(name: "Content-Type", value: contentType)
+                request.body = .bytes(ByteBuffer(string: body))
+                let response = try await Self.http.execute(request, timeout: .seconds(30))
+                let json = try JSONValue.parse(Data(buffer: try await response.body.collect(upTo: 1 << 20)))
+                #expect(response.status.code == 400 && json["serverErrorCode"]?.stringValue == "BAD_REQUEST", "\(contentType): \(json)")
+            }
+            let incoming = (server.directory as NSString).appendingPathComponent("assets/incoming")
+            #expect((try? FileManager.default.contentsOfDirectory(atPath: incoming))?.isEmpty ?? true)
+            #expect(try await server.store.collectAssets() == 0)
         }
     }
 }

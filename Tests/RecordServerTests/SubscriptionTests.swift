@@ -115,9 +115,21 @@ import Testing
             #expect(lookup.json["subscriptions"]?[1]?["subscriptionID"]?.stringValue == "once")
             let deleted = try await alice.post("subscriptions/modify", #"{"operations":[{"operationType":"delete","subscription":{"subscriptionID":"works"}}]}"#)
             #expect(deleted.json["subscriptions"]?[0] == .object(["subscriptionID": .string("works"), "deleted": .bool(true)]), "\(deleted.json)")
-            // Bad subscriptions are refused by item.
-            let bad = try await alice.post("subscriptions/modify", #"{"operations":[{"operationType":"create","subscription":{"subscriptionID":"x","subscriptionType":"query","query":{"recordType":"Artwork","filterBy":[{"fieldName":"year","comparator":"SOUNDS_LIKE","fieldValue":{"value":1}}]}}},{"operationType":"create","subscription":{"subscriptionID":"y","subscriptionType":"record"}}]}"#)
-            #expect(bad.status == 400 || bad.json["subscriptions"]?[1]?["serverErrorCode"]?.stringValue == "BAD_REQUEST", "\(bad.json)")
+            // Bad subscriptions are refused by item, naming what is wrong; an unknown comparator
+            // is a request that cannot be read at all.
+            let bad = try await alice.post("subscriptions/modify", #"""
+                {"operations":[
+                 {"operationType":"create","subscription":{"subscriptionID":"x","subscriptionType":"query","query":{"recordType":"Artwork","filterBy":[{"fieldName":"year","comparator":"NEAR","fieldValue":{"value":1}}]}}},
+                 {"operationType":"create","subscription":{"subscriptionID":"y","subscriptionType":"record"}},
+                 {"operationType":"upsert","subscription":{"subscriptionID":"z","subscriptionType":"zone"}},
+                 {"operationType":"create","subscription":{"subscriptionID":"w","subscriptionType":"query","query":{"recordType":"Artwork"},"firesOn":["explode"]}}]}
+                """#)
+            let items = bad.json["subscriptions"]?.arrayValue ?? []
+            #expect(items.count == 4 && items.allSatisfy { $0["serverErrorCode"]?.stringValue == "BAD_REQUEST" }, "\(bad.json)")
+            #expect(items.map { $0["subscriptionID"]?.stringValue } == ["x", "y", "z", "w"])
+            #expect(items[0]["reason"]?.stringValue?.contains("NEAR") == true && items[2]["reason"]?.stringValue?.contains("upsert") == true)
+            #expect(try await alice.post("subscriptions/modify", #"{"operations":[{"operationType":"create","subscription":{"subscriptionID":"v","subscriptionType":"query","query":{"recordType":"A","filterBy":[{"fieldName":"y","comparator":"SOUNDS_LIKE","fieldValue":{"value":1}}]}}}]}"#).code == "BAD_REQUEST")
+            #expect(try await alice.post("tokens/create", #"{"apnsEnvironment":"staging"}"#).code == "BAD_REQUEST")
             // tokens/create answers on every path clients use; register needs both keys.
             _ = try await Self.webcourier(alice, path: "tokens/create")
             let device = try await server.send(.post, "/device/1/\(alice.container)/development/tokens/create", headers: [.authorization: "Bearer \(alice.token)"], body: "{}")
@@ -146,6 +158,18 @@ import Testing
             _ = try await post(first, "records/modify", #"{"operations":[{"operationType":"create","record":{"recordName":"n","recordType":"Artwork","fields":{"year":{"value":1990}}}}]}"#)
             let notification = try await polled
             #expect(Self.query(notification)! == ("n", 1), "\(String(describing: notification))")
+        }
+    }
+
+    @Test func aSubscriptionWhoseQueryNoLongerCompilesNeverFailsAWrite() async throws {
+        try await withServer(configure: { $0.webcourierWait = .milliseconds(300) }) { server in
+            let alice = try await server.user("alice")
+            // Saved before the schema knows `year`: the filter compares it as a STRING.
+            #expect(try await Self.subscribe(alice, #"{"subscriptionID":"s","subscriptionType":"query","query":{"recordType":"Poem","filterBy":[{"fieldName":"year","comparator":"EQUALS","fieldValue":{"value":"x"}}]}}"#).status == 200)
+            let url = try await Self.webcourier(alice)
+            let saved = try await alice.modify([RecordOperation(.create, RecordPayload(Record(recordName: "p", recordType: "Poem", fields: ["year": .int64(1900)])))])
+            #expect(saved.first?.error == nil, "\(String(describing: saved.first?.error))")
+            #expect(try await Self.poll(url) == nil)
         }
     }
 }

@@ -85,13 +85,19 @@ extension RecordStore {
                 throw RecordSyncError(.badRequest, "\(at).firesOn must list create, update or delete")
             }
             subscription.firesOn = firesOn
+            // Matching adds one filter (the records written) to the query's own.
+            if let filters = query.filterBy, filters.count >= 64 {
+                throw RecordSyncError(.badRequest, "\(at).query has \(filters.count) filters; a subscription's query takes at most 63")
+            }
             subscription.firesOnce = subscription.firesOnce ?? false
             if subscription.zoneWide == true { subscription.zoneID = nil }
             subscription.zoneWide = subscription.zoneID == nil
             let schema = try transaction.schema(of: query.recordType, inContainer: database.containerKey)
             do {
-                // Over no zone (no key is negative): only whether it runs counts.
-                _ = try transaction.query(query, inZones: [-1: ZoneID(zoneName: ZoneID.defaultZoneName)], schema: schema, after: nil, limit: 1)
+                // As it is matched (narrowed to named records), over no zone (no key is
+                // negative): only whether it runs counts.
+                _ = try transaction.query(SubscriptionFiring.narrowed(query, to: ["-"]), inZones: [-1: ZoneID(zoneName: ZoneID.defaultZoneName)],
+                                          schema: schema, after: nil, limit: 1)
             } catch let error as RecordSyncError {
                 throw RecordSyncError(.badRequest, "\(at).query: \(error.reason)")
             }

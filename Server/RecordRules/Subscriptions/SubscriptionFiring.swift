@@ -61,15 +61,29 @@ struct SubscriptionFiring {
             let schema = try transaction.schema(of: query.recordType, inContainer: containerKey)
             for start in stride(from: 0, to: names.count, by: 1000) {
                 let chunk = Array(names[start..<min(start + 1000, names.count)])
-                var narrowed = query
-                narrowed.sortBy = nil
-                narrowed.filterBy = (query.filterBy ?? []) + [QueryFilter(system: .recordName, .in, RawFieldValue(value: .array(chunk.map(JSONValue.string))))]
-                for match in try transaction.query(narrowed, inZones: [zone.key: zone.zoneID], schema: schema, after: nil, limit: chunk.count) {
+                let matches: [QueryMatch]
+                do {
+                    matches = try transaction.query(Self.narrowed(query, to: chunk), inZones: [zone.key: zone.zoneID], schema: schema, after: nil, limit: chunk.count)
+                } catch let error as RecordSyncError where error.code == .badRequest {
+                    // The query no longer compiles against the schema (a filter's type was
+                    // fixed otherwise since it was saved, say): it matches nothing, and never
+                    // fails the write. Compiling refuses before any statement is sent.
+                    break
+                }
+                for match in matches {
                     found.append(Match(subscription: index, recordName: match.record.recordName, reason: reason))
                 }
             }
         }
         return found
+    }
+
+    /// `query` limited to the records named `names` (how a subscription is matched).
+    static func narrowed(_ query: Query, to names: [String]) -> Query {
+        var narrowed = query
+        narrowed.sortBy = nil
+        narrowed.filterBy = (query.filterBy ?? []) + [QueryFilter(system: .recordName, .in, RawFieldValue(value: .array(names.map(JSONValue.string))))]
+        return narrowed
     }
 
     /// Queues the notifications of `matches` (and of every zone subscription, when `changed`),

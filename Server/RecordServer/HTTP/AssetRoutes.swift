@@ -144,7 +144,8 @@ enum ByteRange: Equatable {
         guard first < size else { return .unsatisfiable }
         if parts[1].isEmpty { return .range(first..<size) }
         guard let last = Int64(parts[1]), last >= first else { return .whole }
-        return .range(first..<min(last + 1, size))
+        // `last` may be any 64-bit number: no `last + 1`.
+        return .range(first..<(last >= size - 1 ? size : last + 1))
     }
 }
 

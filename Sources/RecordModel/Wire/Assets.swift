@@ -126,7 +126,7 @@ public struct StoredAsset: Sendable, Hashable {
         let size: Int64
         switch json["size"] {
         case .int(let value)?: size = value
-        case .double(let value)? where value.rounded() == value: size = Int64(value)
+        case .double(let value)?: guard let exact = Int64(exactly: value) else { return nil }; size = exact
         case .string(let text)?: guard let value = Int64(text) else { return nil }; size = value
         default: return nil
         }
@@ -197,7 +197,7 @@ public struct Asset: Sendable, Hashable {
     public var size: Int64? {
         switch stored?["size"] {
         case .int(let value)?: value
-        case .double(let value)?: Int64(value)
+        case .double(let value)?: Int64(exactly: value)
         case .string(let text)?: Int64(text)
         default: nil
         }
