@@ -45,7 +45,8 @@ extension PostgresTransaction {
                 created: Stamp(timestamp: try cell(4, Int64.self), userRecordName: try cell(5, String.self), deviceID: try cell(6, String?.self)),
                 modified: Stamp(timestamp: try cell(7, Int64.self), userRecordName: try cell(8, String.self), deviceID: try cell(9, String?.self)))
             return QueryMatch(record: record, zoneKey: zoneKey,
-                              sortValues: try (0..<statement.sortKeyCount).map { try Self.markerValue(cells[firstKey + $0]) })
+                              sortValues: try (0..<statement.sortKeyCount).map { try Self.markerValue(cells[firstKey + $0]) },
+                              flags: try (0..<statement.flagCount).map { try cells[firstKey + statement.sortKeyCount + $0].decode(Bool?.self) })
         }
     }
 

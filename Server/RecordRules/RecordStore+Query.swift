@@ -30,11 +30,13 @@ extension RecordStore {
                     zones[zone.key] = zone.zoneID
                 }
                 let schema = try transaction.schema(of: request.query.recordType, inContainer: database.containerKey)
-                let matches = try transaction.query(request.query, inZones: zones, schema: schema, after: marker, limit: limit + 1)
+                let (matches, resumeAfter) = try transaction.matches(request.query, inZones: zones, schema: schema, after: marker, limit: limit + 1, limits: self.limits)
                 let page = matches.prefix(limit)
-                let next = matches.count > limit ? page.last.map {
+                // More remain past the page, or past the rows examined for a filter Swift finishes.
+                let last = matches.count > limit ? page.last : resumeAfter
+                let next = last.map {
                     ContinuationMarker(query: fingerprint, values: $0.sortValues, zone: $0.zoneKey, name: $0.record.recordName).string
-                } : nil
+                }
                 return QueryRecordsResponse(records: page.map { $0.record.restricted(to: request.desiredKeys) }, continuationMarker: next)
             }
         } catch let error as RecordSyncError where error.code == .internalError {

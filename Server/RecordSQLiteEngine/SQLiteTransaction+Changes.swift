@@ -59,7 +59,8 @@ extension SQLiteTransaction {
         while let row = try rows.next() {
             let zoneKey: Int64 = row[0]
             matches.append(QueryMatch(record: try RecordRow.record(from: row, zoneID: zones[zoneKey] ?? .defaultZone, offset: 1), zoneKey: zoneKey,
-                                      sortValues: (0..<statement.sortKeyCount).map { QueryCompiler.markerValue(row[firstKey + $0] as DatabaseValue) }))
+                                      sortValues: (0..<statement.sortKeyCount).map { QueryCompiler.markerValue(row[firstKey + $0] as DatabaseValue) },
+                                      flags: (0..<statement.flagCount).map { row[firstKey + statement.sortKeyCount + $0] as Bool? }))
         }
         return matches
     }

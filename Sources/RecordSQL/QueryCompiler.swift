@@ -22,13 +22,16 @@ public struct QueryCompiler: Sendable {
         public var values: [SQLValue]
         /// How many sort-key columns follow the zone key and the record columns.
         public var sortKeyCount: Int
+        /// How many flag columns (``FilterPlan/flagFilters``' truth: true, false or null) follow
+        /// the sort keys.
+        public var flagCount: Int = 0
 
         /// The arguments for GRDB.
         public var arguments: StatementArguments { StatementArguments(values.map(\.databaseValue)) }
     }
 
-    /// The most filters a query may have.
-    public static let maximumFilters = 64
+    /// The most comparisons a query may have, in all its compound filters.
+    public static let maximumFilters = FilterPlan.maximumComparisons
     /// The most sort keys a query may have.
     public static let maximumSortKeys = 16
     /// The most values a list comparator (`IN`, `LIST_CONTAINS_ANY`, …) may compare against.
@@ -92,9 +95,7 @@ public struct QueryCompiler: Sendable {
     public func compile(_ query: Query, after marker: ContinuationMarker?, limit: Int) throws -> Statement {
         let filters = query.filterBy ?? []
         let sorts = query.sortBy ?? []
-        guard filters.count <= Self.maximumFilters else {
-            throw RecordSyncError(.badRequest, "query.filterBy has \(filters.count) filters; the limit is \(Self.maximumFilters)")
-        }
+        let plan = try FilterPlan(filters, schema: schema)
         guard sorts.count <= Self.maximumSortKeys else {
             throw RecordSyncError(.badRequest, "query.sortBy has \(sorts.count) keys; the limit is \(Self.maximumSortKeys)")
         }
@@ -108,12 +109,20 @@ public struct QueryCompiler: Sendable {
 
         for (index, filter) in filters.enumerated() {
             do {
-                let (sql, filterArguments) = try condition(for: filter)
+                let (sql, filterArguments) = try condition(for: filter, .positive)
                 conditions.append(sql)
                 arguments += filterArguments
             } catch let error as RecordSyncError {
                 throw RecordSyncError(.badRequest, "filterBy[\(index)]: \(error.reason)")
             }
+        }
+        // The truth of each part SQL answers in a filter Swift finishes (see FilterPlan).
+        var flagColumns = ""
+        var flagArguments: [SQLValue] = []
+        for (index, filter) in plan.flagFilters.enumerated() {
+            let (sql, filterArguments) = try condition(for: filter, .exact)
+            flagColumns += ", (\(sql)) AS f\(index)"
+            flagArguments += filterArguments
         }
 
         var sortKeys: [(sql: String, ascending: Bool)] = []
@@ -137,22 +146,64 @@ public struct QueryCompiler: Sendable {
         let keyColumns = sortKeys.enumerated().map { ", \($1.sql) AS k\($0)" }.joined()
         let order = (sortKeys.map { dialect.orderTerm($0.sql, ascending: $0.ascending) } + ["r.zone_id ASC", "r.name ASC"]).joined(separator: ", ")
         let sql = """
-            SELECT r.zone_id, \(RecordRow.columns(alias: "r"))\(keyColumns)
+            SELECT r.zone_id, \(RecordRow.columns(alias: "r"))\(keyColumns)\(flagColumns)
             FROM records r
             WHERE \(conditions.joined(separator: " AND "))
             ORDER BY \(order)
             LIMIT \(limit)
             """
-        return Statement(sql: dialect.numbered(sql), values: arguments, sortKeyCount: sortKeys.count)
+        return Statement(sql: dialect.numbered(sql), values: flagArguments + arguments, sortKeyCount: sortKeys.count, flagCount: plan.flagFilters.count)
     }
 
     // MARK: Filters
 
-    private func condition(for filter: QueryFilter) throws -> (String, [SQLValue]) {
-        let comparator = filter.comparator
+    /// Where a condition stands: in the WHERE clause under an even (`positive`) or odd
+    /// (`negative`) number of `NOT`s, or selected as a flag column, whose value must be exact.
+    enum Polarity {
+        case positive, negative, exact
+
+        var flipped: Polarity {
+            switch self {
+            case .positive: .negative
+            case .negative: .positive
+            case .exact: .exact
+            }
+        }
+    }
+
+    private func condition(for filter: QueryFilter, _ polarity: Polarity) throws -> (String, [SQLValue]) {
+        if let logical = filter.recordSyncOperator {
+            let filters = filter.recordSyncFilters ?? []
+            var parts: [String] = []
+            var arguments: [SQLValue] = []
+            for (index, inner) in filters.enumerated() {
+                do {
+                    let (sql, innerArguments) = try condition(for: inner, logical == .not ? polarity.flipped : polarity)
+                    parts.append(sql)
+                    arguments += innerArguments
+                } catch let error as RecordSyncError {
+                    throw RecordSyncError(.badRequest, "recordSyncFilters[\(index)]: \(error.reason)")
+                }
+            }
+            switch logical {
+            case .and: return parts.isEmpty ? (dialect.constant(true), []) : ("(\(parts.joined(separator: " AND ")))", arguments)
+            case .or: return parts.isEmpty ? (dialect.constant(false), []) : ("(\(parts.joined(separator: " OR ")))", arguments)
+            case .not: return ("(NOT \(parts[0]))", arguments)
+            }
+        }
+        if FilterPlan.isSwiftComparison(filter, schema: schema) {
+            // Swift decides (FilterPlan); here the database keeps every record that might pass.
+            // (Never reached for flags: they are the parts without such comparisons.)
+            return (dialect.constant(polarity != .negative), [])
+        }
+        guard var comparator = filter.comparator, let fieldValue = filter.fieldValue else {
+            throw RecordSyncError(.badRequest, "a filter needs a comparator and a fieldValue")
+        }
         switch comparator {
         case .containsAllTokens, .containsAnyTokens, .near:
             throw RecordSyncError(.badRequest, "comparator \(comparator.rawValue) is not supported yet")
+        case .contains:
+            comparator = .listContains  // on a list field (else Swift's): membership
         default: break
         }
         if let system = filter.systemFieldName {
@@ -160,25 +211,29 @@ public struct QueryCompiler: Sendable {
             guard !comparator.appliesToListElements else {
                 throw RecordSyncError(.badRequest, "\(comparator.rawValue) needs a list field, and \(system.rawValue) is not one")
             }
-            return try scalarCondition(Self.column(for: system), comparator, filter.fieldValue, type: system.type.scalar)
+            return try scalarCondition(Self.column(for: system), comparator, fieldValue, type: system.type.scalar)
         }
         guard let field = filter.fieldName else { throw RecordSyncError(.badRequest, "a filter needs fieldName or systemFieldName") }
         if let problem = NameRules.problem(withFieldName: field) { throw RecordSyncError(.badRequest, problem) }
 
-        let type = try fieldType(field, given: filter.fieldValue, comparator: comparator)
+        let type = try fieldType(field, given: fieldValue, comparator: comparator)
         if comparator.appliesToListElements {
             guard type.isList else {
                 throw RecordSyncError(.badRequest, "\(comparator.rawValue) needs a list field, and \(NameRules.quoted(field)) is \(type)")
             }
-            return try listCondition(field, comparator, filter.fieldValue, scalar: type.scalar)
+            return try listCondition(field, comparator, fieldValue, scalar: type.scalar)
         }
         guard !type.isList else {
             throw RecordSyncError(.badRequest, "\(NameRules.quoted(field)) is \(type); compare its elements with LIST_CONTAINS and friends")
         }
         if type.scalar == .reference {
-            return try referenceCondition(field, comparator, filter.fieldValue)
+            let (sql, arguments) = try referenceCondition(field, comparator, fieldValue)
+            // Unknown, not false, for a record lacking the field, as any comparison with a
+            // missing value (it matters only under NOT).
+            if polarity == .positive { return (sql, arguments) }
+            return ("(CASE WHEN \(dialect.fieldPresent(field)) THEN \(sql) END)", arguments)
         }
-        return try scalarCondition(dialect.fieldValue(field, type.scalar), comparator, filter.fieldValue, type: type.scalar)
+        return try scalarCondition(dialect.fieldValue(field, type.scalar), comparator, fieldValue, type: type.scalar)
     }
 
     /// The type a filter compares a field as: the schema's, else the given or inferred one.
@@ -209,6 +264,10 @@ public struct QueryCompiler: Sendable {
     private func scalarCondition(_ expression: String, _ comparator: QueryComparator, _ value: RawFieldValue, type: ScalarType) throws -> (String, [SQLValue]) {
         if comparator.takesList {
             let values = try bindings(value.value, scalar: type, list: true)
+            if values.isEmpty {
+                // In no values: false, and NOT_IN true, for a record holding the field.
+                return ("(CASE WHEN \(expression) IS NOT NULL THEN \(dialect.constant(comparator == .notIn)) END)", [])
+            }
             let placeholders = values.map { _ in "?" }.joined(separator: ", ")
             return ("\(expression) \(comparator == .in ? "IN" : "NOT IN") (\(placeholders))", values)
         }
@@ -284,6 +343,9 @@ public struct QueryCompiler: Sendable {
     /// A filter on a single reference field, answered from the `refs` index.
     private func referenceCondition(_ field: String, _ comparator: QueryComparator, _ value: RawFieldValue) throws -> (String, [SQLValue]) {
         let names = try bindings(value.value, scalar: .reference, list: comparator.takesList)
+        if names.isEmpty, comparator == .in || comparator == .notIn {
+            return (comparator == .in ? dialect.constant(false) : dialect.fieldPresent(field), [])
+        }
         let (sources, arguments) = referencedBy(field, targets: names.map { _ in "?" }.joined(separator: ", "), names)
         switch comparator {
         case .equals, .in:

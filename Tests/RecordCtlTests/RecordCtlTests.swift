@@ -137,8 +137,11 @@ import Testing
                 #expect(run.lines.count == 3)
                 let all = await recordctl(["query", "Artwork", "--where", "year IN {1900, 1901}", "--all", "--json"] + flags)
                 #expect(all.lines.count == 2)
-                let bad = await recordctl(["query", "Artwork", "--where", "year > 1 OR year < 0"] + flags)
-                #expect(bad.status == 1 && bad.errors.hasPrefix("BAD_REQUEST: 'OR' at column"))
+                let either = await recordctl(["query", "Artwork", "--where", "year == 1900 OR (title ENDSWITH[c] '1' AND NOT year < 1911)", "--all", "--json"] + flags)
+                #expect(either.status == 0)
+                #expect(either.lines.map { $0.contains(#""recordName":"w0""#) || $0.contains(#""recordName":"w11""#) } == [true, true])
+                let bad = await recordctl(["query", "Artwork", "--where", "title MATCHES '(a'"] + flags)
+                #expect(bad.status == 1 && bad.errors.hasPrefix("BAD_REQUEST: ''(a'' at column 15: MATCHES pattern at character 3"), "\(bad.errors)")
             }
         }
     }

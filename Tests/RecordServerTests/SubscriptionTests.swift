@@ -84,6 +84,27 @@ import Testing
         }
     }
 
+    /// A query subscription takes the whole query language (compound filters, string matching).
+    @Test func aSubscriptionMatchesWithTheWholeQueryLanguage() async throws {
+        try await withServer(configure: { $0.webcourierWait = .milliseconds(300) }) { server in
+            let alice = try await server.user("alice")
+            let url = try await Self.webcourier(alice)
+            let predicate = try RecordPredicate(format: "title CONTAINS[cd] 'monet' OR NOT year < 2000")
+            let filters = String(decoding: try JSONEncoder().encode(predicate.filters), as: UTF8.self)
+            #expect(try await Self.subscribe(alice, #"{"subscriptionID":"monet","subscriptionType":"query","query":{"recordType":"Artwork","filterBy":\#(filters)},"firesOn":["create"]}"#).status == 200)
+            var hit = Record.artwork("hit", by: "a", action: .none, year: 1900)
+            hit["title"] = .string("Claude MONÉT")
+            var late = Record.artwork("late", by: "a", action: .none, year: 2001)
+            late["title"] = .string("other")
+            var miss = Record.artwork("miss", by: "a", action: .none, year: 1900)
+            miss["title"] = .string("Manet")
+            try await alice.save([hit, late, miss])
+            var received: [JSONValue] = []
+            while let next = try await Self.poll(url) { received.append(next) }
+            #expect(received.compactMap(Self.query).map(\.0).sorted() == ["hit", "late"], "\(received)")
+        }
+    }
+
     @Test func cascadesZoneSubscriptionsFiresOnceAndTheSubscriptionEndpoints() async throws {
         try await withServer(configure: { $0.webcourierWait = .milliseconds(600) }) { server in
             let alice = try await server.user("alice")

@@ -37,9 +37,22 @@ extension RecordCache {
             if let type = FieldType(rawValue: row[1]) { schema[row[0]] = type }
         }
         let statement = try QueryCompiler(zoneKeys: zones.keys.sorted(), schema: schema, keyedReferenceFields: false).compile(query, after: nil, limit: Int(Int32.max))
-        return try Row.fetchAll(db, sql: statement.sql, arguments: statement.arguments).map { row in
-            try RecordRow.record(from: row, zoneID: zones[row[0]] ?? .defaultZone, offset: 1)
+        // Filters the database cannot finish (string matching) are finished in Swift, as the
+        // server does (FilterPlan).
+        let plan = try FilterPlan(query.filterBy ?? [], schema: schema)
+        var budget = MatchBudget(steps: .max)
+        let firstFlag = 1 + RecordRow.columnCount + statement.sortKeyCount
+        var records: [RecordModel.Record] = []
+        let rows = try Row.fetchCursor(db, sql: statement.sql, arguments: statement.arguments)
+        while let row = try rows.next() {
+            let record = try RecordRow.record(from: row, zoneID: zones[row[0]] ?? .defaultZone, offset: 1)
+            if !plan.isSQLOnly {
+                let flags = (0..<statement.flagCount).map { row[firstFlag + $0] as Bool? }
+                guard try plan.matches(record, flags: flags, budget: &budget) else { continue }
+            }
+            records.append(record)
         }
+        return records
     }
 }
 

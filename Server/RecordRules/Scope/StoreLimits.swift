@@ -22,6 +22,12 @@ public struct StoreLimits: Sendable {
     /// How long an asset no record holds (and an upload never bound) is kept before it is
     /// removed; also how long a receipt can be bound.
     public var assetGracePeriod: Duration = .seconds(24 * 60 * 60)
+    /// The most records one `records/query` request examines when Swift finishes its filters
+    /// (string matching, ``FilterPlan``); past it, the page ends early with a continuation marker.
+    public var maximumRecordsExamined: Int = 20_000
+    /// The steps of string matching (`LIKE`, `MATCHES`, `CONTAINS`) one request may take;
+    /// more is `LIMIT_EXCEEDED`.
+    public var maximumMatchSteps: Int = MatchBudget.defaultSteps
 
     /// Creates limits with the defaults.
     public init() {}

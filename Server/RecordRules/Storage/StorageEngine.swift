@@ -407,12 +407,15 @@ public struct QueryMatch: Sendable {
     public var zoneKey: Int64
     /// Its values of the query's sort keys, in order.
     public var sortValues: [JSONValue]
+    /// The truth of the query's ``FilterPlan/flagFilters`` for it (`nil` for unknown), in order.
+    public var flags: [Bool?]
 
     /// A match's values.
-    public init(record: Record, zoneKey: Int64, sortValues: [JSONValue]) {
+    public init(record: Record, zoneKey: Int64, sortValues: [JSONValue], flags: [Bool?] = []) {
         self.record = record
         self.zoneKey = zoneKey
         self.sortValues = sortValues
+        self.flags = flags
     }
 }
 

@@ -86,8 +86,9 @@ extension RecordStore {
             }
             subscription.firesOn = firesOn
             // Matching adds one filter (the records written) to the query's own.
-            if let filters = query.filterBy, filters.count >= 64 {
-                throw RecordSyncError(.badRequest, "\(at).query has \(filters.count) filters; a subscription's query takes at most 63")
+            let comparisons = (query.filterBy ?? []).reduce(0) { $0 + $1.comparisonCount }
+            if comparisons >= FilterPlan.maximumComparisons {
+                throw RecordSyncError(.badRequest, "\(at).query has \(comparisons) comparisons; a subscription's query takes at most \(FilterPlan.maximumComparisons - 1)")
             }
             subscription.firesOnce = subscription.firesOnce ?? false
             if subscription.zoneWide == true { subscription.zoneID = nil }

@@ -63,11 +63,13 @@ struct SubscriptionFiring {
                 let chunk = Array(names[start..<min(start + 1000, names.count)])
                 let matches: [QueryMatch]
                 do {
-                    matches = try transaction.query(Self.narrowed(query, to: chunk), inZones: [zone.key: zone.zoneID], schema: schema, after: nil, limit: chunk.count)
-                } catch let error as RecordSyncError where error.code == .badRequest {
+                    matches = try transaction.matches(Self.narrowed(query, to: chunk), inZones: [zone.key: zone.zoneID], schema: schema,
+                                                      after: nil, limit: chunk.count, limits: StoreLimits()).matches
+                } catch let error as RecordSyncError where error.code == .badRequest || error.code == .limitExceeded {
                     // The query no longer compiles against the schema (a filter's type was
-                    // fixed otherwise since it was saved, say): it matches nothing, and never
-                    // fails the write. Compiling refuses before any statement is sent.
+                    // fixed otherwise since it was saved, say), or its string matching would
+                    // pass the budget: it matches nothing, and never fails the write.
+                    // Compiling refuses before any statement is sent; matching only reads.
                     break
                 }
                 for match in matches {

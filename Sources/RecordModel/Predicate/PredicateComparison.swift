@@ -9,6 +9,8 @@ struct PredicateTerm {
     var negation: PredicateToken?
     /// The operator, named when the comparator does not fit.
     var operatorToken: PredicateToken
+    /// The comparison options (`c`, `d`, `cd`), when given.
+    var options: String?
 
     /// The comparison negated by `token`; two negations cancel.
     func negated(by token: PredicateToken) -> PredicateTerm {
@@ -17,22 +19,20 @@ struct PredicateTerm {
         return copy
     }
 
-    /// The wire filter.
-    ///
-    /// - Throws: ``RecordSyncError`` (`BAD_REQUEST`) naming the `NOT` when the server has no
-    ///   negated form of the comparator (`LIST_CONTAINS_ANY`).
-    func filter() throws -> QueryFilter {
+    /// The wire filter: the comparison, or its negated comparator, or (when the wire has no
+    /// negated form) a compound `NOT` of it.
+    func filter() -> QueryFilter {
         var comparator = comparator
-        if let negation {
-            guard let negated = comparator.negated else {
-                throw negation.error("the server has no negated form of \(comparator.rawValue) (\(operatorToken.text))")
-            }
-            comparator = negated
+        var negate = false
+        if negation != nil {
+            if let negated = comparator.negated { comparator = negated } else { negate = true }
         }
-        switch key {
-        case .field(let name): return QueryFilter(name, comparator, value.raw)
-        case .system(let system): return QueryFilter(system: system, comparator, value.raw)
+        var filter = switch key {
+        case .field(let name): QueryFilter(name, comparator, value.raw)
+        case .system(let system): QueryFilter(system: system, comparator, value.raw)
         }
+        filter.recordSyncOptions = options
+        return negate ? .not(filter) : filter
     }
 }
 
@@ -59,7 +59,7 @@ extension QueryComparator {
         case .notListMemberBeginsWith: .listMemberBeginsWith
         case .listContainsAny: .notListContainsAny
         case .notListContainsAny: .listContainsAny
-        case .containsAllTokens, .containsAnyTokens, .near: nil
+        case .containsAllTokens, .containsAnyTokens, .near, .contains, .endsWith, .like, .matches: nil
         }
     }
 }
@@ -73,6 +73,7 @@ struct PredicateComparison {
     var left: PredicateOperand
     var comparisonOperator: PredicateOperator
     var operatorToken: PredicateToken
+    var options: String?
     var right: PredicateOperand
 
     /// The comparisons to AND: one, or two for `BETWEEN`.
@@ -110,8 +111,13 @@ struct PredicateComparison {
         if let ordering { return [try term(ordering)] }
         switch comparisonOperator {
         case .beginsWith: return [try term(.beginsWith)]
+        case .endsWith: return [try term(.endsWith)]
+        case .like: return [try term(.like)]
+        case .matches: return [try term(.matches)]
         case .in: return [try term(.in)]
-        case .contains: return [try term(.listContains)]
+        // A string: a substring of a STRING field, or an element of a list; the server tells
+        // which from the schema, as NSPredicate does from the value.
+        case .contains: return [try term(value.scalar == .string && !value.isList ? .contains : .listContains)]
         case .between:
             guard value.isList, case .array(let bounds) = value.json, bounds.count == 2, let scalar = value.scalar else {
                 throw valueToken.error("BETWEEN needs an array of two values, the lower and upper bound")
@@ -145,12 +151,15 @@ struct PredicateComparison {
         case (false, true, .beginsWith): .listMemberBeginsWith
         case (false, true, .in), (false, false, .in): .listContainsAny
         case (false, true, .equals): .listContains
+        case (false, true, .endsWith): .endsWith
+        case (false, true, .like): .like
+        case (false, true, .matches): .matches
         case (true, false, .in): .listContainsAll
         default: nil
         }
         guard let comparator else {
             throw quantifier.error(
-                "cannot be run with \(operatorToken.text); the server runs ANY key BEGINSWITH value, ANY key IN array, ANY key == value, ANY array IN key and ALL array IN key"
+                "cannot be run with \(operatorToken.text); the server runs ANY key BEGINSWITH|ENDSWITH|LIKE|MATCHES|== value, ANY key IN array, ANY array IN key and ALL array IN key (for a substring of a list's elements, ANY key LIKE '*text*')"
             )
         }
         let term = try makeTerm(key, keyToken, comparator, value, valueToken)
@@ -173,9 +182,15 @@ struct PredicateComparison {
             }
             throw valueToken.error("is an array; \(advice)")
         }
-        let isPrefix = comparator == .beginsWith || comparator == .listMemberBeginsWith
-        if isPrefix, let scalar = value.scalar, scalar != .string {
-            throw valueToken.error("BEGINSWITH compares strings, not \(scalar.rawValue)")
+        let isStringMatch = [.beginsWith, .listMemberBeginsWith, .endsWith, .like, .matches].contains(comparator)
+        if isStringMatch, let scalar = value.scalar, scalar != .string {
+            throw valueToken.error("\(operatorToken.text.uppercased()) compares strings, not \(scalar.rawValue)")
+        }
+        if comparator == .matches, case .string(let pattern) = value.json {
+            do { _ = try StringPattern(pattern) } catch let error as RecordSyncError { throw valueToken.error(error.reason) }
+        }
+        if options != nil, !(comparator.isStringMatch || comparator == .listContains || comparator == .listMemberBeginsWith) || value.scalar != .string {
+            throw operatorToken.error("comparison options ([c], [d], [cd]) apply to string comparisons")
         }
         if [.lessThan, .lessThanOrEquals, .greaterThan, .greaterThanOrEquals].contains(comparator), value.scalar == .reference {
             throw valueToken.error("references compare only with ==, !=, IN and CONTAINS")
@@ -187,7 +202,7 @@ struct PredicateComparison {
             }
             value = try Self.value(value, for: system, at: valueToken)
         }
-        return PredicateTerm(key: key, comparator: comparator, value: value, operatorToken: operatorToken)
+        return PredicateTerm(key: key, comparator: comparator, value: value, operatorToken: operatorToken, options: options)
     }
 
     /// `value` typed as the system field's type; a reference stands for its record name, an

@@ -25,22 +25,59 @@ enum PredicateOperand {
 /// A comparison operator as written, before the sides are sorted out.
 enum PredicateOperator {
     case equals, notEquals, lessThan, lessThanOrEquals, greaterThan, greaterThanOrEquals
-    case beginsWith, `in`, contains, between
+    case beginsWith, endsWith, like, matches, `in`, contains, between
 }
 
-/// Parses a predicate format into ANDed comparisons (see ``RecordPredicate``).
+/// A parsed predicate: comparisons joined by AND, OR and NOT.
+indirect enum PredicateNode {
+    case term(PredicateTerm)
+    /// All of the nodes; none is `TRUEPREDICATE`.
+    case and([PredicateNode])
+    /// Any of the nodes; none is `FALSEPREDICATE`.
+    case or([PredicateNode])
+    case not(PredicateNode)
+
+    /// The node negated: a comparison into its negation, `NOT NOT x` into `x`.
+    func negated(by token: PredicateToken) -> PredicateNode {
+        switch self {
+        case .term(let term): .term(term.negated(by: token))
+        case .not(let inner): inner
+        default: .not(self)
+        }
+    }
+
+    /// The wire filter.
+    var filter: QueryFilter {
+        switch self {
+        case .term(let term): term.filter()
+        case .and(let nodes): .and(nodes.map(\.filter))
+        case .or(let nodes): .or(nodes.map(\.filter))
+        case .not(let node): .not(node.filter)
+        }
+    }
+
+    /// The wire filters to AND: a top-level AND's parts, else the node alone.
+    var filters: [QueryFilter] {
+        if case .and(let nodes) = self { return nodes.map(\.filter) }
+        return [filter]
+    }
+}
+
+/// Parses a predicate format into comparisons joined by AND, OR and NOT (see ``RecordPredicate``).
 ///
 /// Grammar, keywords case-insensitive:
 ///
-///     predicate  := conjunction END
+///     predicate  := disjunction END
+///     disjunction:= conjunction ((OR | ||) conjunction)*
 ///     conjunction:= unary ((AND | &&) unary)*
-///     unary      := (NOT | !) unary | '(' conjunction ')' | TRUEPREDICATE | comparison
-///     comparison := [ANY | SOME | ALL | NONE] operand operator operand
+///     unary      := (NOT | !) unary | '(' disjunction ')' | TRUEPREDICATE | FALSEPREDICATE | comparison
+///     comparison := [ANY | SOME | ALL | NONE] operand operator ['[' options ']'] operand
 ///     operand    := identifier | #identifier | %K | %@ | string | number | TRUE | FALSE | '{' values '}'
 struct PredicateParser {
     private var tokens: [PredicateToken]
     private var index = 0
     private let arguments: [Any]
+    private var depth = 0
 
     /// Tokenises `format`; the arguments are substituted for its placeholders in order.
     init(format: String, arguments: [Any]) {
@@ -50,13 +87,13 @@ struct PredicateParser {
 
     /// Parses the whole format.
     ///
-    /// - Returns: the comparisons, to be ANDed; none for `TRUEPREDICATE`.
+    /// - Returns: the predicate; an empty AND for `TRUEPREDICATE`, an empty OR for `FALSEPREDICATE`.
     /// - Throws: ``RecordSyncError`` (`BAD_REQUEST`) naming the first token that does not parse
     ///   or that the server cannot run, or a placeholder without an argument; or naming the
     ///   first surplus argument.
-    mutating func parse() throws -> [PredicateTerm] {
-        let terms = try conjunction()
-        guard case .end = current.kind else { throw unexpected(current, expected: "AND or the end of the format") }
+    mutating func parse() throws -> PredicateNode {
+        let node = try disjunction()
+        guard case .end = current.kind else { throw unexpected(current, expected: "AND, OR or the end of the format") }
         let used = tokens.count { token in
             switch token.kind {
             case .valueArgument, .keyArgument: true
@@ -66,7 +103,7 @@ struct PredicateParser {
         if used < arguments.count {
             throw RecordSyncError(.badRequest, "\(arguments.count) arguments given but the format has \(used) placeholders; argument \(used + 1) (\(type(of: arguments[used]))) is surplus")
         }
-        return terms
+        return node
     }
 
     // MARK: Structure
@@ -79,51 +116,84 @@ struct PredicateParser {
         return token
     }
 
-    private mutating func conjunction() throws -> [PredicateTerm] {
-        var terms = try unary()
-        while current.is(.and) || current.is("&&") {
+    private mutating func disjunction() throws -> PredicateNode {
+        var nodes = [try conjunction()]
+        while current.is(.or) || current.is("||") {
             _ = advance()
-            terms += try unary()
+            nodes.append(try conjunction())
         }
-        return terms
+        if nodes.count == 1 { return nodes[0] }
+        // OR's parts, flattened; FALSEPREDICATE (an empty OR) drops out.
+        return .or(nodes.flatMap { node -> [PredicateNode] in
+            if case .or(let inner) = node { return inner }
+            return [node]
+        })
     }
 
-    private mutating func unary() throws -> [PredicateTerm] {
+    private mutating func conjunction() throws -> PredicateNode {
+        var nodes = [try unary()]
+        while current.is(.and) || current.is("&&") {
+            _ = advance()
+            nodes.append(try unary())
+        }
+        if nodes.count == 1 { return nodes[0] }
+        // AND's parts, flattened (BETWEEN's two bounds too); TRUEPREDICATE drops out.
+        return .and(nodes.flatMap { node -> [PredicateNode] in
+            if case .and(let inner) = node { return inner }
+            return [node]
+        })
+    }
+
+    private mutating func unary() throws -> PredicateNode {
         let token = current
         if token.is(.not) || token.is("!") {
             _ = advance()
-            let operand = try unary()
-            guard operand.count == 1 else {
-                throw token.error(operand.isEmpty
-                    ? "NOT TRUEPREDICATE matches nothing, which the server cannot run"
-                    : "NOT over several conditions would need OR, which the server cannot run; negate a single comparison")
-            }
-            return [operand[0].negated(by: token)]
+            return try nested(at: token) { try $0.unary() }.negated(by: token)
         }
         if token.is("(") {
             _ = advance()
-            let terms = try conjunction()
-            guard current.is(")") else { throw unexpected(current, expected: "AND or ')' closing the '(' at column \(token.column)") }
+            let node = try nested(at: token) { try $0.disjunction() }
+            guard current.is(")") else { throw unexpected(current, expected: "AND, OR or ')' closing the '(' at column \(token.column)") }
             _ = advance()
-            return terms
+            return node
         }
         if token.is(.truePredicate) {
             _ = advance()
-            return []
+            return .and([])
         }
-        if token.is(.falsePredicate) { throw token.error("FALSEPREDICATE matches nothing, which the server cannot run") }
+        if token.is(.falsePredicate) {
+            _ = advance()
+            return .or([])
+        }
         return try comparison()
     }
 
-    private mutating func comparison() throws -> [PredicateTerm] {
+    /// Parses a nested part, refusing nesting deeper than the wire allows.
+    private mutating func nested(at token: PredicateToken, _ parse: (inout PredicateParser) throws -> PredicateNode) throws -> PredicateNode {
+        depth += 1
+        defer { depth -= 1 }
+        guard depth <= 4 * QueryFilter.maximumDepth else {
+            throw token.error("nests too deep; compound filters nest at most \(QueryFilter.maximumDepth) deep")
+        }
+        return try parse(&self)
+    }
+
+    private mutating func comparison() throws -> PredicateNode {
         var quantifier: PredicateToken?
         if ([.any, .some, .all, .none] as [PredicateKeyword]).contains(where: current.is) { quantifier = advance() }
         let left = try operand()
         let (comparisonOperator, operatorToken) = try self.comparisonOperator()
+        var options: String?
+        if case .options(let letters) = current.kind {
+            let token = advance()
+            do { _ = try StringOptions(letters: letters) } catch let error as RecordSyncError { throw token.error(error.reason) }
+            options = letters.lowercased()
+        }
         let right = try operand()
-        return try PredicateComparison(
-            quantifier: quantifier, left: left, comparisonOperator: comparisonOperator, operatorToken: operatorToken, right: right
+        let terms = try PredicateComparison(
+            quantifier: quantifier, left: left, comparisonOperator: comparisonOperator, operatorToken: operatorToken, options: options, right: right
         ).terms()
+        return terms.count == 1 ? .term(terms[0]) : .and(terms.map(PredicateNode.term))
     }
 
     // MARK: Operators and operands
@@ -139,16 +209,14 @@ struct PredicateParser {
         case .symbol(">"): result = .greaterThan
         case .symbol(">="), .symbol("=>"): result = .greaterThanOrEquals
         case .keyword(.beginsWith): result = .beginsWith
+        case .keyword(.endsWith): result = .endsWith
+        case .keyword(.like): result = .like
+        case .keyword(.matches): result = .matches
         case .keyword(.in): result = .in
         case .keyword(.contains): result = .contains
         case .keyword(.between): result = .between
-        case .keyword(.like), .keyword(.matches), .keyword(.endsWith):
-            throw token.error("the server cannot run \(token.text.uppercased()); BEGINSWITH is the only string match")
         default:
-            throw unexpected(token, expected: "a comparison operator (==, !=, <, <=, >, >=, BEGINSWITH, IN, CONTAINS, BETWEEN)")
-        }
-        if case .options = current.kind {
-            throw current.error("comparison options are not supported; the server compares strings exactly (case- and diacritic-sensitive)")
+            throw unexpected(token, expected: "a comparison operator (==, !=, <, <=, >, >=, BEGINSWITH, ENDSWITH, CONTAINS, LIKE, MATCHES, IN, BETWEEN)")
         }
         return (result, token)
     }
@@ -232,10 +300,8 @@ struct PredicateParser {
     /// when it is a known but unsupported construct.
     private func unexpected(_ token: PredicateToken, expected: String) -> RecordSyncError {
         switch token.kind {
-        case .keyword(.or), .symbol("||"):
-            token.error("the server ANDs its filters and cannot run OR; run one query per alternative")
         case .options:
-            token.error("comparison options are not supported; the server compares strings exactly (case- and diacritic-sensitive)")
+            token.error("comparison options follow a string comparison's operator, as in name ==[c] 'x'")
         case .invalid(let message):
             token.error(message)
         case .end:

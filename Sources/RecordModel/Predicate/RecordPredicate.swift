@@ -9,26 +9,32 @@ import Foundation
 /// ```
 ///
 /// The format is checked when the predicate is made, so a predicate the server cannot run never
-/// reaches it. Conditions are ANDed (`AND`, `&&`, parentheses); a condition compares a key
-/// (a field name, `%K`, or a system field such as `recordName` or `creationDate`) with a value
-/// (`%@`, a string, a number, `TRUE`/`FALSE`, or an array literal `{1, 2}`):
+/// reaches it. Conditions join with `AND` (`&&`), `OR` (`||`) and `NOT` (`!`) and parentheses,
+/// nested at most ``QueryFilter/maximumDepth`` compound levels; a condition compares a key (a
+/// field name, `%K`, or a system field such as `recordName` or `creationDate`) with a value (`%@`,
+/// a string, a number, `TRUE`/`FALSE`, or an array literal `{1, 2}`):
 ///
 /// | format | wire comparator |
 /// |---|---|
 /// | `key == v`, `!=`/`<>`, `<`, `<=`/`=<`, `>`, `>=`/`=>` | `EQUALS`, `NOT_EQUALS`, `LESS_THAN`, … |
-/// | `key BEGINSWITH 'p'` | `BEGINS_WITH` |
-/// | `key IN %@`, `key IN {1, 2}`, `key CONTAINS v` (reversed) | `IN` |
-/// | `list CONTAINS v`, `v IN list`, `ANY list == v` | `LIST_CONTAINS` |
+/// | `key BEGINSWITH 'p'`, `ENDSWITH`, `LIKE`, `MATCHES` | `BEGINS_WITH`, `ENDS_WITH`, `LIKE`, `MATCHES` |
+/// | `key CONTAINS 's'` | `CONTAINS`: a substring, or on a list field membership |
+/// | `key ==[cd] 's'` (options `c`, `d`, `cd` on string comparisons) | the comparator with `recordSyncOptions` |
+/// | `key IN %@`, `key IN {1, 2}`, `{1, 2} CONTAINS key` | `IN` |
+/// | `list CONTAINS 5`, `v IN list`, `ANY list == v` | `LIST_CONTAINS` |
 /// | `ANY list BEGINSWITH 'p'` | `LIST_MEMBER_BEGINS_WITH` |
+/// | `ANY list LIKE 'p*'` (`ENDSWITH`, `MATCHES`) | the comparator, matching any element |
 /// | `ANY list IN %@`, `ANY %@ IN list` | `LIST_CONTAINS_ANY` |
 /// | `ALL %@ IN list` | `LIST_CONTAINS_ALL` |
 /// | `key BETWEEN {low, high}` | `GREATER_THAN_OR_EQUALS` and `LESS_THAN_OR_EQUALS` |
+/// | `a OR b`, `NOT (a AND b)` | a compound filter (`recordSyncOperator`) |
 ///
 /// `v OP key` is flipped (`5 < year` is `year > 5`). `NOT` (or `!`) negates one comparison
-/// into the opposite comparator (`NOT a < 1` is `a >= 1`, `NOT (a IN %@)` is `NOT_IN`), and
-/// `NONE` is a negated `ANY`.
+/// into the opposite comparator when the wire has one (`NOT a < 1` is `a >= 1`, `NOT (a IN %@)`
+/// is `NOT_IN`: the same records, since a comparison with a missing field is unknown either way),
+/// else into a compound `NOT`; `NONE` is a negated `ANY`.
 public struct RecordPredicate: Sendable, Hashable {
-    /// The compiled wire filters, ANDed; empty for ``all``.
+    /// The compiled wire filters, ANDed (compound ones among them); empty for ``all``.
     public let filters: [QueryFilter]
 
     /// The predicate matching every record (`TRUEPREDICATE`): no filters.
@@ -50,9 +56,9 @@ public struct RecordPredicate: Sendable, Hashable {
     ///
     /// - Throws: ``RecordSyncError`` with ``ServerErrorCode/badRequest`` and a reason naming the
     ///   offending token and its column when the format does not parse, uses what the server
-    ///   cannot run (`OR`, `LIKE`, `MATCHES`, `ENDSWITH`, comparison options such as `[c]`,
-    ///   `SUBQUERY`, key paths, `NOT` over several conditions), or has more or fewer
-    ///   placeholders than arguments, or an argument of an unsupported type.
+    ///   cannot run (`SUBQUERY`, functions, key paths, options on a comparison that is not a
+    ///   string comparison), holds a `MATCHES` pattern that does not compile, nests too deep, or
+    ///   has more or fewer placeholders than arguments, or an argument of an unsupported type.
     public init(format: String, _ arguments: any Sendable...) throws {
         try self.init(format: format, argumentArray: arguments)
     }
@@ -64,6 +70,6 @@ public struct RecordPredicate: Sendable, Hashable {
     ///   ``init(format:_:)`` does.
     public init(format: String, argumentArray: [any Sendable]) throws {
         var parser = PredicateParser(format: format, arguments: argumentArray)
-        filters = try parser.parse().map { try $0.filter() }
+        filters = try parser.parse().filters
     }
 }

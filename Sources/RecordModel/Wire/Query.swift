@@ -24,6 +24,22 @@ public enum QueryComparator: String, Sendable, Hashable, Codable, CaseIterable {
     case containsAllTokens = "CONTAINS_ALL_TOKENS"
     case containsAnyTokens = "CONTAINS_ANY_TOKENS"
     case near = "NEAR"
+    /// Extension: a string holding the value as a substring (`CONTAINS` in a predicate format).
+    case contains = "CONTAINS"
+    /// Extension: a string ending with the value.
+    case endsWith = "ENDS_WITH"
+    /// Extension: a string matching a wildcard pattern, `*` any run of characters and `?` one.
+    case like = "LIKE"
+    /// Extension: a string wholly matching a regular expression (``StringPattern``).
+    case matches = "MATCHES"
+
+    /// Whether the comparator matches strings by pattern and takes ``QueryFilter/recordSyncOptions``.
+    public var isStringMatch: Bool {
+        switch self {
+        case .equals, .notEquals, .beginsWith, .notBeginsWith, .contains, .endsWith, .like, .matches: true
+        default: false
+        }
+    }
 
     /// Whether the comparator's `fieldValue` is a list of values to compare against.
     public var takesList: Bool {
@@ -60,29 +76,106 @@ public enum SystemFieldName: String, Sendable, Hashable, Codable, CaseIterable {
     }
 }
 
+/// How a compound filter joins its filters (an extension of `filterBy`).
+public enum LogicalOperator: String, Sendable, Hashable, Codable, CaseIterable {
+    case and = "AND"
+    case or = "OR"
+    /// The negation of its one filter.
+    case not = "NOT"
+}
+
 /// One condition of a query; the conditions of `filterBy` are ANDed.
-public struct QueryFilter: Sendable, Hashable, Codable {
-    public var comparator: QueryComparator
+///
+/// A comparison has a `comparator`, a field (`fieldName` or `systemFieldName`) and a
+/// `fieldValue`. As an extension, a filter may instead join others: `recordSyncOperator`
+/// (`AND`, `OR` or `NOT`) over `recordSyncFilters` (one, for `NOT`), nested up to
+/// ``maximumDepth``.
+public struct QueryFilter: Sendable, Hashable {
+    /// The comparison's comparator; `nil` in a compound filter.
+    public var comparator: QueryComparator?
     /// The record field compared; exactly one of `fieldName` and `systemFieldName` is given.
+    /// As an extension, a key path through references and nested values (`artist.name`).
     public var fieldName: String?
     public var systemFieldName: SystemFieldName?
     /// The value compared against (a list for `IN`, `NOT_IN`, `LIST_CONTAINS_ANY`, …).
-    public var fieldValue: RawFieldValue
+    public var fieldValue: RawFieldValue?
     /// For `NEAR`: the distance in metres.
     public var distance: Double?
+    /// Extension: string comparison options, `c` (case-insensitive), `d`
+    /// (diacritic-insensitive) or `cd`, for the comparators that match strings.
+    public var recordSyncOptions: String?
+    /// Extension: how `recordSyncFilters` are joined, for a compound filter.
+    public var recordSyncOperator: LogicalOperator?
+    /// Extension: the filters a compound filter joins.
+    public var recordSyncFilters: [QueryFilter]?
+
+    /// How deep compound filters may nest: a filter inside this many compound filters is refused.
+    public static let maximumDepth = 8
 
     /// Creates a filter on a record field.
-    public init(_ fieldName: String, _ comparator: QueryComparator, _ value: RawFieldValue) {
+    public init(_ fieldName: String, _ comparator: QueryComparator, _ value: RawFieldValue, options: String? = nil) {
         self.comparator = comparator
         self.fieldName = fieldName
         self.fieldValue = value
+        self.recordSyncOptions = options
     }
 
     /// Creates a filter on a system field.
-    public init(system: SystemFieldName, _ comparator: QueryComparator, _ value: RawFieldValue) {
+    public init(system: SystemFieldName, _ comparator: QueryComparator, _ value: RawFieldValue, options: String? = nil) {
         self.comparator = comparator
         self.systemFieldName = system
         self.fieldValue = value
+        self.recordSyncOptions = options
+    }
+
+    /// Creates a compound filter: `filters` joined by `logicalOperator` (one filter for `NOT`).
+    public init(_ logicalOperator: LogicalOperator, _ filters: [QueryFilter]) {
+        recordSyncOperator = logicalOperator
+        recordSyncFilters = filters
+    }
+
+    /// Any of `filters` (extension).
+    public static func or(_ filters: [QueryFilter]) -> QueryFilter { QueryFilter(.or, filters) }
+    /// All of `filters` (extension; the same as listing them in `filterBy`).
+    public static func and(_ filters: [QueryFilter]) -> QueryFilter { QueryFilter(.and, filters) }
+    /// Not `filter` (extension).
+    public static func not(_ filter: QueryFilter) -> QueryFilter { QueryFilter(.not, [filter]) }
+
+    /// The number of comparisons in the filter, compound filters counted by their comparisons.
+    public var comparisonCount: Int {
+        recordSyncFilters.map { $0.reduce(0) { $0 + $1.comparisonCount } } ?? 1
+    }
+}
+
+extension QueryFilter: Codable {
+    enum CodingKeys: String, CodingKey {
+        case comparator, fieldName, systemFieldName, fieldValue, distance, recordSyncOptions, recordSyncOperator, recordSyncFilters
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        comparator = try container.decodeIfPresent(QueryComparator.self, forKey: .comparator)
+        fieldName = try container.decodeIfPresent(String.self, forKey: .fieldName)
+        systemFieldName = try container.decodeIfPresent(SystemFieldName.self, forKey: .systemFieldName)
+        fieldValue = try container.decodeIfPresent(RawFieldValue.self, forKey: .fieldValue)
+        distance = try container.decodeIfPresent(Double.self, forKey: .distance)
+        recordSyncOptions = try container.decodeIfPresent(String.self, forKey: .recordSyncOptions)
+        recordSyncOperator = try container.decodeIfPresent(LogicalOperator.self, forKey: .recordSyncOperator)
+        // Nesting is bounded by the decoder's own depth limit; the compiler refuses what is
+        // deeper than ``maximumDepth``.
+        recordSyncFilters = try container.decodeIfPresent([QueryFilter].self, forKey: .recordSyncFilters)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(comparator, forKey: .comparator)
+        try container.encodeIfPresent(fieldName, forKey: .fieldName)
+        try container.encodeIfPresent(systemFieldName, forKey: .systemFieldName)
+        try container.encodeIfPresent(fieldValue, forKey: .fieldValue)
+        try container.encodeIfPresent(distance, forKey: .distance)
+        try container.encodeIfPresent(recordSyncOptions, forKey: .recordSyncOptions)
+        try container.encodeIfPresent(recordSyncOperator, forKey: .recordSyncOperator)
+        try container.encodeIfPresent(recordSyncFilters, forKey: .recordSyncFilters)
     }
 }
 

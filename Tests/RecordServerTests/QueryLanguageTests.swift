@@ -1,0 +1,181 @@
+import Foundation
+import RecordModel
+import Testing
+
+/// The query language beyond CloudKit's, through real HTTP: compound filters, string matching
+/// with options, and what stays refused. (`QueryOracleTests` checks the answers at random.)
+@Suite struct QueryLanguageTests {
+    static func query(_ filters: String) -> String {
+        #"{"query": {"recordType": "Artwork", "filterBy": \#(filters)}}"#
+    }
+
+    static func names(_ reply: Reply) throws -> [String] {
+        try reply.decode(QueryRecordsResponse.self).records.map(\.recordName)
+    }
+
+    @Test func compoundFiltersTravelAsExtensionKeys() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            try await QueryTests.seed(alice)
+            let either = try await alice.post("records/query", Self.query(#"""
+                [{"recordSyncOperator": "OR", "recordSyncFilters": [
+                    {"comparator": "EQUALS", "fieldName": "year", "fieldValue": {"value": 1901}},
+                    {"recordSyncOperator": "AND", "recordSyncFilters": [
+                        {"comparator": "LIST_CONTAINS", "fieldName": "tags", "fieldValue": {"value": "oil"}},
+                        {"recordSyncOperator": "NOT", "recordSyncFilters": [
+                            {"comparator": "LESS_THAN", "fieldName": "year", "fieldValue": {"value": 1905}}]}]}]}]
+                """#))
+            #expect(either.status == 200, "\(either.reason)")
+            #expect(try Self.names(either) == ["w1", "w6", "w9"])
+            // An empty OR is false and an empty AND true.
+            #expect(try Self.names(try await alice.post("records/query", Self.query(#"[{"recordSyncOperator": "OR", "recordSyncFilters": []}]"#))) == [])
+            #expect(try Self.names(try await alice.post("records/query", Self.query(#"[{"recordSyncOperator": "AND", "recordSyncFilters": []}]"#))).count == 10)
+        }
+    }
+
+    /// A comparison with a field the record lacks is unknown, and so is its NOT: neither matches.
+    @Test func notOfAMissingFieldMatchesNeither() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            var bare = Record.artwork("bare", by: "a", action: .none)
+            bare.fields["year"] = nil
+            bare.fields["artist"] = nil
+            try await alice.save([.artist("a"), .artwork("dated", by: "a", action: .none, year: 1900), bare])
+            for (field, value) in [("year", #"1900"#), ("artist", #""a""#)] {
+                let plain = #"{"comparator": "EQUALS", "fieldName": "\#(field)", "fieldValue": {"value": \#(value)}}"#
+                #expect(try Self.names(try await alice.post("records/query", Self.query("[\(plain)]"))) == ["dated"])
+                let negated = try await alice.post("records/query", Self.query(#"[{"recordSyncOperator": "NOT", "recordSyncFilters": [\#(plain)]}]"#))
+                #expect(try Self.names(negated) == [], "NOT \(field)")
+                let orMissing = try await alice.post("records/query", Self.query(#"[{"recordSyncOperator": "OR", "recordSyncFilters": [{"recordSyncOperator": "NOT", "recordSyncFilters": [\#(plain)]}, {"comparator": "EQUALS", "systemFieldName": "recordName", "fieldValue": {"value": "bare"}}]}]"#))
+                #expect(try Self.names(orMissing) == ["bare"], "NOT \(field) OR recordName == bare")
+            }
+        }
+    }
+
+    @Test func stringComparisonsFoldCaseAndDiacriticsTheSameWayEverywhere() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            let titles = ["Straße", "STRASSE", "Café Monet", "cafe\u{301} monet", "Ǆemal", "naïve art", "x*y"]
+            try await alice.save(titles.enumerated().map { index, title in
+                var work = Record.artwork("t\(index)", by: "a", action: .none)
+                work["title"] = .string(title)
+                return work
+            })
+            func matching(_ format: String) async throws -> [String] {
+                let predicate = try RecordPredicate(format: format)
+                return try await alice.queryNames(Query(recordType: "Artwork", filterBy: predicate.filters))
+            }
+            #expect(try await matching("title ==[c] 'strasse'") == ["t0", "t1"])
+            #expect(try await matching("title == 'strasse'") == [])
+            #expect(try await matching("title CONTAINS[cd] 'CAFE'") == ["t2", "t3"])
+            #expect(try await matching("title CONTAINS[c] 'CAFE'") == [])
+            #expect(try await matching("title CONTAINS 'é'") == ["t2"])  // code points: t3's é is e and a combining mark
+            #expect(try await matching("title BEGINSWITH[c] 'ǆ'") == ["t4"])
+            #expect(try await matching("title ENDSWITH[d] 'monet'") == ["t3"])
+            #expect(try await matching("title LIKE[cd] 'naive*'") == ["t5"])
+            #expect(try await matching("title LIKE 'x\\\\*?'") == ["t6"])
+            #expect(try await matching("title MATCHES[c] 'str(?:a|ä)(ss|ß)e'") == ["t0", "t1"])
+            #expect(try await matching("title MATCHES '.*(?:Monet|monet)' AND NOT title BEGINSWITH 'C'") == ["t3"])
+            #expect(try await matching("title CONTAINS 'a' OR title ENDSWITH 'y'") == ["t0", "t2", "t3", "t4", "t5", "t6"])
+        }
+    }
+
+    /// A hostile pattern runs in linear time (no backtracking), and a query whose matching would
+    /// pass its budget is refused clearly, quickly.
+    @Test func matchingWorkIsBounded() async throws {
+        try await withServer(configure: { $0.limits.maximumMatchSteps = 5_000_000 }) { server in
+            let alice = try await server.user("alice")
+            let long = String(repeating: "a", count: 50_000)
+            try await alice.save((0..<4).map { index in
+                var work = Record.artwork("long\(index)", by: "a", action: .none)
+                work["title"] = .string(long)
+                return work
+            })
+            let started = ContinuousClock.now
+            // Exponential for a backtracking engine; 4 × 50,000 × a few steps here.
+            let catastrophic = try await alice.post("records/query", Self.query(#"[{"comparator": "MATCHES", "fieldName": "title", "fieldValue": {"value": "(a*)*b"}}]"#))
+            #expect(catastrophic.status == 200, "\(catastrophic.reason)")
+            #expect(try Self.names(catastrophic) == [])
+            let costly = try await alice.post("records/query", Self.query(#"[{"comparator": "MATCHES", "fieldName": "title", "fieldValue": {"value": "(?:.*a){50}c"}}]"#))
+            #expect(costly.status == 400)
+            #expect(costly.code == "LIMIT_EXCEEDED")
+            #expect(costly.reason.contains("more than 5000000 steps"), "\(costly.reason)")
+            #expect(ContinuousClock.now - started < .seconds(20))
+        }
+    }
+
+    /// A filter Swift finishes examines a bounded number of records per request: a page may end
+    /// early, with a marker, and the pages together hold every match once.
+    @Test func pagesEndEarlyAfterTheRecordsExamined() async throws {
+        try await withServer(configure: { $0.limits.maximumRecordsExamined = 30 }) { server in
+            let alice = try await server.user("alice")
+            try await alice.save((0..<100).map { index in
+                var work = Record.artwork(String(format: "w%03d", index), by: "a", action: .none)
+                work["title"] = .string(index % 25 == 24 ? "Needle \(index)" : "hay \(index)")
+                return work
+            })
+            let query = Query(recordType: "Artwork", filterBy: [QueryFilter("title", .contains, RawFieldValue(value: .string("needle")), options: "c")])
+            var pages: [[String]] = []
+            var marker: String?
+            repeat {
+                let page = try await alice.post("records/query", QueryRecordsRequest(query: query, resultsLimit: 3, continuationMarker: marker)).decode(QueryRecordsResponse.self)
+                pages.append(page.records.map(\.recordName))
+                marker = page.continuationMarker
+            } while marker != nil && pages.count < 20
+            #expect(pages.joined().sorted() == ["w024", "w049", "w074", "w099"])
+            #expect(pages.count >= 4, "\(pages)")
+            #expect(pages.contains { $0.isEmpty || $0.count < 3 })
+        }
+    }
+
+    @Test(arguments: [
+        (#"[{"recordSyncOperator": "NOT", "recordSyncFilters": []}]"#, "filterBy[0]: NOT takes one filter in recordSyncFilters, not 0"),
+        (#"[{"recordSyncOperator": "XOR", "recordSyncFilters": []}]"#, "query.filterBy[0].recordSyncOperator"),
+        (#"[{"recordSyncFilters": []}]"#, "filterBy[0]: recordSyncFilters needs recordSyncOperator"),
+        (#"[{"recordSyncOperator": "OR"}]"#, "filterBy[0]: OR needs recordSyncFilters"),
+        (#"[{"recordSyncOperator": "OR", "comparator": "EQUALS", "recordSyncFilters": []}]"#, "filterBy[0]: a compound filter (recordSyncOperator) has no comparator"),
+        (#"[{"fieldName": "year", "fieldValue": {"value": 1}}]"#, "filterBy[0]: a filter needs a comparator"),
+        (#"[{"comparator": "EQUALS", "fieldName": "title", "recordSyncOptions": "x", "fieldValue": {"value": "a"}}]"#, "string option 'x' is unknown"),
+        (#"[{"comparator": "LESS_THAN", "fieldName": "year", "recordSyncOptions": "c", "fieldValue": {"value": 1}}]"#, "recordSyncOptions apply to string comparisons, not LESS_THAN"),
+        (#"[{"comparator": "LIKE", "fieldName": "year", "fieldValue": {"value": 1}}]"#, "filterBy[0]: LIKE compares with a STRING fieldValue"),
+        (#"[{"comparator": "ENDS_WITH", "fieldName": "year", "fieldValue": {"value": "1"}}]"#, "filterBy[0]: ENDS_WITH compares strings, and 'year' is INT64"),
+        (#"[{"comparator": "MATCHES", "fieldName": "title", "fieldValue": {"value": "(a"}}]"#, "filterBy[0]: MATCHES pattern at character 3: expected ')'"),
+        (#"[{"comparator": "MATCHES", "fieldName": "title", "fieldValue": {"value": "(a)\\1"}}]"#, "back-references"),
+        (#"[{"comparator": "MATCHES", "fieldName": "title", "fieldValue": {"value": "(?=a)"}}]"#, "no look-around"),
+        (#"[{"comparator": "MATCHES", "fieldName": "title", "fieldValue": {"value": "a{1000}"}}]"#, "above 100"),
+        (#"[{"comparator": "MATCHES", "fieldName": "title", "fieldValue": {"value": "((a{100}){100}){100}"}}]"#, "too large once its repetitions are expanded"),
+        (#"[{"comparator": "CONTAINS", "fieldName": "artist.name", "recordSyncOptions": "c", "fieldValue": {"value": "a"}}]"#, "applies to the record's own fields, not key paths"),
+        (#"[{"comparator": "LIST_CONTAINS", "fieldName": "title", "recordSyncOptions": "c", "fieldValue": {"value": "a"}}]"#, "LIST_CONTAINS needs a list field"),
+    ])
+    func aMalformedFilterIsRefusedNamingItsPart(filters: String, reason: String) async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            try await QueryTests.seed(alice)
+            let reply = try await alice.post("records/query", Self.query(filters))
+            #expect(reply.status == 400)
+            #expect(reply.code == "BAD_REQUEST")
+            #expect(reply.reason.contains(reason), "\(reply.reason)")
+        }
+    }
+
+    @Test func nestingAndSizeHaveStatedLimits() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            try await QueryTests.seed(alice)
+            let leaf = #"{"comparator": "EQUALS", "fieldName": "year", "fieldValue": {"value": 1901}}"#
+            func nested(_ depth: Int) -> String {
+                depth == 0 ? leaf : #"{"recordSyncOperator": "NOT", "recordSyncFilters": [\#(nested(depth - 1))]}"#
+            }
+            let deepest = try await alice.post("records/query", Self.query("[\(nested(8))]"))
+            #expect(deepest.status == 200)
+            #expect(try Self.names(deepest) == ["w1"])
+            let tooDeep = try await alice.post("records/query", Self.query("[\(nested(9))]"))
+            #expect(tooDeep.code == "BAD_REQUEST")
+            #expect(tooDeep.reason.contains("compound filters nest more than 8 deep"), "\(tooDeep.reason)")
+            let many = "[" + #"{"recordSyncOperator": "OR", "recordSyncFilters": ["# + Array(repeating: leaf, count: 65).joined(separator: ",") + "]}]"
+            let tooMany = try await alice.post("records/query", Self.query(many))
+            #expect(tooMany.code == "BAD_REQUEST")
+            #expect(tooMany.reason.contains("65 comparisons; the limit is 64"), "\(tooMany.reason)")
+        }
+    }
+}

@@ -1,0 +1,362 @@
+import Foundation
+import RecordModel
+
+/// The query language's meaning, written a second time in plain Swift over in-memory records:
+/// the oracle the differential test (`QueryOracleTests`) holds the server's engines and the
+/// client's cache to. It shares no code with the query compiler or ``FilterPlan``: string
+/// patterns run on Swift's own `Regex` (in Unicode-scalar mode), `LIKE` is translated to one.
+///
+/// The rules it encodes (docs/protocol.md, "The query language"):
+/// - three-valued logic: a comparison with a field the record lacks is unknown; `NOT` of
+///   unknown is unknown; `AND`/`OR` as in SQL; a record matches when every filter is true;
+/// - a list field the record lacks is an empty list;
+/// - strings compare by code points; with options, after Foundation's folding and canonical
+///   composition on both sides; an empty value is contained in, begins and ends everything.
+struct QueryOracle {
+    /// The field types of the records queried.
+    let schema: [String: FieldType]
+
+    func matches(_ record: Record, _ filters: [QueryFilter]) -> Bool {
+        filters.allSatisfy { evaluate($0, record) == true }
+    }
+
+    func evaluate(_ filter: QueryFilter, _ record: Record) -> Bool? {
+        if let logical = filter.recordSyncOperator {
+            let parts = (filter.recordSyncFilters ?? []).map { evaluate($0, record) }
+            switch logical {
+            case .not: return parts[0].map { !$0 }
+            case .and: return parts.contains(false) ? false : parts.contains(nil) ? nil : true
+            case .or: return parts.contains(true) ? true : parts.contains(nil) ? nil : false
+            }
+        }
+        let comparator = filter.comparator!
+        let value = filter.fieldValue!.value
+        let options = filter.recordSyncOptions ?? ""
+        if let system = filter.systemFieldName {
+            switch system {
+            case .recordName: return compareScalar(.string(record.recordName), comparator, value, options)
+            default: fatalError("the generator makes no filter on \(system)")
+            }
+        }
+        let name = filter.fieldName!
+        let type = schema[name]!
+        if type.isList {
+            let elements: [FieldValue] = if case .list(_, let elements)? = record.fields[name] { elements } else { [] }
+            return compareList(elements, comparator, value, options)
+        }
+        guard let field = record.fields[name] else { return nil }
+        return compareScalar(field, comparator, value, options)
+    }
+
+    // MARK: Single values
+
+    private func compareScalar(_ field: FieldValue, _ comparator: QueryComparator, _ value: JSONValue, _ options: String) -> Bool? {
+        if case .reference(let reference) = field {
+            let names = Self.names(value)
+            switch comparator {
+            case .equals, .in: return names.contains(reference.recordName)
+            case .notEquals, .notIn: return !names.contains(reference.recordName)
+            default: fatalError("no \(comparator) on a reference")
+            }
+        }
+        if case .string(let text) = field {
+            return compareString(text, comparator, value, options)
+        }
+        let number = Self.number(field)
+        switch comparator {
+        case .in: return Self.list(value).contains { Self.number($0) == number }
+        case .notIn: return !Self.list(value).contains { Self.number($0) == number }
+        default: break
+        }
+        let other = Self.number(value)
+        switch comparator {
+        case .equals: return number == other
+        case .notEquals: return number != other
+        case .lessThan: return number < other
+        case .lessThanOrEquals: return number <= other
+        case .greaterThan: return number > other
+        case .greaterThanOrEquals: return number >= other
+        default: fatalError("no \(comparator) on a number")
+        }
+    }
+
+    private func compareString(_ text: String, _ comparator: QueryComparator, _ value: JSONValue, _ options: String) -> Bool {
+        let scalars = Self.scalars(Self.fold(text, options))
+        switch comparator {
+        case .in: return Self.list(value).contains { Self.scalars(Self.fold(Self.string($0), options)) == scalars }
+        case .notIn: return !Self.list(value).contains { Self.scalars(Self.fold(Self.string($0), options)) == scalars }
+        default: break
+        }
+        let pattern = Self.string(value)
+        let other = Self.scalars(Self.fold(pattern, options))
+        switch comparator {
+        case .equals: return scalars == other
+        case .notEquals: return scalars != other
+        case .lessThan: return scalars.lexicographicallyPrecedes(other)
+        case .lessThanOrEquals: return !other.lexicographicallyPrecedes(scalars)
+        case .greaterThan: return other.lexicographicallyPrecedes(scalars)
+        case .greaterThanOrEquals: return !scalars.lexicographicallyPrecedes(other)
+        case .beginsWith, .listMemberBeginsWith: return Array(scalars.prefix(other.count)) == other
+        case .notBeginsWith, .notListMemberBeginsWith: return Array(scalars.prefix(other.count)) != other
+        case .endsWith: return Array(scalars.suffix(other.count)) == other
+        case .contains:
+            if other.isEmpty { return true }
+            return scalars.count >= other.count && (0...(scalars.count - other.count)).contains { Array(scalars[$0..<($0 + other.count)]) == other }
+        case .like: return Self.likeRegex(Self.fold(pattern, options), caseInsensitive: false).map { Self.wholeMatch($0, Self.fold(text, options)) } ?? false
+        case .matches:
+            var regex = try! Regex(pattern).matchingSemantics(.unicodeScalar)
+            if options.contains("c") { regex = regex.ignoresCase() }
+            return Self.wholeMatch(regex, Self.fold(text, options))
+        default: fatalError("no \(comparator) on a string")
+        }
+    }
+
+    // MARK: Lists
+
+    private func compareList(_ elements: [FieldValue], _ comparator: QueryComparator, _ value: JSONValue, _ options: String) -> Bool {
+        func equal(_ element: FieldValue, _ value: JSONValue) -> Bool {
+            switch element {
+            case .reference(let reference): return reference.recordName == Self.names(value).first
+            case .string(let text): return compareString(text, .equals, value, options)
+            default: return Self.number(element) == Self.number(value)
+            }
+        }
+        func has(_ value: JSONValue) -> Bool { elements.contains { equal($0, value) } }
+        func anyString(_ comparator: QueryComparator) -> Bool {
+            elements.contains { if case .string(let text) = $0 { compareString(text, comparator, value, options) } else { false } }
+        }
+        switch comparator {
+        case .listContains, .contains: return has(value)
+        case .notListContains: return !has(value)
+        case .listContainsAny: return Self.list(value).contains(where: has)
+        case .notListContainsAny: return !Self.list(value).contains(where: has)
+        case .listContainsAll: return Self.list(value).allSatisfy(has)
+        case .notListContainsAll: return !Self.list(value).allSatisfy(has)
+        case .listMemberBeginsWith: return anyString(.beginsWith)
+        case .notListMemberBeginsWith: return !anyString(.beginsWith)
+        case .endsWith, .like, .matches: return anyString(comparator)
+        default: fatalError("no \(comparator) on a list")
+        }
+    }
+
+    // MARK: Values
+
+    static func fold(_ text: String, _ options: String) -> String {
+        var folding: String.CompareOptions = []
+        if options.contains("c") { folding.insert(.caseInsensitive) }
+        if options.contains("d") { folding.insert(.diacriticInsensitive) }
+        return folding.isEmpty ? text : text.folding(options: folding, locale: nil).precomposedStringWithCanonicalMapping
+    }
+
+    static func scalars(_ text: String) -> [UInt32] { text.unicodeScalars.map(\.value) }
+
+    static func string(_ value: JSONValue) -> String {
+        guard case .string(let text) = value else { fatalError("not a string: \(value)") }
+        return text
+    }
+
+    static func list(_ value: JSONValue) -> [JSONValue] {
+        guard case .array(let elements) = value else { fatalError("not a list: \(value)") }
+        return elements
+    }
+
+    static func names(_ value: JSONValue) -> [String] {
+        switch value {
+        case .string(let name): [name]
+        case .array(let elements): elements.flatMap(names)
+        default: value["recordName"].map(names) ?? []
+        }
+    }
+
+    static func number(_ value: FieldValue) -> Double {
+        switch value {
+        case .int64(let number), .timestamp(let number): Double(number)
+        case .double(let number): number
+        default: fatalError("not a number: \(value)")
+        }
+    }
+
+    static func number(_ value: JSONValue) -> Double {
+        switch value {
+        case .int(let number): Double(number)
+        case .double(let number): number
+        default: fatalError("not a number: \(value)")
+        }
+    }
+
+    /// `*` any run, `?` one code point, `\x` the character x; every other code point itself.
+    static func likeRegex(_ pattern: String, caseInsensitive: Bool) -> Regex<AnyRegexOutput>? {
+        var source = ""
+        var escaped = false
+        for scalar in pattern.unicodeScalars {
+            if !escaped && scalar == "\\" { escaped = true; continue }
+            if !escaped && scalar == "*" { source += ".*" } else if !escaped && scalar == "?" { source += "." } else {
+                source += String(format: "\\u{%X}", scalar.value)
+            }
+            escaped = false
+        }
+        if escaped { source += "\\\\" }
+        return try? Regex(source).matchingSemantics(.unicodeScalar).dotMatchesNewlines()
+    }
+
+    static func wholeMatch(_ regex: Regex<AnyRegexOutput>, _ text: String) -> Bool {
+        ((try? regex.wholeMatch(in: text)) ?? nil) != nil
+    }
+}
+
+/// Seeded random records and filters for the differential test.
+struct QueryGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    /// SplitMix64.
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    mutating func int(_ range: ClosedRange<Int>) -> Int { range.lowerBound + Int(next() % UInt64(range.count)) }
+    mutating func chance(_ probability: Double) -> Bool { Double(next() % 1_000_000) / 1_000_000 < probability }
+    mutating func pick<T>(_ elements: [T]) -> T { elements[int(0...(elements.count - 1))] }
+
+    static let words = [
+        "Monet", "monet", "MONET", "Mönet", "Straße", "STRASSE", "strasse", "café", "cafe\u{301}", "Cafe", "blue sky", "Blue Sky",
+        "sky", "a*b", "a?b", "x.y", "", "Ǆemal", "ǆ", "İstanbul", "istanbul", "Σίσυφος", "ΣΊΣΥΦΟΣ", "naïve", "NAIVE", "ab", "abab", "aab", "b",
+    ]
+
+    static let patterns = [
+        "mo.*", "M.*", ".*t", ".*ss.*", "[a-m]+", "[^ ]+", "\\w+ \\w+", "(?:blue|sky).*", ".*(?:et|ky)", "caf.", "a.b", "a\\*b", "a+b",
+        "(ab)+", "(a|b)*", "^.*$", ".{2,4}", "[A-Z].*", "\\S*", "x?y?.*e", "", "[0-9]*", "\\d", ".*\\s.*",
+    ]
+
+    static let schema: [String: FieldType] = [
+        "title": FieldType(.string), "n": FieldType(.int64), "x": FieldType(.double), "ts": FieldType(.timestamp),
+        "tags": FieldType(.string, isList: true), "nums": FieldType(.int64, isList: true),
+        "owner": FieldType(.reference), "links": FieldType(.reference, isList: true),
+    ]
+
+    /// `count` records of type `Item`, named `i00`…, each referring only to earlier ones.
+    mutating func records(_ count: Int) -> [Record] {
+        (0..<count).map { index in
+            var record = Record(recordName: String(format: "i%02d", index), recordType: "Item")
+            let earlier = (0..<index).map { String(format: "i%02d", $0) }
+            if chance(0.85) { record.fields["title"] = .string(pick(Self.words)) }
+            if chance(0.8) { record.fields["n"] = .int64(Int64(int(0...9))) }
+            if chance(0.7) { record.fields["x"] = .double(Double(int(-5...15)) / 2) }
+            if chance(0.7) { record.fields["ts"] = .timestamp(Int64(int(0...5)) * 1000) }
+            if chance(0.75) { record.fields["tags"] = .list(.string, (0..<int(0...3)).map { _ in .string(pick(Self.words)) }) }
+            if chance(0.6) { record.fields["nums"] = .list(.int64, (0..<int(0...3)).map { _ in .int64(Int64(int(0...9))) }) }
+            if !earlier.isEmpty, chance(0.6) { record.fields["owner"] = .reference(Reference(recordName: pick(earlier), action: .none)) }
+            if !earlier.isEmpty, chance(0.5) {
+                record.fields["links"] = .list(.reference, (0..<int(0...3)).map { _ in .reference(Reference(recordName: pick(earlier), action: .none)) })
+            }
+            return record
+        }
+    }
+
+    /// A random filter nesting compound filters at most `depth` deep.
+    mutating func filter(depth: Int, names: [String]) -> QueryFilter {
+        if depth > 0, chance(0.35) {
+            switch int(0...2) {
+            case 0: return .not(filter(depth: depth - 1, names: names))
+            case 1: return .and((0..<int(0...3)).map { _ in filter(depth: depth - 1, names: names) })
+            default: return .or((0..<int(0...3)).map { _ in filter(depth: depth - 1, names: names) })
+            }
+        }
+        return comparison(names: names)
+    }
+
+    private mutating func word() -> String { pick(Self.words) }
+
+    /// A piece of a word, by code points, sometimes with its case changed.
+    private mutating func piece() -> String {
+        let scalars = Array(word().unicodeScalars)
+        let start = scalars.isEmpty ? 0 : int(0...scalars.count)
+        let end = start + (scalars.count > start ? int(0...(scalars.count - start)) : 0)
+        var piece = String(String.UnicodeScalarView(scalars[start..<end]))
+        if chance(0.3) { piece = chance(0.5) ? piece.uppercased() : piece.lowercased() }
+        return piece
+    }
+
+    /// A LIKE pattern: a word with some code points turned into `?` or `*`.
+    private mutating func likePattern() -> String {
+        var pattern = ""
+        for scalar in word().unicodeScalars {
+            switch int(0...9) {
+            case 0: pattern += "?"
+            case 1: pattern += "*"
+            case 2: break
+            default:
+                // The word's own wildcard characters, escaped, stand for themselves.
+                if scalar == "*" || scalar == "?" || scalar == "\\" { pattern += "\\" }
+                pattern.unicodeScalars.append(scalar)
+            }
+        }
+        if chance(0.3) { pattern = "*" + pattern }
+        if chance(0.3) { pattern += "*" }
+        return pattern
+    }
+
+    private mutating func options() -> String? { pick([nil, "c", "d", "cd"]) }
+
+    private mutating func ints(_ count: ClosedRange<Int>) -> JSONValue { .array((0..<int(count)).map { _ in .int(Int64(int(0...10))) }) }
+
+    private mutating func comparison(names: [String]) -> QueryFilter {
+        let ordered: [QueryComparator] = [.equals, .notEquals, .lessThan, .lessThanOrEquals, .greaterThan, .greaterThanOrEquals]
+        switch int(0...10) {
+        case 0:
+            let comparator = pick(ordered + [.in, .notIn])
+            return QueryFilter("n", comparator, RawFieldValue(value: comparator.takesList ? ints(0...3) : .int(Int64(int(-1...10)))))
+        case 1:
+            let comparator = pick(ordered + [.in, .notIn])
+            let value: JSONValue = comparator.takesList ? .array((0..<int(0...3)).map { _ in .double(Double(int(-5...15)) / 2) }) : .double(Double(int(-6...16)) / 2)
+            return QueryFilter("x", comparator, RawFieldValue(value: value))
+        case 2:
+            return QueryFilter("ts", pick(ordered), RawFieldValue(value: .int(Int64(int(0...6)) * 1000)))
+        case 3:
+            let comparator = pick(ordered + [.in, .notIn, .beginsWith, .notBeginsWith])
+            let value: JSONValue = comparator.takesList ? .array((0..<int(0...3)).map { _ in .string(word()) })
+                : .string(comparator == .beginsWith || comparator == .notBeginsWith ? piece() : word())
+            return QueryFilter("title", comparator, RawFieldValue(value: value))
+        case 4, 5:
+            let comparator = pick([QueryComparator.equals, .notEquals, .beginsWith, .notBeginsWith, .contains, .endsWith, .like, .matches])
+            return QueryFilter("title", comparator, RawFieldValue(value: .string(stringValue(for: comparator))), options: options())
+        case 6:
+            let comparator = pick([QueryComparator.listContains, .notListContains, .listContainsAny, .notListContainsAny, .listContainsAll, .notListContainsAll,
+                                   .listMemberBeginsWith, .notListMemberBeginsWith, .contains, .endsWith, .like, .matches])
+            let value: JSONValue = comparator.takesList ? .array((0..<int(0...3)).map { _ in .string(word()) }) : .string(stringValue(for: comparator))
+            let takesOptions = !comparator.takesList
+            return QueryFilter("tags", comparator, RawFieldValue(value: value), options: takesOptions ? options() : nil)
+        case 7:
+            let comparator = pick([QueryComparator.listContains, .notListContains, .listContainsAny, .notListContainsAny, .listContainsAll, .notListContainsAll])
+            return QueryFilter("nums", comparator, RawFieldValue(value: comparator.takesList ? ints(0...3) : .int(Int64(int(0...10)))))
+        case 8:
+            let comparator = pick([QueryComparator.equals, .notEquals, .in, .notIn])
+            let value: JSONValue = comparator.takesList ? .array((0..<int(0...3)).map { _ in .string(pick(names)) }) : .string(pick(names))
+            return QueryFilter("owner", comparator, RawFieldValue(value: value))
+        case 9:
+            let comparator = pick([QueryComparator.listContains, .notListContains, .listContainsAny, .notListContainsAny, .listContainsAll, .notListContainsAll])
+            let value: JSONValue = comparator.takesList ? .array((0..<int(0...3)).map { _ in .string(pick(names)) }) : .string(pick(names))
+            return QueryFilter("links", comparator, RawFieldValue(value: value))
+        default:
+            let comparator = pick([QueryComparator.equals, .notEquals, .lessThan, .greaterThan, .in, .beginsWith, .contains, .endsWith, .like, .matches])
+            let value: JSONValue = comparator == .in ? .array((0..<int(0...3)).map { _ in .string(pick(names)) })
+                : .string(comparator == .matches ? "i[0-2]." : comparator == .like ? pick(["i?1", "*3", "i0*"]) : pick(names + ["i", "1", "i0"]))
+            let options = [.contains, .endsWith, .like, .matches, .beginsWith].contains(comparator) ? self.options() : nil
+            return QueryFilter(system: .recordName, comparator, RawFieldValue(value: value), options: options)
+        }
+    }
+
+    private mutating func stringValue(for comparator: QueryComparator) -> String {
+        switch comparator {
+        case .like: likePattern()
+        case .matches: pick(Self.patterns)
+        case .equals, .notEquals, .listContains, .notListContains: chance(0.5) ? word() : piece()
+        default: piece()
+        }
+    }
+}
