@@ -30,7 +30,7 @@ extension PostgresTransaction {
         return changes
     }
 
-    func query(_ query: Query, inZones zones: [Int64: ZoneID], schema: [String: FieldType],
+    func query(_ query: Query, inZones zones: [Int64: ZoneID], schema: QuerySchema,
                after marker: ContinuationMarker?, limit: Int) throws -> [QueryMatch] {
         let compiler = QueryCompiler(zoneKeys: zones.keys.sorted(), schema: schema, keyedReferenceFields: true, dialect: .postgres)
         let statement = try compiler.compile(query, after: marker, limit: limit)

@@ -223,6 +223,15 @@ final class PostgresTransaction: StorageTransaction {
         return types
     }
 
+    func schemas(inContainer container: Int64) throws -> [String: [String: FieldType]] {
+        var types: [String: [String: FieldType]] = [:]
+        for row in try rows("SELECT record_type, field, type FROM schema_fields WHERE container_id = \(container)") {
+            let (recordType, field, type) = try row.decode((String, String, String).self)
+            if let type = FieldType(rawValue: type) { types[recordType, default: [:]][field] = type }
+        }
+        return types
+    }
+
     /// A field another writer typed differently in the meantime makes this write stale (its
     /// rules judged the save against a schema without the field).
     func addSchemaField(_ field: String, type: FieldType, of recordType: String, inContainer container: Int64) throws {

@@ -29,7 +29,7 @@ extension RecordStore {
                     let zone = try Self.zone(request.zoneID, database: database.key, scope: scope, in: transaction)
                     zones[zone.key] = zone.zoneID
                 }
-                let schema = try transaction.schema(of: request.query.recordType, inContainer: database.containerKey)
+                let schema = QuerySchema(recordType: request.query.recordType, types: try transaction.schemas(inContainer: database.containerKey))
                 let (matches, resumeAfter) = try transaction.matches(request.query, inZones: zones, schema: schema, after: marker, limit: limit + 1, limits: self.limits)
                 let page = matches.prefix(limit)
                 // More remain past the page, or past the rows examined for a filter Swift finishes.

@@ -49,7 +49,7 @@ extension SQLiteTransaction {
             """
     }
 
-    func query(_ query: Query, inZones zones: [Int64: ZoneID], schema: [String: FieldType],
+    func query(_ query: Query, inZones zones: [Int64: ZoneID], schema: QuerySchema,
                after marker: ContinuationMarker?, limit: Int) throws -> [QueryMatch] {
         let compiler = QueryCompiler(zoneKeys: zones.keys.sorted(), schema: schema, keyedReferenceFields: true)
         let statement = try compiler.compile(query, after: marker, limit: limit)

@@ -134,6 +134,14 @@ final class SQLiteTransaction: StorageTransaction {
         return types
     }
 
+    func schemas(inContainer container: Int64) throws -> [String: [String: FieldType]] {
+        var types: [String: [String: FieldType]] = [:]
+        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT record_type, field, type FROM schema_fields WHERE container_id = ?"), arguments: [container]) {
+            if let type = FieldType(rawValue: row[2]) { types[row[0], default: [:]][row[1]] = type }
+        }
+        return types
+    }
+
     func addSchemaField(_ field: String, type: FieldType, of recordType: String, inContainer container: Int64) throws {
         try db.cachedStatement(sql: "INSERT OR IGNORE INTO schema_fields(container_id, record_type, field, type) VALUES (?, ?, ?, ?)")
             .execute(arguments: [container, recordType, field, type.rawValue])

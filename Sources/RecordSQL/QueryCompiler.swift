@@ -41,8 +41,14 @@ public struct QueryCompiler: Sendable {
 
     /// The zones queried (one, or all of a database for `zoneWide`).
     public let zoneKeys: [Int64]
-    /// The schema of the queried record type.
-    public let schema: [String: FieldType]
+    /// The field types of the queried record type, and of the types key paths step into.
+    public let schema: QuerySchema
+    /// The alias of the records a condition tests: `r` for the queried records, `t1`, `t2`, …
+    /// for those a key path reaches.
+    private var alias = "r"
+    /// Whether the records tested are the targets of a key path in a query over several zones,
+    /// whose zone is the enclosing `refs` row's.
+    private var zoneOfEnclosingReference = false
 
     /// Whether `refs.field` holds a key of the `ref_fields` table (the server's store, since
     /// its migration `v5-reference-field-keys`) rather than the field's name (the client's cache).
@@ -52,7 +58,7 @@ public struct QueryCompiler: Sendable {
     /// schema of the queried record type; `keyedReferenceFields` when `refs.field` holds keys
     /// of `ref_fields`. (No default: a store's integer column never equals a name, so the wrong
     /// choice would quietly match nothing.)
-    public init(zoneKeys: [Int64], schema: [String: FieldType], keyedReferenceFields: Bool, dialect: SQLDialect = .sqlite) {
+    public init(zoneKeys: [Int64], schema: QuerySchema, keyedReferenceFields: Bool, dialect: SQLDialect = .sqlite) {
         self.zoneKeys = zoneKeys
         self.schema = schema
         self.keyedReferenceFields = keyedReferenceFields
@@ -63,6 +69,7 @@ public struct QueryCompiler: Sendable {
     public let dialect: SQLDialect
 
     private var zoneCondition: (sql: String, arguments: [SQLValue]) {
+        if zoneOfEnclosingReference { return ("= refs.zone_id", []) }
         if zoneKeys.count == 1 { return ("= ?", [zoneKeys[0].sqlValue]) }
         return ("IN (\(zoneKeys.map { _ in "?" }.joined(separator: ", ")))", zoneKeys.map(\.sqlValue))
     }
@@ -80,10 +87,12 @@ public struct QueryCompiler: Sendable {
         let fieldSQL = keyedReferenceFields ? "field = (SELECT id FROM ref_fields WHERE name = ?)" : "field = ?"
         if zoneKeys.count == 1 {
             let sources = "SELECT source FROM refs WHERE zone_id = ? AND target IN (\(targets)) AND \(fieldSQL)"
-            return (dialect.nameIn(sources), zone.arguments + targetArguments + [field.sqlValue])
+            return (dialect.nameIn(sources, alias: alias), zone.arguments + targetArguments + [field.sqlValue])
         }
-        return ("(r.zone_id, r.name) IN (SELECT zone_id, source FROM refs WHERE zone_id \(zone.sql) AND target IN (\(targets)) AND \(fieldSQL))",
-                zone.arguments + targetArguments + [field.sqlValue])
+        // A key path's targets (alias t1, …) are in the zone of their own record.
+        let sourceZone: (sql: String, arguments: [SQLValue]) = alias == "r" ? zone : ("= \(alias).zone_id", [])
+        return ("(\(alias).zone_id, \(alias).name) IN (SELECT zone_id, source FROM refs WHERE zone_id \(sourceZone.sql) AND target IN (\(targets)) AND \(fieldSQL))",
+                sourceZone.arguments + targetArguments + [field.sqlValue])
     }
 
     /// Compiles `query`.
@@ -211,9 +220,10 @@ public struct QueryCompiler: Sendable {
             guard !comparator.appliesToListElements else {
                 throw RecordSyncError(.badRequest, "\(comparator.rawValue) needs a list field, and \(system.rawValue) is not one")
             }
-            return try scalarCondition(Self.column(for: system), comparator, fieldValue, type: system.type.scalar)
+            return try scalarCondition(column(for: system), comparator, fieldValue, type: system.type.scalar)
         }
         guard let field = filter.fieldName else { throw RecordSyncError(.badRequest, "a filter needs fieldName or systemFieldName") }
+        if field.contains(".") { return try keyPathCondition(filter, field, comparator) }
         if let problem = NameRules.problem(withFieldName: field) { throw RecordSyncError(.badRequest, problem) }
 
         let type = try fieldType(field, given: fieldValue, comparator: comparator)
@@ -231,14 +241,48 @@ public struct QueryCompiler: Sendable {
             // Unknown, not false, for a record lacking the field, as any comparison with a
             // missing value (it matters only under NOT).
             if polarity == .positive { return (sql, arguments) }
-            return ("(CASE WHEN \(dialect.fieldPresent(field)) THEN \(sql) END)", arguments)
+            return ("(CASE WHEN \(dialect.fieldPresent(field, alias: alias)) THEN \(sql) END)", arguments)
         }
-        return try scalarCondition(dialect.fieldValue(field, type.scalar), comparator, fieldValue, type: type.scalar)
+        return try scalarCondition(dialect.fieldValue(field, type.scalar, alias: alias), comparator, fieldValue, type: type.scalar)
+    }
+
+    /// A comparison through a key path (`artist.name == 'Monet'`): true when a record the
+    /// reference (or an element of the reference list) points at passes the rest of the path.
+    /// Never unknown: no such record is false.
+    ///
+    /// The referenced side is narrowed first (records of the types that have the next field,
+    /// by the `(zone, type)` index, tested by the rest), then the sources are found through the
+    /// `refs` index by target, so the queried type is never scanned.
+    private func keyPathCondition(_ filter: QueryFilter, _ path: String, _ comparator: QueryComparator) throws -> (String, [SQLValue]) {
+        let step = try schema.step(path)
+        guard !step.targetTypes.isEmpty else { return (dialect.constant(false), []) }
+        var inner = filter
+        inner.fieldName = step.rest
+        inner.comparator = comparator
+        if !step.rest.contains("."), let last = step.targetSchema.fields[step.rest], !last.isList {
+            // `ANY works.title == x` travels as LIST_CONTAINS: the list is of the records
+            // reached, whose single field is compared.
+            switch comparator {
+            case .listContains: inner.comparator = .equals
+            case .listMemberBeginsWith: inner.comparator = .beginsWith
+            case .listContainsAny: inner.comparator = .in
+            default: break
+            }
+        }
+        var compiler = QueryCompiler(zoneKeys: zoneKeys, schema: step.targetSchema, keyedReferenceFields: keyedReferenceFields, dialect: dialect)
+        compiler.alias = "t\(alias == "r" ? 1 : (Int(alias.dropFirst()) ?? 0) + 1)"
+        compiler.zoneOfEnclosingReference = zoneKeys.count > 1
+        let target = compiler.alias
+        let (test, testArguments) = try compiler.condition(for: inner, .positive)
+        let zone = compiler.zoneCondition
+        let types = step.targetTypes.map { _ in "?" }.joined(separator: ", ")
+        let targets = "SELECT \(target).name FROM records \(target) WHERE \(target).zone_id \(zone.sql) AND \(target).type IN (\(types)) AND \(test)"
+        return referencedBy(step.field, targets: targets, zone.arguments + step.targetTypes.map(\.sqlValue) + testArguments)
     }
 
     /// The type a filter compares a field as: the schema's, else the given or inferred one.
     private func fieldType(_ field: String, given value: RawFieldValue, comparator: QueryComparator) throws -> FieldType {
-        if let known = schema[field] {
+        if let known = schema.fields[field] {
             if let given = value.type {
                 // An integer may stand for a DOUBLE or a TIMESTAMP (`price > 5`), and a string for
                 // the name of a referenced record (`artist == 'monet'`).
@@ -306,7 +350,7 @@ public struct QueryCompiler: Sendable {
             }
             return try combine(comparator, names.map(exists))
         }
-        let (elements, element) = dialect.listElements(field, scalar)
+        let (elements, element) = dialect.listElements(field, scalar, alias: alias)
         if comparator == .listMemberBeginsWith || comparator == .notListMemberBeginsWith {
             guard scalar == .string, case .text(let prefix) = try bindings(value.value, scalar: .string, list: false)[0] else {
                 throw RecordSyncError(.badRequest, "\(comparator.rawValue) needs a STRING_LIST field")
@@ -352,7 +396,7 @@ public struct QueryCompiler: Sendable {
             return (sources, arguments)
         case .notEquals, .notIn:
             // Records that hold the field but not pointing at any of the names.
-            return ("(\(dialect.fieldPresent(field)) AND NOT \(sources))", arguments)
+            return ("(\(dialect.fieldPresent(field, alias: alias)) AND NOT \(sources))", arguments)
         default:
             throw RecordSyncError(.badRequest, "\(comparator.rawValue) does not apply to a REFERENCE field; use EQUALS, NOT_EQUALS, IN or NOT_IN")
         }
@@ -384,10 +428,10 @@ public struct QueryCompiler: Sendable {
     // MARK: Sorting and paging
 
     private func sortExpression(for sort: QuerySort) throws -> String {
-        if let system = sort.systemFieldName { return Self.column(for: system) }
+        if let system = sort.systemFieldName { return column(for: system) }
         guard let field = sort.fieldName else { throw RecordSyncError(.badRequest, "a sort key needs fieldName or systemFieldName") }
         if let problem = NameRules.problem(withFieldName: field) { throw RecordSyncError(.badRequest, problem) }
-        switch schema[field] {
+        switch schema.fields[field] {
         case let type? where type.isList || type.scalar == .location || type.scalar == .asset:
             throw RecordSyncError(.badRequest, "cannot sort by \(NameRules.quoted(field)), a \(type) field")
         case let type? where type.scalar == .reference:
@@ -449,13 +493,13 @@ public struct QueryCompiler: Sendable {
         }
     }
 
-    private static func column(for system: SystemFieldName) -> String {
+    private func column(for system: SystemFieldName) -> String {
         switch system {
-        case .recordName: "r.name"
-        case .createdTimestamp: "r.created_at"
-        case .modifiedTimestamp: "r.modified_at"
-        case .createdUserRecordName: "r.created_by"
-        case .modifiedUserRecordName: "r.modified_by"
+        case .recordName: "\(alias).name"
+        case .createdTimestamp: "\(alias).created_at"
+        case .modifiedTimestamp: "\(alias).modified_at"
+        case .createdUserRecordName: "\(alias).created_by"
+        case .modifiedUserRecordName: "\(alias).modified_by"
         }
     }
 

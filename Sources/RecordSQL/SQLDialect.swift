@@ -36,12 +36,12 @@ public enum SQLDialect: Sendable {
     case postgres
 
     /// The value of a field of `r` as a comparable SQL value of `scalar`'s type.
-    func fieldValue(_ field: String, _ scalar: ScalarType?) -> String {
+    func fieldValue(_ field: String, _ scalar: ScalarType?, alias: String = "r") -> String {
         switch self {
         case .sqlite:
-            return "json_extract(r.fields, '$.\(field).value')"
+            return "json_extract(\(alias).fields, '$.\(field).value')"
         case .postgres:
-            return Self.postgresValue("r.fields::jsonb #> '{\(field),value}'", scalar)
+            return Self.postgresValue("\(alias).fields::jsonb #> '{\(field),value}'", scalar)
         }
     }
 
@@ -54,21 +54,21 @@ public enum SQLDialect: Sendable {
     }
 
     /// Whether `r` holds the field (whatever its value).
-    func fieldPresent(_ field: String) -> String {
+    func fieldPresent(_ field: String, alias: String = "r") -> String {
         switch self {
-        case .sqlite: "json_extract(r.fields, '$.\(field).value') IS NOT NULL"
-        case .postgres: "r.fields::jsonb #> '{\(field),value}' IS NOT NULL"
+        case .sqlite: "json_extract(\(alias).fields, '$.\(field).value') IS NOT NULL"
+        case .postgres: "\(alias).fields::jsonb #> '{\(field),value}' IS NOT NULL"
         }
     }
 
     /// A sub-query source of the elements of a list field of `r`, and the expression of one
     /// element as a value of `scalar`'s type.
-    func listElements(_ field: String, _ scalar: ScalarType) -> (from: String, value: String) {
+    func listElements(_ field: String, _ scalar: ScalarType, alias: String = "r") -> (from: String, value: String) {
         switch self {
         case .sqlite:
-            return ("json_each(r.fields, '$.\(field).value')", "json_each.value")
+            return ("json_each(\(alias).fields, '$.\(field).value')", "json_each.value")
         case .postgres:
-            return ("jsonb_array_elements(r.fields::jsonb #> '{\(field),value}') AS e(v)", Self.postgresValue("e.v", scalar))
+            return ("jsonb_array_elements(\(alias).fields::jsonb #> '{\(field),value}') AS e(v)", Self.postgresValue("e.v", scalar))
         }
     }
 
@@ -76,10 +76,10 @@ public enum SQLDialect: Sendable {
     /// them as an array first, so that it looks each up by the records' key: given `IN`, it walked
     /// the zone's records in key order (the query's own order) and probed the sub-query for each,
     /// 369 ms for 100 of 20,000 records against 31 ms for 100 of 2,000.
-    func nameIn(_ subquery: String) -> String {
+    func nameIn(_ subquery: String, alias: String = "r") -> String {
         switch self {
-        case .sqlite: "r.name IN (\(subquery))"
-        case .postgres: "r.name = ANY(ARRAY(\(subquery)))"
+        case .sqlite: "\(alias).name IN (\(subquery))"
+        case .postgres: "\(alias).name = ANY(ARRAY(\(subquery)))"
         }
     }
 

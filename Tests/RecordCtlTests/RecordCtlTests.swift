@@ -137,6 +137,14 @@ import Testing
                 #expect(run.lines.count == 3)
                 let all = await recordctl(["query", "Artwork", "--where", "year IN {1900, 1901}", "--all", "--json"] + flags)
                 #expect(all.lines.count == 2)
+                let artists = directory + "/artists.ndjson"
+                try Data(#"""
+                    {"recordName": "ann", "recordType": "Artist", "fields": {"name": "Ann"}}
+                    {"recordName": "w3", "recordType": "Artwork", "fields": {"year": 1903, "title": "T3", "artist": {"ref": "ann"}}}
+                    """#.utf8).write(to: URL(fileURLWithPath: artists))
+                #expect(await recordctl(["records", "modify", "--file", artists] + flags).status == 0)
+                let byPath = await recordctl(["query", "Artwork", "--where", "artist.name == 'Ann'", "--json"] + flags)
+                #expect(byPath.status == 0 && byPath.lines.count == 1 && byPath.lines[0].contains(#""recordName":"w3""#), "\(byPath.output)\(byPath.errors)")
                 let either = await recordctl(["query", "Artwork", "--where", "year == 1900 OR (title ENDSWITH[c] '1' AND NOT year < 1911)", "--all", "--json"] + flags)
                 #expect(either.status == 0)
                 #expect(either.lines.map { $0.contains(#""recordName":"w0""#) || $0.contains(#""recordName":"w11""#) } == [true, true])

@@ -47,6 +47,12 @@ private func string(_ text: String) -> RawFieldValue { RawFieldValue(value: .str
         #expect(try filters("recordName CONTAINS 'x'") == [QueryFilter(system: .recordName, .contains, string("x"))])
     }
 
+    @Test func keyPathsNameFieldsOfReferencedRecords() throws {
+        #expect(try filters("artist.name == 'Monet'") == [QueryFilter("artist.name", .equals, string("Monet"))])
+        #expect(try filters("ANY works.artist.born < 1850") == [QueryFilter("works.artist.born", .lessThan, int(1850))])
+        #expect(try filters("%K BEGINSWITH 'Mo'", "artist.name") == [QueryFilter("artist.name", .beginsWith, string("Mo"))])
+    }
+
     @Test func compoundFiltersTravelAsExtensionKeys() throws {
         let data = try JSONEncoder().encode(QueryFilter.or([a1, .not(QueryFilter("name", .like, string("x*"), options: "c"))]))
         let json = try JSONDecoder().decode(JSONValue.self, from: data)

@@ -128,6 +128,65 @@ import Testing
         }
     }
 
+    /// Artists with labels, artworks by them, and exhibitions listing artworks.
+    static func seedGallery(_ session: Session, zone: String? = nil) async throws {
+        var records: [Record] = [
+            Record(recordName: "durand", recordType: "Label", fields: ["city": .string("Paris")]),
+            Record(recordName: "ruel", recordType: "Label", fields: ["city": .string("Arles")]),
+        ]
+        for (name, display, born, label) in [("monet", "Claude Monet", 1840, "durand"), ("manet", "Édouard Manet", 1832, "ruel"), ("morisot", "Berthe Morisot", 1841, nil)] {
+            var artist = Record.artist(name, display)
+            artist["born"] = .int64(Int64(born))
+            if let label { artist["label"] = .reference(Reference(recordName: label, action: .none)) }
+            records.append(artist)
+        }
+        records += [
+            .artwork("lilies", by: "monet", action: .none), .artwork("sunrise", by: "monet", action: .none),
+            .artwork("olympia", by: "manet", action: .none), .artwork("cradle", by: "morisot", action: .none),
+        ]
+        var untitled = Record.artwork("untitled", by: "nobody", action: .none)
+        untitled.fields["artist"] = nil
+        records.append(untitled)
+        records.append(Record(recordName: "show", recordType: "Exhibition", fields: ["works": .list(.reference, ["lilies", "olympia"].map { .reference(Reference(recordName: $0, action: .none)) })]))
+        records.append(Record(recordName: "solo", recordType: "Exhibition", fields: ["works": .list(.reference, [.reference(Reference(recordName: "cradle", action: .none))])]))
+        try await session.save(records, zone: zone)
+    }
+
+    @Test func keyPathsFollowReferencesAndReferenceLists() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            try await Self.seedGallery(alice)
+            func matching(_ type: String, _ format: String, _ arguments: any Sendable...) async throws -> [String] {
+                let predicate = try RecordPredicate(format: format, argumentArray: arguments)
+                return try await alice.queryNames(Query(recordType: type, filterBy: predicate.filters))
+            }
+            #expect(try await matching("Artwork", "artist.name == 'Claude Monet'") == ["lilies", "sunrise"])
+            #expect(try await matching("Artwork", "artist.born < 1840") == ["olympia"])
+            #expect(try await matching("Artwork", "artist.label.city == 'Paris'") == ["lilies", "sunrise"])
+            #expect(try await matching("Artwork", "artist.label.city BEGINSWITH %@ OR artist.born > 1840", "Ar") == ["cradle", "olympia"])
+            // NOT through a key path: no record reached passes (so the untitled work matches).
+            #expect(try await matching("Artwork", "NOT artist.name == 'Claude Monet'") == ["cradle", "olympia", "untitled"])
+            #expect(try await matching("Exhibition", "ANY works.artist.born < 1835") == ["show"])
+            #expect(try await matching("Exhibition", "works.artist.name == 'Berthe Morisot'") == ["solo"])
+            #expect(try await matching("Exhibition", "NONE works.artist == 'manet'") == ["solo"])
+            #expect(try await matching("Exhibition", "ANY works.title IN {'cradle', 'x'}") == ["solo"])
+            #expect(try await matching("Artwork", "artist.nickname == 'x'") == [])
+        }
+    }
+
+    /// Across zones, a key path reaches only records of the source's own zone.
+    @Test func aZoneWideKeyPathStaysInEachRecordsZone() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            try await alice.createZones("Other")
+            try await alice.save([.artist("monet", "Claude Monet"), .artwork("lilies", by: "monet", action: .none)])
+            try await alice.save([.artist("monet", "Someone Else"), .artwork("fake", by: "monet", action: .none)], zone: "Other")
+            let query = Query(recordType: "Artwork", filterBy: [QueryFilter("artist.name", .equals, RawFieldValue(value: .string("Claude Monet")))])
+            let reply = try await alice.post("records/query", QueryRecordsRequest(query: query, zoneWide: true))
+            #expect(try Self.names(reply) == ["lilies"])
+        }
+    }
+
     @Test(arguments: [
         (#"[{"recordSyncOperator": "NOT", "recordSyncFilters": []}]"#, "filterBy[0]: NOT takes one filter in recordSyncFilters, not 0"),
         (#"[{"recordSyncOperator": "XOR", "recordSyncFilters": []}]"#, "query.filterBy[0].recordSyncOperator"),
@@ -146,6 +205,10 @@ import Testing
         (#"[{"comparator": "MATCHES", "fieldName": "title", "fieldValue": {"value": "((a{100}){100}){100}"}}]"#, "too large once its repetitions are expanded"),
         (#"[{"comparator": "CONTAINS", "fieldName": "artist.name", "recordSyncOptions": "c", "fieldValue": {"value": "a"}}]"#, "applies to the record's own fields, not key paths"),
         (#"[{"comparator": "LIST_CONTAINS", "fieldName": "title", "recordSyncOptions": "c", "fieldValue": {"value": "a"}}]"#, "LIST_CONTAINS needs a list field"),
+        (#"[{"comparator": "EQUALS", "fieldName": "artist.label.city.name.x", "fieldValue": {"value": "a"}}]"#, "has 5 names; the limit is 4"),
+        (#"[{"comparator": "EQUALS", "fieldName": "title.x", "fieldValue": {"value": "a"}}]"#, "steps through 'title', which is STRING; a key path follows REFERENCE"),
+        (#"[{"comparator": "EQUALS", "fieldName": "artist._x", "fieldValue": {"value": "a"}}]"#, "key path 'artist._x'"),
+        (#"[{"comparator": "LIKE", "fieldName": "artist.name", "fieldValue": {"value": "a*"}}]"#, "applies to the record's own fields, not key paths"),
     ])
     func aMalformedFilterIsRefusedNamingItsPart(filters: String, reason: String) async throws {
         try await withServer { server in

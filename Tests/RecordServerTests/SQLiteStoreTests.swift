@@ -60,6 +60,30 @@ import Testing
         }
     }
 
+    /// `artist.name == X` narrows the artists first (by type, through the records index), then
+    /// finds their works through `refs_by_target`: the Artworks are never walked.
+    @Test func aKeyPathNarrowsTheReferencedSideFirst() async throws {
+        try await withTemporaryDirectory { directory in
+            let engine = try SQLiteEngine(path: directory + "/records.sqlite")
+            let schema = QuerySchema(recordType: "Artwork", types: [
+                "Artwork": ["artist": FieldType(.reference), "title": FieldType(.string)],
+                "Artist": ["name": FieldType(.string), "label": FieldType(.reference)],
+                "Label": ["city": FieldType(.string)],
+            ])
+            for path in ["artist.name", "artist.label.city"] {
+                let plan = try await engine.pool.read { db in
+                    let statement = try QueryCompiler(zoneKeys: [1], schema: schema, keyedReferenceFields: true)
+                        .compile(Query(recordType: "Artwork", filterBy: [QueryFilter(path, .equals, RawFieldValue(value: .string("x")))]), after: nil, limit: 10)
+                    return try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + statement.sql, arguments: statement.arguments).map { $0["detail"] as String }
+                }
+                #expect(!plan.contains { $0.hasPrefix("SCAN") }, "\(path): \(plan)")
+                #expect(plan.contains { $0.hasPrefix("SEARCH t1 ") && $0.contains("type=?") }, "\(path): \(plan)")
+                #expect(plan.contains { $0.contains("refs_by_target") }, "\(path): \(plan)")
+                #expect(plan.contains { $0.hasPrefix("SEARCH r ") && $0.contains("name=?") }, "\(path): \(plan)")
+            }
+        }
+    }
+
     @Test func theChangeFeedIsReadThroughTheSequenceIndexes() async throws {
         try await withTemporaryDirectory { directory in
             let engine = try SQLiteEngine(path: directory + "/records.sqlite")

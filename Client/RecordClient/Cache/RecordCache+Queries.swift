@@ -32,10 +32,12 @@ extension RecordCache {
             for row in try Row.fetchAll(db, sql: "SELECT id, name FROM zones") { zones[row[0]] = ZoneID(zoneName: row[1]) }
         }
         guard !zones.isEmpty else { return [] }
-        var schema: [String: FieldType] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT field, type FROM schema_fields WHERE record_type = ?", arguments: [query.recordType]) {
-            if let type = FieldType(rawValue: row[1]) { schema[row[0]] = type }
+        // The field types it has fetched, of every type (key paths step into them).
+        var types: [String: [String: FieldType]] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT record_type, field, type FROM schema_fields") {
+            if let type = FieldType(rawValue: row[2]) { types[row[0], default: [:]][row[1]] = type }
         }
+        let schema = QuerySchema(recordType: query.recordType, types: types)
         let statement = try QueryCompiler(zoneKeys: zones.keys.sorted(), schema: schema, keyedReferenceFields: false).compile(query, after: nil, limit: Int(Int32.max))
         // Filters the database cannot finish (string matching) are finished in Swift, as the
         // server does (FilterPlan).

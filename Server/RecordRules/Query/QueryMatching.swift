@@ -10,7 +10,7 @@ extension StorageTransaction {
     ///   matches were found, the last record examined (where the next page starts).
     /// - Throws: ``RecordSyncError``: `BAD_REQUEST` for a query that does not compile,
     ///   `LIMIT_EXCEEDED` when matching passes its ``MatchBudget``.
-    func matches(_ query: Query, inZones zones: [Int64: ZoneID], schema: [String: FieldType],
+    func matches(_ query: Query, inZones zones: [Int64: ZoneID], schema: QuerySchema,
                  after marker: ContinuationMarker?, limit: Int, limits: StoreLimits) throws -> (matches: [QueryMatch], resumeAfter: QueryMatch?) {
         let plan = try FilterPlan(query.filterBy ?? [], schema: schema)
         if plan.isSQLOnly {

@@ -174,6 +174,8 @@ public protocol StorageTransaction: AnyObject {
 
     /// The stored field types of a record type of a container.
     func schema(of recordType: String, inContainer container: Int64) throws -> [String: FieldType]
+    /// The stored field types of every record type of a container, by type.
+    func schemas(inContainer container: Int64) throws -> [String: [String: FieldType]]
     /// Stores a field's type unless the field already has one.
     func addSchemaField(_ field: String, type: FieldType, of recordType: String, inContainer container: Int64) throws
 
@@ -242,7 +244,7 @@ public protocol StorageTransaction: AnyObject {
     /// each with its zone's key and the values of its sort keys (for the next marker).
     ///
     /// - Throws: `BAD_REQUEST` for a filter or sort key the engine cannot run.
-    func query(_ query: Query, inZones zones: [Int64: ZoneID], schema: [String: FieldType],
+    func query(_ query: Query, inZones zones: [Int64: ZoneID], schema: QuerySchema,
                after marker: ContinuationMarker?, limit: Int) throws -> [QueryMatch]
 
     // MARK: Savepoints

@@ -93,7 +93,7 @@ extension RecordStore {
             subscription.firesOnce = subscription.firesOnce ?? false
             if subscription.zoneWide == true { subscription.zoneID = nil }
             subscription.zoneWide = subscription.zoneID == nil
-            let schema = try transaction.schema(of: query.recordType, inContainer: database.containerKey)
+            let schema = QuerySchema(recordType: query.recordType, types: try transaction.schemas(inContainer: database.containerKey))
             do {
                 // As it is matched (narrowed to named records), over no zone (no key is
                 // negative): only whether it runs counts.

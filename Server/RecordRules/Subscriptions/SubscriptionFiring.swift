@@ -58,7 +58,7 @@ struct SubscriptionFiring {
         var found: [Match] = []
         for (index, applying) in applying.enumerated() where applying.subscription.subscriptionType == "query" && applying.firesOn.contains(verb) {
             guard let query = applying.subscription.query else { continue }
-            let schema = try transaction.schema(of: query.recordType, inContainer: containerKey)
+            let schema = QuerySchema(recordType: query.recordType, types: try transaction.schemas(inContainer: containerKey))
             for start in stride(from: 0, to: names.count, by: 1000) {
                 let chunk = Array(names[start..<min(start + 1000, names.count)])
                 let matches: [QueryMatch]

@@ -56,7 +56,7 @@ public struct FilterPlan: Sendable {
     ///
     /// - Throws: ``RecordSyncError`` (`BAD_REQUEST`) naming the filter at fault
     ///   (`filterBy[1].recordSyncFilters[0]: …`).
-    public init(_ filters: [QueryFilter], schema: [String: FieldType]) throws {
+    public init(_ filters: [QueryFilter], schema: QuerySchema) throws {
         let count = filters.reduce(0) { $0 + $1.comparisonCount }
         guard count <= Self.maximumComparisons else {
             throw RecordSyncError(.badRequest, "query.filterBy has \(count) comparisons; the limit is \(Self.maximumComparisons)")
@@ -75,12 +75,12 @@ public struct FilterPlan: Sendable {
     /// Whether `filter` is a comparison run in Swift, given the schema: a string comparison
     /// with options, or `CONTAINS` (but on a list field, where it tests membership like
     /// `LIST_CONTAINS`), `ENDS_WITH`, `LIKE` or `MATCHES`.
-    public static func isSwiftComparison(_ filter: QueryFilter, schema: [String: FieldType]) -> Bool {
+    public static func isSwiftComparison(_ filter: QueryFilter, schema: QuerySchema) -> Bool {
         guard filter.recordSyncOperator == nil, let comparator = filter.comparator else { return false }
         let hasOptions = !(filter.recordSyncOptions ?? "").isEmpty
         switch comparator {
         case .contains:
-            return hasOptions || filter.fieldName.flatMap { schema[$0] }?.isList != true
+            return hasOptions || filter.fieldName.flatMap { try? schema.type(of: $0) }?.isList != true
         case .endsWith, .like, .matches: return true
         case .equals, .notEquals, .beginsWith, .notBeginsWith, .listContains, .notListContains, .listMemberBeginsWith, .notListMemberBeginsWith:
             return hasOptions
@@ -90,7 +90,7 @@ public struct FilterPlan: Sendable {
     }
 
     /// Whether `filter` holds a comparison run in Swift.
-    public static func holdsSwift(_ filter: QueryFilter, schema: [String: FieldType]) -> Bool {
+    public static func holdsSwift(_ filter: QueryFilter, schema: QuerySchema) -> Bool {
         if let filters = filter.recordSyncFilters { return filters.contains { holdsSwift($0, schema: schema) } }
         return isSwiftComparison(filter, schema: schema)
     }
@@ -128,7 +128,7 @@ public struct FilterPlan: Sendable {
     }
 
     private struct Builder {
-        let schema: [String: FieldType]
+        let schema: QuerySchema
         var flags: [QueryFilter] = []
 
         mutating func node(_ filter: QueryFilter, path: String) throws -> Node {
@@ -180,7 +180,7 @@ public struct FilterPlan: Sendable {
                 throw fail("string matching (options, CONTAINS, ENDS_WITH, LIKE, MATCHES) applies to the record's own fields, not key paths")
             }
             if let problem = NameRules.problem(withFieldName: field) { throw fail(problem) }
-            let type = schema[field] ?? FieldType(.string, isList: listComparators.contains(comparator))
+            let type = schema.fields[field] ?? FieldType(.string, isList: listComparators.contains(comparator))
             guard type.scalar == .string else {
                 throw fail("\(comparator.rawValue) compares strings, and \(NameRules.quoted(field)) is \(type)")
             }

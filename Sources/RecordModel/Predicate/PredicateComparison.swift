@@ -25,7 +25,9 @@ struct PredicateTerm {
         var comparator = comparator
         var negate = false
         if negation != nil {
-            if let negated = comparator.negated { comparator = negated } else { negate = true }
+            // Through a key path, NOT is "no record reached passes", never the negated
+            // comparator's "some record reached fails".
+            if let negated = comparator.negated, !key.isKeyPath { comparator = negated } else { negate = true }
         }
         var filter = switch key {
         case .field(let name): QueryFilter(name, comparator, value.raw)
@@ -156,6 +158,13 @@ struct PredicateComparison {
         case (false, true, .matches): .matches
         case (true, false, .in): .listContainsAll
         default: nil
+        }
+        if comparator == nil, key.isKeyPath, !isAll {
+            // ANY through a key path: a comparison through references is true when any record
+            // reached passes, so the quantifier adds nothing.
+            let terms = try keyFirst ? self.keyFirst(key, keyToken, value: value, valueToken) : [valueFirst(key, keyToken, value: value, valueToken)]
+            guard terms.count == 1 else { throw quantifier.error("cannot be run with \(operatorToken.text) through a key path") }
+            return quantifier.is(.none) ? terms[0].negated(by: quantifier) : terms[0]
         }
         guard let comparator else {
             throw quantifier.error(

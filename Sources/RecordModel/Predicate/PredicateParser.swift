@@ -5,6 +5,12 @@ enum PredicateKey: Hashable {
     case field(String)
     case system(SystemFieldName)
 
+    /// Whether the key is a key path through references (`artist.name`).
+    var isKeyPath: Bool {
+        if case .field(let name) = self { return name.contains(".") }
+        return false
+    }
+
     /// The key named `name`: a system field under its wire or CloudKit name
     /// (`creationDate`, `modificationDate`), else a record field.
     init(name: String) {
@@ -288,8 +294,19 @@ struct PredicateParser {
     }
 
     private func key(named name: String, at token: PredicateToken) throws -> PredicateKey {
-        if name.contains(".") || name.contains("@") {
-            throw token.error("key paths cannot be run; the server compares a record's own fields")
+        if name.contains("@") {
+            throw token.error("collection operators such as @count cannot be run")
+        }
+        if name.contains(".") {
+            // A key path through references: `artist.name`.
+            let names = name.split(separator: ".", omittingEmptySubsequences: false)
+            guard names.count <= QuerySchema.maximumKeyPathLength else {
+                throw token.error("a key path has at most \(QuerySchema.maximumKeyPathLength) names")
+            }
+            for part in names {
+                if let problem = NameRules.problem(withFieldName: String(part)) { throw token.error(problem) }
+            }
+            return .field(name)
         }
         let key = PredicateKey(name: name)
         if case .field = key, let problem = NameRules.problem(withFieldName: name) { throw token.error(problem) }

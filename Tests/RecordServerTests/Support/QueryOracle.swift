@@ -11,10 +11,23 @@ import RecordModel
 ///   unknown is unknown; `AND`/`OR` as in SQL; a record matches when every filter is true;
 /// - a list field the record lacks is an empty list;
 /// - strings compare by code points; with options, after Foundation's folding and canonical
-///   composition on both sides; an empty value is contained in, begins and ends everything.
+///   composition on both sides; an empty value is contained in, begins and ends everything;
+/// - a key path `a.b` is true when some record the reference (or reference list) `a` points at,
+///   of a type that has a field `b`, passes `b`; never unknown.
 struct QueryOracle {
-    /// The field types of the records queried.
-    let schema: [String: FieldType]
+    /// Every record of the zone, by name.
+    let records: [String: Record]
+    /// The field types of each record type, as the server infers them from the records.
+    let schemas: [String: [String: FieldType]]
+
+    init(records: [Record]) {
+        self.records = Dictionary(uniqueKeysWithValues: records.map { ($0.recordName, $0) })
+        var schemas: [String: [String: FieldType]] = [:]
+        for record in records {
+            for (name, value) in record.fields { schemas[record.recordType, default: [:]][name] = value.type }
+        }
+        self.schemas = schemas
+    }
 
     func matches(_ record: Record, _ filters: [QueryFilter]) -> Bool {
         filters.allSatisfy { evaluate($0, record) == true }
@@ -39,7 +52,27 @@ struct QueryOracle {
             }
         }
         let name = filter.fieldName!
-        let type = schema[name]!
+        if let dot = name.firstIndex(of: ".") {
+            let first = String(name[..<dot]), rest = String(name[name.index(after: dot)...])
+            let next = String(rest.prefix { $0 != "." })
+            var inner = filter
+            inner.fieldName = rest
+            let targets: [String] = switch record.fields[first] {
+            case .reference(let reference)?: [reference.recordName]
+            case .list(_, let elements)?: elements.compactMap { if case .reference(let reference) = $0 { reference.recordName } else { nil } }
+            default: []
+            }
+            return targets.contains { target in
+                guard let record = records[target], let type = schemas[record.recordType]?[next] else { return false }
+                var inner = inner
+                if next == rest, !type.isList {
+                    // A list comparator through a key path compares the single field of each record reached.
+                    inner.comparator = [.listContains: .equals, .listMemberBeginsWith: .beginsWith, .listContainsAny: .in][comparator] ?? comparator
+                }
+                return evaluate(inner, record) == true
+            }
+        }
+        let type = schemas[record.recordType]![name]!
         if type.isList {
             let elements: [FieldValue] = if case .list(_, let elements)? = record.fields[name] { elements } else { [] }
             return compareList(elements, comparator, value, options)
@@ -233,17 +266,22 @@ struct QueryGenerator {
         "(ab)+", "(a|b)*", "^.*$", ".{2,4}", "[A-Z].*", "\\S*", "x?y?.*e", "", "[0-9]*", "\\d", ".*\\s.*",
     ]
 
-    static let schema: [String: FieldType] = [
-        "title": FieldType(.string), "n": FieldType(.int64), "x": FieldType(.double), "ts": FieldType(.timestamp),
-        "tags": FieldType(.string, isList: true), "nums": FieldType(.int64, isList: true),
-        "owner": FieldType(.reference), "links": FieldType(.reference, isList: true),
-    ]
+    static let cities = ["Paris", "paris", "Giverny", "Arles", "Zürich"]
 
-    /// `count` records of type `Item`, named `i00`…, each referring only to earlier ones.
-    mutating func records(_ count: Int) -> [Record] {
-        (0..<count).map { index in
+    /// `labels` records of type `Label` (`l00`…: `n`, `title`, `city`), then `count` of type
+    /// `Item` (`i00`…), each referring only to labels and earlier items.
+    mutating func records(_ count: Int, labels: Int) -> [Record] {
+        let labelNames = (0..<labels).map { String(format: "l%02d", $0) }
+        let labelRecords = labelNames.map { name in
+            var record = Record(recordName: name, recordType: "Label")
+            if chance(0.8) { record.fields["n"] = .int64(Int64(int(0...9))) }
+            if chance(0.8) { record.fields["title"] = .string(pick(Self.words)) }
+            if chance(0.7) { record.fields["city"] = .string(pick(Self.cities)) }
+            return record
+        }
+        return labelRecords + (0..<count).map { index in
             var record = Record(recordName: String(format: "i%02d", index), recordType: "Item")
-            let earlier = (0..<index).map { String(format: "i%02d", $0) }
+            let earlier = labelNames + (0..<index).map { String(format: "i%02d", $0) }
             if chance(0.85) { record.fields["title"] = .string(pick(Self.words)) }
             if chance(0.8) { record.fields["n"] = .int64(Int64(int(0...9))) }
             if chance(0.7) { record.fields["x"] = .double(Double(int(-5...15)) / 2) }
@@ -307,6 +345,7 @@ struct QueryGenerator {
 
     private mutating func comparison(names: [String]) -> QueryFilter {
         let ordered: [QueryComparator] = [.equals, .notEquals, .lessThan, .lessThanOrEquals, .greaterThan, .greaterThanOrEquals]
+        if chance(0.2) { return keyPath(names: names, ordered: ordered) }
         switch int(0...10) {
         case 0:
             let comparator = pick(ordered + [.in, .notIn])
@@ -348,6 +387,33 @@ struct QueryGenerator {
                 : .string(comparator == .matches ? "i[0-2]." : comparator == .like ? pick(["i?1", "*3", "i0*"]) : pick(names + ["i", "1", "i0"]))
             let options = [.contains, .endsWith, .like, .matches, .beginsWith].contains(comparator) ? self.options() : nil
             return QueryFilter(system: .recordName, comparator, RawFieldValue(value: value), options: options)
+        }
+    }
+
+    /// A comparison through one or two references (`owner.n`, `links.owner.title`, …).
+    private mutating func keyPath(names: [String], ordered: [QueryComparator]) -> QueryFilter {
+        let prefix = pick(["owner", "links", "owner.owner", "links.owner", "owner.links"])
+        switch int(0...5) {
+        case 0, 1:
+            // LIST_CONTAINS and friends on a single field reached: how ANY travels.
+            let comparator = pick(ordered + [.in, .notIn, .listContains, .listContainsAny])
+            return QueryFilter(prefix + ".n", comparator, RawFieldValue(value: comparator.takesList ? ints(0...3) : .int(Int64(int(-1...10)))))
+        case 2:
+            let comparator = pick(ordered + [.in, .beginsWith, .notBeginsWith])
+            let value: JSONValue = comparator.takesList ? .array((0..<int(0...3)).map { _ in .string(word()) }) : .string(comparator == .beginsWith || comparator == .notBeginsWith ? piece() : word())
+            return QueryFilter(prefix + ".title", comparator, RawFieldValue(value: value))
+        case 3:
+            let comparator = pick([QueryComparator.equals, .notEquals, .in, .beginsWith])
+            let value: JSONValue = comparator.takesList ? .array([.string(pick(Self.cities)), .string(pick(Self.cities))]) : .string(comparator == .beginsWith ? "Pa" : pick(Self.cities))
+            return QueryFilter(prefix + ".city", comparator, RawFieldValue(value: value))
+        case 4:
+            let comparator = pick([QueryComparator.listContains, .notListContains, .listContainsAny, .listContainsAll, .listMemberBeginsWith])
+            let value: JSONValue = comparator.takesList ? .array((0..<int(0...2)).map { _ in .string(word()) }) : .string(comparator == .listMemberBeginsWith ? piece() : word())
+            return QueryFilter(prefix + ".tags", comparator, RawFieldValue(value: value))
+        default:
+            let comparator = pick([QueryComparator.equals, .notEquals, .in, .notIn])
+            let value: JSONValue = comparator.takesList ? .array((0..<int(1...3)).map { _ in .string(pick(names)) }) : .string(pick(names))
+            return QueryFilter("owner.owner", comparator, RawFieldValue(value: value))
         }
     }
 

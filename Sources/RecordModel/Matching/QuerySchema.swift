@@ -1,0 +1,85 @@
+import Foundation
+
+/// The field types a query is compiled against: those of the queried record type, and those of
+/// every record type of its container, which key paths (`artist.name`) step into.
+public struct QuerySchema: Sendable, Hashable, ExpressibleByDictionaryLiteral {
+    /// The fields of the queried type.
+    public var fields: [String: FieldType]
+    /// The fields of every record type of the container, by type.
+    public var types: [String: [String: FieldType]]
+
+    /// The most names a key path may have (`a.b.c.d`: three references followed).
+    public static let maximumKeyPathLength = 4
+
+    public init(fields: [String: FieldType], types: [String: [String: FieldType]] = [:]) {
+        self.fields = fields
+        self.types = types
+    }
+
+    public init(dictionaryLiteral elements: (String, FieldType)...) {
+        self.init(fields: Dictionary(uniqueKeysWithValues: elements))
+    }
+
+    /// The schema of `recordType` among `types`.
+    public init(recordType: String, types: [String: [String: FieldType]]) {
+        self.init(fields: types[recordType] ?? [:], types: types)
+    }
+
+    /// One step of a key path: a reference field of this type, the record types the records it
+    /// points at may have, and what follows.
+    public struct Step: Sendable {
+        /// The reference field followed (`artist`).
+        public var field: String
+        /// Its type (a `REFERENCE` or `REFERENCE_LIST`).
+        public var type: FieldType
+        /// The record types that hold the next name: only their records can pass what follows.
+        public var targetTypes: [String]
+        /// The rest of the path, compared on the records pointed at (`name`, or `label.city`).
+        public var rest: String
+        /// The schema the rest is compiled against.
+        public var targetSchema: QuerySchema
+    }
+
+    /// The first step of the key path `path` (a field name holding a `.`).
+    ///
+    /// A step goes through a `REFERENCE` or `REFERENCE_LIST` field to the records it points at,
+    /// of any type that has the next name. A first name the type has no field for yet leads
+    /// nowhere (no type is a target), as a comparison with an unknown field matches nothing.
+    ///
+    /// - Throws: ``RecordSyncError`` (`BAD_REQUEST`) for a path that is too long, a bad name, a
+    ///   step through a field that is no reference, or a next name whose type differs between
+    ///   the types that hold it.
+    public func step(_ path: String) throws -> Step {
+        let names = path.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        guard names.count <= Self.maximumKeyPathLength else {
+            throw RecordSyncError(.badRequest, "key path \(NameRules.quoted(path)) has \(names.count) names; the limit is \(Self.maximumKeyPathLength)")
+        }
+        for name in names {
+            if let problem = NameRules.problem(withFieldName: name) { throw RecordSyncError(.badRequest, "key path \(NameRules.quoted(path)): \(problem)") }
+        }
+        let field = names[0], next = names[1]
+        let type = fields[field] ?? FieldType(.reference)
+        guard type.scalar == .reference else {
+            throw RecordSyncError(.badRequest, "key path \(NameRules.quoted(path)) steps through \(NameRules.quoted(field)), which is \(type); a key path follows REFERENCE and REFERENCE_LIST fields")
+        }
+        let targetTypes = fields[field] == nil ? [] : types.filter { $0.value[next] != nil }.keys.sorted()
+        var targetFields: [String: FieldType] = [:]
+        for target in targetTypes {
+            for (name, fieldType) in types[target] ?? [:] where targetFields[name] == nil { targetFields[name] = fieldType }
+            if let known = targetFields[next], let here = types[target]?[next], known != here {
+                let first = targetTypes.first { types[$0]?[next] == known } ?? target
+                throw RecordSyncError(.badRequest, "key path \(NameRules.quoted(path)): field \(NameRules.quoted(next)) is \(known) in \(first) but \(here) in \(target); a key path needs one type")
+            }
+        }
+        return Step(field: field, type: type, targetTypes: targetTypes, rest: names[1...].joined(separator: "."),
+                    targetSchema: QuerySchema(fields: targetFields, types: types))
+    }
+
+    /// The type of the field `name` names, following a key path to its last field; `nil` when
+    /// no type has it yet.
+    public func type(of name: String) throws -> FieldType? {
+        guard name.contains(".") else { return fields[name] }
+        let step = try self.step(name)
+        return try step.targetSchema.type(of: step.rest)
+    }
+}
