@@ -13,6 +13,10 @@ extension RecordStore {
         if let problem = NameRules.problem(withName: request.query.recordType, kind: "query.recordType") {
             throw RecordSyncError(.badRequest, problem)
         }
+        let includeDepth = request.includeDepth ?? 1
+        guard (1...limits.maximumIncludeDepth).contains(includeDepth) else {
+            throw RecordSyncError(.badRequest, "includeDepth must be between 1 and \(limits.maximumIncludeDepth), not \(includeDepth)")
+        }
         let fingerprint = Self.fingerprint(of: request)
         let marker = try request.continuationMarker.map { try ContinuationMarker(string: $0) }
         if let marker, marker.query != fingerprint {
@@ -31,13 +35,24 @@ extension RecordStore {
                 }
                 let schema = QuerySchema(recordType: request.query.recordType, types: try transaction.schemas(inContainer: database.containerKey))
                 let (matches, resumeAfter) = try transaction.matches(request.query, inZones: zones, schema: schema, after: marker, limit: limit + 1, limits: self.limits)
-                let page = matches.prefix(limit)
+                var page = matches.prefix(limit)
                 // More remain past the page, or past the rows examined for a filter Swift finishes.
-                let last = matches.count > limit ? page.last : resumeAfter
+                var last = matches.count > limit ? page.last : resumeAfter
+                var included: [Record]?
+                if let include = request.include, !include.isEmpty {
+                    // The page and its includes fit the results limit: the page is cut, never refused.
+                    let found = try Self.including(page.map { ($0.record, $0.zoneKey, zones[$0.zoneKey] ?? .defaultZone) }, fields: Set(include),
+                                                   depth: includeDepth, cap: self.limits.maximumResultsLimit, in: transaction)
+                    if found.kept < page.count {
+                        page = page.prefix(found.kept)
+                        last = page.last
+                    }
+                    included = found.included.map { $0.restricted(to: request.desiredKeys) }
+                }
                 let next = last.map {
                     ContinuationMarker(query: fingerprint, values: $0.sortValues, zone: $0.zoneKey, name: $0.record.recordName).string
                 }
-                return QueryRecordsResponse(records: page.map { $0.record.restricted(to: request.desiredKeys) }, continuationMarker: next)
+                return QueryRecordsResponse(records: page.map { $0.record.restricted(to: request.desiredKeys) }, continuationMarker: next, includedRecords: included)
             }
         } catch let error as RecordSyncError where error.code == .internalError {
             // An engine refuses statements that are too deep or too large: the query's fault.

@@ -63,25 +63,70 @@ extension RecordStore {
     /// - Throws: `LIMIT_EXCEEDED` when more than `limit` records would be included.
     static func included(from roots: [Record], fields: Set<String>, depth: Int, limit: Int, zone: ZoneContext, in transaction: any StorageTransaction) throws -> [Record] {
         var known = Set(roots.map(\.recordName))
+        let included = try reachable(from: roots, fields: fields, depth: depth, known: &known, zoneKey: zone.key, zoneID: zone.zoneID, in: transaction) { count in
+            guard count < limit else {
+                throw RecordSyncError(.limitExceeded, "include reaches more than \(limit) records; ask for fewer records, fields or levels")
+            }
+            return true
+        }
+        return targetsFirst(included, fields: fields)
+    }
+
+    /// A page's records and what `include` reaches from them, within `cap` records in all:
+    /// the page is cut after the last record whose includes still fit (a page is made smaller,
+    /// never refused; a first record whose includes alone pass the cap keeps those that fit).
+    ///
+    /// - Returns: how many of `roots` are kept, and the records included (none of the kept
+    ///   roots), targets before sources.
+    static func including(_ roots: [(record: Record, zoneKey: Int64, zoneID: ZoneID)], fields: Set<String>, depth: Int, cap: Int,
+                          in transaction: any StorageTransaction) throws -> (kept: Int, included: [Record]) {
+        var known: [Int64: Set<String>] = [:]
+        var included: [(record: Record, zoneKey: Int64)] = []
+        var kept = 0
+        for root in roots {
+            var zoneKnown = known[root.zoneKey, default: []]
+            zoneKnown.insert(root.record.recordName)
+            let first = kept == 0
+            let room = cap - kept - 1 - included.count
+            let reached = try reachable(from: [root.record], fields: fields, depth: depth, known: &zoneKnown, zoneKey: root.zoneKey, zoneID: root.zoneID, in: transaction) { count in
+                count < room || !first ? true : false
+            }
+            if !first && reached.count > room { break }
+            known[root.zoneKey] = zoneKnown
+            included += reached.prefix(max(room, 0)).map { ($0, root.zoneKey) }
+            kept += 1
+        }
+        let keptNames = Set(roots.prefix(kept).map { "\($0.zoneKey)/\($0.record.recordName)" })
+        return (kept, targetsFirst(included.filter { !keptNames.contains("\($0.zoneKey)/\($0.record.recordName)") }.map(\.record), fields: fields))
+    }
+
+    /// The records reachable from `roots` through `fields` in `depth` hops, none of `known`
+    /// (which gains them); `proceed(count)` is asked before each new one is read and ends the
+    /// walk when it answers `false`.
+    private static func reachable(from roots: [Record], fields: Set<String>, depth: Int, known: inout Set<String>, zoneKey: Int64, zoneID: ZoneID,
+                                  in transaction: any StorageTransaction, proceed: (Int) throws -> Bool) throws -> [Record] {
         var included: [Record] = []
         var frontier = roots.sorted { $0.recordName < $1.recordName }
         for _ in 0..<depth where !frontier.isEmpty {
             var next: [Record] = []
             for record in frontier {
                 for (field, reference) in record.references where fields.contains(field) && !known.contains(reference.recordName) {
-                    guard included.count + next.count < limit else {
-                        throw RecordSyncError(.limitExceeded, "include reaches more than \(limit) records; ask for fewer records, fields or levels")
-                    }
+                    guard try proceed(included.count + next.count) else { return included + next }
                     known.insert(reference.recordName)
-                    if let target = try transaction.record(named: reference.recordName, inZone: zone.key, zoneID: zone.zoneID) { next.append(target) }
+                    if let target = try transaction.record(named: reference.recordName, inZone: zoneKey, zoneID: zoneID) { next.append(target) }
                 }
             }
             included.append(contentsOf: next)
             frontier = next
         }
-        let order = DependencyOrder.savingOrder(included.map { record in
+        return included
+    }
+
+    /// `records` ordered so that a record comes after those its `fields` point at.
+    private static func targetsFirst(_ records: [Record], fields: Set<String>) -> [Record] {
+        let order = DependencyOrder.savingOrder(records.map { record in
             (record.recordName, record.references.filter { fields.contains($0.field) }.map(\.reference.recordName))
         })
-        return order.flatMap { $0.map { included[$0] } }
+        return order.flatMap { $0.map { records[$0] } }
     }
 }

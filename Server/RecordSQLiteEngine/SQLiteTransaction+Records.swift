@@ -63,6 +63,16 @@ extension SQLiteTransaction {
         try db.cachedStatement(sql: "DELETE FROM refs WHERE zone_id = ? AND source = ?").execute(arguments: [zone, source])
     }
 
+    func references(to target: String, inZone zone: Int64, after source: String?, limit: Int) throws -> [(source: String, field: String, action: Reference.Action)] {
+        let rows = try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT r.source, f.name, r.action FROM refs r JOIN ref_fields f ON f.id = r.field
+            WHERE r.target = ?1 AND r.zone_id = ?2
+              AND r.source IN (SELECT DISTINCT source FROM refs WHERE target = ?1 AND zone_id = ?2 AND source > ?3 ORDER BY source LIMIT ?4)
+            ORDER BY r.source, f.name
+            """), arguments: [target, zone, source ?? "", limit])
+        return rows.map { ($0[0], $0[1], RecordRow.action(code: $0[2])) }
+    }
+
     func insertReferences(_ references: [(field: String, reference: Reference)], from source: String, inZone zone: Int64) throws {
         let insert = try db.cachedStatement(sql: "INSERT OR IGNORE INTO refs(zone_id, source, field, target, action) VALUES (?, ?, ?, ?, ?)")
         for (field, reference) in references {

@@ -51,6 +51,11 @@ public enum RecordRow {
     /// the zone because sequence numbers are.
     public static func changeTag(_ sequence: Int64) -> String { String(sequence, radix: 36) }
 
+    /// The reference action of a stored code.
+    public static func action(code: Int) -> Reference.Action {
+        Reference.Action.allCases.first { Self.code($0) == code } ?? .none
+    }
+
     /// The stored code of a reference action.
     public static func code(_ action: Reference.Action) -> Int {
         switch action {

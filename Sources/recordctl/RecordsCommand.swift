@@ -48,6 +48,7 @@ struct RecordsCommand: AsyncParsableCommand {
         @Option(name: .long, help: "A reference field to follow; its records are printed after. Repeatable.") var include: [String] = []
         @Option(help: "How many references deep --include follows.") var depth = 1
         @Option(help: "Download each asset field into this folder as NAME.FIELD (NAME.FIELD.N for a list).") var download: String?
+        @Flag(help: "Then list the records that refer to each record named: field and action of each reference.") var backlinks = false
 
         func run() async throws {
             try await reportingErrors {
@@ -55,6 +56,11 @@ struct RecordsCommand: AsyncParsableCommand {
                 let database = try connection.makeDatabase()
                 let fetched = try await database.records(for: ids, including: include, depth: depth)
                 Rendering.print(fetched.includedRecords + fetched.records, json: connection.json)
+                if backlinks {
+                    for id in ids where fetched.errors[id] == nil {
+                        Rendering.printBacklinks(of: id.recordName, try await database.records(referencing: id), json: connection.json)
+                    }
+                }
                 if let download {
                     try FileManager.default.createDirectory(atPath: download, withIntermediateDirectories: true)
                     for record in fetched.records {

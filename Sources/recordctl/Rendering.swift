@@ -26,6 +26,25 @@ enum Rendering {
         Console.line("(\(records.count) record\(records.count == 1 ? "" : "s"))")
     }
 
+    /// Prints the records referring to `target`: one JSON object per reference (`backlinkOf`,
+    /// `recordName`, `recordType`, `fieldName`, `action`), else a table under a heading.
+    static func printBacklinks(of target: String, _ referencing: [ReferencingRecord], json: Bool) {
+        let rows = referencing.flatMap { found in found.references.map { [found.record.recordName, found.record.recordType, $0.fieldName, $0.action.rawValue] } }
+        if json || !Console.isTerminal {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            for row in rows {
+                let object = ["backlinkOf": target, "recordName": row[0], "recordType": row[1], "fieldName": row[2], "action": row[3]]
+                Console.line((try? String(decoding: encoder.encode(object), as: UTF8.self)) ?? "{}")
+            }
+            return
+        }
+        Console.line("")
+        Console.line("records referring to \(target):")
+        table(["recordName", "recordType", "field", "action"], rows)
+        Console.line("(\(rows.count) reference\(rows.count == 1 ? "" : "s"))")
+    }
+
     /// A short human form of a value.
     static func text(_ value: FieldValue) -> String {
         switch value {

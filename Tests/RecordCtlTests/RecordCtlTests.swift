@@ -143,6 +143,9 @@ import Testing
                     {"recordName": "w3", "recordType": "Artwork", "fields": {"year": 1903, "title": "T3", "artist": {"ref": "ann"}}}
                     """#.utf8).write(to: URL(fileURLWithPath: artists))
                 #expect(await recordctl(["records", "modify", "--file", artists] + flags).status == 0)
+                let backlinks = await recordctl(["records", "get", "ann", "--backlinks", "--json"] + flags)
+                #expect(backlinks.status == 0, "\(backlinks.errors)")
+                #expect(backlinks.lines.last == #"{"action":"NONE","backlinkOf":"ann","fieldName":"artist","recordName":"w3","recordType":"Artwork"}"#, "\(backlinks.output)")
                 let byPath = await recordctl(["query", "Artwork", "--where", "artist.name == 'Ann'", "--json"] + flags)
                 #expect(byPath.status == 0 && byPath.lines.count == 1 && byPath.lines[0].contains(#""recordName":"w3""#), "\(byPath.output)\(byPath.errors)")
                 let either = await recordctl(["query", "Artwork", "--where", "year == 1900 OR (title ENDSWITH[c] '1' AND NOT year < 1911)", "--all", "--json"] + flags)

@@ -177,6 +177,27 @@ public final class RecordCache: Sendable {
         }
     }
 
+    /// Every cached record that refers to the record `id`, whatever its type and field, with
+    /// its references and their actions, in name order: what ``Database/records(referencing:desiredKeys:)``
+    /// answers once the cache is in sync (local edits included).
+    public func records(referencing id: RecordID) async throws -> [ReferencingRecord] {
+        try await writer.read { db in
+            guard let zone = try Self.zoneKey(id.zoneID, in: db) else { return [] }
+            let rows = try Row.fetchAll(db, sql: "SELECT source, field, action FROM refs WHERE zone_id = ? AND target = ? ORDER BY source, field",
+                                        arguments: [zone, id.recordName])
+            var found: [ReferencingRecord] = []
+            for row in rows {
+                let backlink = Backlink(recordName: row[0], fieldName: row[1], action: RecordRow.action(code: row[2]))
+                if found.last?.record.recordName == backlink.recordName {
+                    found[found.count - 1].references.append(backlink)
+                } else if let record = try Self.fetchRecord(RecordID(recordName: backlink.recordName, zoneID: id.zoneID), in: db)?.record {
+                    found.append(ReferencingRecord(record: record, references: [backlink]))
+                }
+            }
+            return found
+        }
+    }
+
     /// How many local edits wait to be sent.
     public func pendingChangeCount() async throws -> Int {
         try await writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox") ?? 0 }

@@ -39,12 +39,50 @@ extension Database {
         return found
     }
 
+    /// A page of a query with the records its references reach.
+    public struct IncludingPage: Sendable {
+        /// The records matched, in the query's order.
+        public var records: [Record]
+        /// The records the `including` fields reach from them, targets before sources.
+        public var includedRecords: [Record]
+        /// Where the next page starts, when more remain.
+        public var queryCursor: QueryCursor?
+    }
+
+    /// Runs a query and fetches, in the same answer, the records its reference fields
+    /// `including` point at (`depth` hops; an extension, as ``records(for:desiredKeys:including:depth:)``
+    /// has it for lookups). A page whose includes would pass the server's results limit comes
+    /// back smaller, with a cursor.
+    public func records(matching query: RecordQuery, inZoneWith zoneID: ZoneID? = .defaultZone, including fields: [String], depth: Int = 1,
+                        desiredKeys: [String]? = nil, resultsLimit: Int? = nil) async throws -> IncludingPage {
+        try await includingPage(query.wire, zoneID: zoneID, marker: nil, fields: fields, depth: depth, desiredKeys: desiredKeys, resultsLimit: resultsLimit)
+    }
+
+    /// The next page of ``records(matching:inZoneWith:including:depth:desiredKeys:resultsLimit:)``.
+    public func records(continuingMatchFrom cursor: QueryCursor, including fields: [String], depth: Int = 1, desiredKeys: [String]? = nil,
+                        resultsLimit: Int? = nil) async throws -> IncludingPage {
+        try await includingPage(cursor.query, zoneID: cursor.zoneID, marker: cursor.marker, fields: fields, depth: depth, desiredKeys: desiredKeys, resultsLimit: resultsLimit)
+    }
+
+    private func includingPage(_ query: Query, zoneID: ZoneID?, marker: String?, fields: [String], depth: Int, desiredKeys: [String]?,
+                               resultsLimit: Int?) async throws -> IncludingPage {
+        let answer = try await answer(query, zoneID: zoneID, marker: marker, desiredKeys: desiredKeys, resultsLimit: resultsLimit,
+                                      include: fields.isEmpty ? nil : fields, depth: fields.isEmpty ? nil : depth)
+        return IncludingPage(records: answer.records, includedRecords: answer.includedRecords ?? [],
+                             queryCursor: answer.continuationMarker.map { QueryCursor(query: query, zoneID: zoneID, marker: $0) })
+    }
+
     private func page(_ query: Query, zoneID: ZoneID?, marker: String?, desiredKeys: [String]?,
                       resultsLimit: Int?) async throws -> (matchResults: [(Record.ID, Result<Record, RecordSyncError>)], queryCursor: QueryCursor?) {
-        let request = QueryRecordsRequest(query: query, zoneID: zoneID, resultsLimit: resultsLimit, continuationMarker: marker,
-                                          desiredKeys: desiredKeys, zoneWide: zoneID == nil ? true : nil)
-        let answer = try await transport.post("records/query", request, as: QueryRecordsResponse.self)
+        let answer = try await answer(query, zoneID: zoneID, marker: marker, desiredKeys: desiredKeys, resultsLimit: resultsLimit, include: nil, depth: nil)
         let results = answer.records.map { ($0.recordID, Result<Record, RecordSyncError>.success($0)) }
         return (results, answer.continuationMarker.map { QueryCursor(query: query, zoneID: zoneID, marker: $0) })
+    }
+
+    private func answer(_ query: Query, zoneID: ZoneID?, marker: String?, desiredKeys: [String]?, resultsLimit: Int?,
+                        include: [String]?, depth: Int?) async throws -> QueryRecordsResponse {
+        let request = QueryRecordsRequest(query: query, zoneID: zoneID, resultsLimit: resultsLimit, continuationMarker: marker,
+                                          desiredKeys: desiredKeys, zoneWide: zoneID == nil ? true : nil, include: include, includeDepth: depth)
+        return try await transport.post("records/query", request, as: QueryRecordsResponse.self)
     }
 }

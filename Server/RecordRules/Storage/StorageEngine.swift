@@ -240,6 +240,9 @@ public protocol StorageTransaction: AnyObject {
     /// returns, never the zone.
     func changes(inZone zone: Int64, zoneID: ZoneID, after sequence: Int64, tombstonesAfter: Int64,
                  recordTypes: [String]?, limit: Int) throws -> [FeedChange]
+    /// The references to `target` in a zone from the first `limit` records (by name) after
+    /// `source`, ordered by source and field: (source, field name, action).
+    func references(to target: String, inZone zone: Int64, after source: String?, limit: Int) throws -> [(source: String, field: String, action: Reference.Action)]
     /// The records of `zones` that match `query`, in its order, after `marker`, at most `limit`,
     /// each with its zone's key and the values of its sort keys (for the next marker).
     ///

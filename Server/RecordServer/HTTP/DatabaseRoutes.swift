@@ -41,6 +41,10 @@ struct DatabaseRoutes: Sendable {
             let answer = try await routes.store.queryRecords(request, in: scope)
             return try JSONBody.response(answer, numbersAsStrings: request.numbersAsStrings == true)
         }),
+        ("records/backlinks", [.post], { routes, body, scope in
+            let request = try JSONBody.decode(BacklinksRequest.self, from: body)
+            return try JSONBody.response(try await routes.store.backlinks(request, in: scope))
+        }),
         ("records/changes", [.post], { routes, body, scope in
             let request = try JSONBody.decode(RecordChangesRequest.self, from: body)
             return try await routes.readAhead.answer(request, in: scope, from: routes.store, gzip: JSONBody.acceptsGzip).response

@@ -228,6 +228,10 @@ extension QueryRecordsResponse: JSONDirectWritable {
         var first = true
         writer.open()
         if let continuationMarker { writer.key("continuationMarker", first: &first); writer.writeString(continuationMarker) }
+        if let includedRecords {
+            writer.key("includedRecords", first: &first)
+            try writer.array(includedRecords) { try $1.write(to: &$0) }
+        }
         writer.key("records", first: &first)
         try writer.array(records) { try $1.write(to: &$0) }
         writer.close()

@@ -227,15 +227,23 @@ public struct QueryRecordsRequest: Sendable, Hashable, Codable {
     /// CloudKit JS's option: `INT64` and `DOUBLE` values in the answer's fields are written as
     /// strings (``WireForm/numbersAsStrings``).
     public var numbersAsStrings: Bool?
+    /// Extension (as `records/lookup` has it): reference fields to follow; the records they
+    /// point at come back in `includedRecords`, targets first.
+    public var include: [String]?
+    /// How many hops `include` follows (default 1).
+    public var includeDepth: Int?
 
     /// Creates a request.
-    public init(query: Query, zoneID: ZoneID? = nil, resultsLimit: Int? = nil, continuationMarker: String? = nil, desiredKeys: [String]? = nil, zoneWide: Bool? = nil) {
+    public init(query: Query, zoneID: ZoneID? = nil, resultsLimit: Int? = nil, continuationMarker: String? = nil, desiredKeys: [String]? = nil, zoneWide: Bool? = nil,
+                include: [String]? = nil, includeDepth: Int? = nil) {
         self.zoneID = zoneID
         self.query = query
         self.resultsLimit = resultsLimit
         self.continuationMarker = continuationMarker
         self.desiredKeys = desiredKeys
         self.zoneWide = zoneWide
+        self.include = include
+        self.includeDepth = includeDepth
     }
 }
 
@@ -244,10 +252,13 @@ public struct QueryRecordsResponse: Sendable, Hashable, Codable {
     public var records: [Record]
     /// Present when more records remain; send it back to get them.
     public var continuationMarker: String?
+    /// Extension: the records the request's `include` reaches from `records`, targets first.
+    public var includedRecords: [Record]?
 
     /// Creates a response.
-    public init(records: [Record], continuationMarker: String? = nil) {
+    public init(records: [Record], continuationMarker: String? = nil, includedRecords: [Record]? = nil) {
         self.records = records
         self.continuationMarker = continuationMarker
+        self.includedRecords = includedRecords
     }
 }
