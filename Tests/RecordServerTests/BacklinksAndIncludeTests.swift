@@ -122,3 +122,51 @@ import Testing
         }
     }
 }
+
+/// `include` on change fetches.
+@Suite struct ChangeIncludeTests {
+    /// Each page comes with the targets of its records (targets first); a page whose includes
+    /// would pass the limit is made smaller, and the pages together hold every change once.
+    @Test func aChangePageIncludesItsTargetsAndShrinksToFit() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            try await alice.createZones("Gallery")
+            var records: [Record] = (0..<6).map { Record.artist("a\($0)") }
+            for index in 0..<6 {
+                var work = Record.artwork("w\(index)", by: "a\(index)", action: .none)
+                work["artists"] = .list(.reference, (0..<(index == 2 ? 6 : 1)).map { .reference(Reference(recordName: "a\(($0 + index) % 6)", action: .none)) })
+                records.append(work)
+            }
+            try await alice.save(records, zone: "Gallery")
+            // The artists' changes come first; from the works' first change on, ask with include.
+            let first = try await alice.post("records/changes", RecordChangesRequest(zoneID: ZoneID(zoneName: "Gallery"), resultsLimit: 6)).decode(ZoneChanges.self)
+            #expect(first.records.map(\.recordName) == (0..<6).map { "a\($0)" })
+            var token: String? = first.syncToken
+            var pages: [ZoneChanges] = []
+            repeat {
+                let reply = try await alice.post("records/changes", RecordChangesRequest(zoneID: ZoneID(zoneName: "Gallery"), syncToken: token, resultsLimit: 4, include: ["artists"]))
+                #expect(reply.status == 200, "\(reply.reason)")
+                let page = try reply.decode(ZoneChanges.self)
+                pages.append(page)
+                token = page.syncToken
+                if !page.moreComing { break }
+            } while pages.count < 20
+            #expect(pages.flatMap(\.records).map(\.recordName) == (0..<6).map { "w\($0)" })
+            for page in pages {
+                #expect(page.records.count + (page.includedRecords?.count ?? 0) <= 4, "\(page.records.map(\.recordName)) + \(page.includedRecords?.map(\.recordName) ?? [])")
+                for record in page.records {
+                    for (_, reference) in record.references where page.records.count > 1 || record.recordName != "w2" {
+                        #expect(page.includedRecords?.contains { $0.recordName == reference.recordName } == true, "\(record.recordName) → \(reference.recordName)")
+                    }
+                }
+            }
+            #expect(pages.contains { $0.records.map(\.recordName) == ["w2"] && $0.includedRecords?.count == 3 })
+            // Through the client library too.
+            let container = Container(serverURL: URL(string: "http://127.0.0.1:\(alice.client.port!)")!, identifier: alice.container, credentials: .bearerToken(alice.token))
+            let page = try await container.privateCloudDatabase.recordZoneChanges(inZoneWith: ZoneID(zoneName: "Gallery"), since: ServerChangeToken(rawValue: first.syncToken),
+                                                                                    resultsLimit: 4, including: ["artists"])
+            #expect(page.changes.map(\.recordName) == ["w0", "w1"])
+            #expect(page.includedRecords.map(\.recordName).sorted() == ["a0", "a1"])
+        }
+    }
+}

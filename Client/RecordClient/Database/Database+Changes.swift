@@ -35,6 +35,8 @@ public struct ZoneChangesPage: Sendable, Hashable {
     public var changeToken: ServerChangeToken
     /// More pages remain.
     public var moreComing: Bool
+    /// Extension (`including:`): the records the page's reference fields reach, targets first.
+    public var includedRecords: [Record] = []
     /// For each of ``changes``, the JSON text its fields arrived in (when the answer was read
     /// directly), which the cache stores as it is.
     var fieldsText: [String?] = []
@@ -73,13 +75,18 @@ extension Database {
 
     /// One page of a zone's changes since `token` (CloudKit's `recordZoneChanges(inZoneWith:since:)`).
     ///
-    /// - Parameter token: the token from the previous page; `nil` fetches the zone's current
-    ///   records from the start.
+    /// - Parameters:
+    ///   - token: the token from the previous page; `nil` fetches the zone's current records
+    ///     from the start.
     /// - Throws: `CHANGE_TOKEN_EXPIRED` when the zone was deleted and recreated since the token
     ///   (fetch again with `nil`); `ZONE_NOT_FOUND`; `BAD_REQUEST` for a foreign token.
+    ///   - including: extension: reference fields to follow; what they reach (`depth` hops)
+    ///     comes back in ``ZoneChangesPage/includedRecords``, and a page whose includes are many
+    ///     comes back smaller.
     public func recordZoneChanges(inZoneWith zoneID: ZoneID, since token: ServerChangeToken?, desiredKeys: [String]? = nil,
-                                  resultsLimit: Int? = nil) async throws -> ZoneChangesPage {
-        let request = RecordChangesRequest(zoneID: zoneID, syncToken: token?.rawValue, resultsLimit: resultsLimit, desiredKeys: desiredKeys)
+                                  resultsLimit: Int? = nil, including: [String] = [], depth: Int = 1) async throws -> ZoneChangesPage {
+        let request = RecordChangesRequest(zoneID: zoneID, syncToken: token?.rawValue, resultsLimit: resultsLimit, desiredKeys: desiredKeys,
+                                           include: including.isEmpty ? nil : including, includeDepth: including.isEmpty ? nil : depth)
         return try await transport.post("records/changes", request, reading: ZoneChangesPage.init(answer:))
     }
 
@@ -112,6 +119,7 @@ extension ZoneChangesPage {
             changes: records, changeToken: ServerChangeToken(rawValue: answer.syncToken), moreComing: answer.moreComing,
             fieldsText: answer.entries.map(\.fieldsJSON)
         )
+        includedRecords = answer.includedRecords ?? []
         references = answer.entries.map { $0.fieldsSummary?.references ?? $0.record.references }
         fieldsSkimmed = skimmingFields
         fieldTypes = Self.fieldTypes(of: answer.entries.lazy.filter { !$0.record.deleted }.map { entry in

@@ -52,6 +52,11 @@ extension RecordStore {
     public func recordChangesPages(_ request: RecordChangesRequest, in scope: DatabaseScope, count: Int) async throws -> [(page: StoredZoneChanges, mark: ChangeFeedMark)] {
         let limit = try limits.resultsLimit(request.resultsLimit)
         let count = max(1, count)
+        let include = Set(request.include ?? [])
+        let includeDepth = request.includeDepth ?? 1
+        guard (1...limits.maximumIncludeDepth).contains(includeDepth) else {
+            throw RecordSyncError(.badRequest, "includeDepth must be between 1 and \(limits.maximumIncludeDepth), not \(includeDepth)")
+        }
         let given = try request.syncToken.map { try ZoneChangeToken(string: $0) }
         for type in request.desiredRecordTypes ?? [] {
             if let problem = NameRules.problem(withName: type, kind: "desiredRecordTypes entry") { throw RecordSyncError(.badRequest, problem) }
@@ -66,9 +71,27 @@ extension RecordStore {
             var pages: [(page: StoredZoneChanges, mark: ChangeFeedMark)] = []
             var start = 0
             var sequence = token.sequence
+            // Every change after the token was read (else a page reaching past the rows read
+            // could not tell whether more come).
+            let readAll = changes.count <= limit * count
             while true {
-                let page = changes[start..<min(start + limit, changes.count)]
-                let more = changes.count > start + limit
+                var page = changes[start..<min(start + limit, changes.count)]
+                var more = changes.count > start + limit
+                var included: [Record]?
+                if !include.isEmpty {
+                    // The page and what it includes fit the limit: the page is cut, never refused.
+                    let roots = try page.map { change in
+                        var record = change.entry.record
+                        if let text = change.entry.fieldsJSON { record.fields = try Record.fields(fromJSON: text) }
+                        return (record, zone.key, zone.zoneID)
+                    }
+                    let found = try Self.including(roots, fields: include, depth: includeDepth, cap: limit, in: transaction)
+                    if found.kept < page.count {
+                        page = page.prefix(found.kept)
+                        more = true
+                    }
+                    included = found.included.map { $0.restricted(to: request.desiredKeys) }
+                }
                 var entries: [StoredZoneChanges.Entry] = []
                 entries.reserveCapacity(page.count)
                 for change in page {
@@ -86,9 +109,9 @@ extension RecordStore {
                 }
                 sequence = more ? (page.last?.sequence ?? sequence) : zone.sequence
                 let next = ZoneChangeToken(zoneUID: zone.uid, sequence: sequence, tombstoneFloor: token.tombstoneFloor)
-                pages.append((StoredZoneChanges(zoneID: zone.zoneID, entries: entries, syncToken: next.string, moreComing: more), mark))
-                guard more, pages.count < count else { return pages }
-                start += limit
+                pages.append((StoredZoneChanges(zoneID: zone.zoneID, entries: entries, syncToken: next.string, moreComing: more, includedRecords: included), mark))
+                start += page.count
+                guard more, pages.count < count, readAll || start + limit < changes.count else { return pages }
             }
         }
     }

@@ -195,7 +195,7 @@ extension JSONWriter {
     /// Unlike other objects, its keys are not sorted: `moreComing` and `syncToken` come before
     /// `records`, so a client can ask for the next page as soon as it has read them, without
     /// stepping over the records (``StoredZoneChanges/continuation(of:)``).
-    mutating func changePage(moreComing: Bool, syncToken: String, zoneID: ZoneID, records: (inout JSONWriter) throws -> Void) rethrows {
+    mutating func changePage(moreComing: Bool, syncToken: String, zoneID: ZoneID, includedRecords: [Record]?, records: (inout JSONWriter) throws -> Void) throws {
         var first = true
         open()
         key("moreComing", first: &first); bytes.append(contentsOf: (moreComing ? "true" : "false").utf8)
@@ -203,13 +203,17 @@ extension JSONWriter {
         key("zoneID", first: &first); zoneID.write(to: &self)
         key("records", first: &first)
         try records(&self)
+        if let includedRecords {
+            key("includedRecords", first: &first)
+            try array(includedRecords) { try $1.write(to: &$0) }
+        }
         close()
     }
 }
 
 extension ZoneChanges: JSONDirectWritable {
     func write(to writer: inout JSONWriter) throws {
-        try writer.changePage(moreComing: moreComing, syncToken: syncToken, zoneID: zoneID) { writer in
+        try writer.changePage(moreComing: moreComing, syncToken: syncToken, zoneID: zoneID, includedRecords: includedRecords) { writer in
             try writer.array(records) { try $1.write(to: &$0) }
         }
     }
@@ -217,7 +221,7 @@ extension ZoneChanges: JSONDirectWritable {
 
 extension StoredZoneChanges: JSONDirectWritable {
     func write(to writer: inout JSONWriter) throws {
-        try writer.changePage(moreComing: moreComing, syncToken: syncToken, zoneID: zoneID) { writer in
+        try writer.changePage(moreComing: moreComing, syncToken: syncToken, zoneID: zoneID, includedRecords: includedRecords) { writer in
             try writer.array(entries) { try $1.record.write(to: &$0, cascadedRecordNames: nil, fieldsJSON: $1.fieldsJSON) }
         }
     }

@@ -437,7 +437,8 @@ extension RecordsResponse: JSONDirectDecodable {
 extension ZoneChanges: JSONDirectDecodable {
     init(direct parser: inout JSONParser) throws {
         let page = try StoredZoneChangesText.page(&parser, keepingFieldsText: false)
-        self.init(zoneID: page.zoneID, records: page.entries.map(\.record), syncToken: page.syncToken, moreComing: page.moreComing)
+        self.init(zoneID: page.zoneID, records: page.entries.map(\.record), syncToken: page.syncToken, moreComing: page.moreComing,
+                  includedRecords: page.includedRecords)
     }
 }
 
@@ -461,10 +462,14 @@ struct StoredZoneChangesText: JSONDirectDecodable {
     /// A change page; with `keepingFieldsText`, each record's fields also as the text they
     /// arrived in, and with `skimmingFields` only as that text and its summary.
     static func page(_ parser: inout JSONParser, keepingFieldsText: Bool, skimmingFields: Bool = false) throws -> StoredZoneChanges {
-        var zoneID: ZoneID?, entries: [StoredZoneChanges.Entry]?, token: String?, more: Bool?
+        var zoneID: ZoneID?, entries: [StoredZoneChanges.Entry]?, token: String?, more: Bool?, included: [Record]?
         try parser.forEachMember { parser, key in
             switch key {
             case "zoneID": zoneID = try ZoneID(direct: &parser)
+            case "includedRecords":
+                var read: [Record] = []
+                try parser.forEachElement { parser in read.append(try Record.direct(&parser, asResult: false, keepingFieldsText: false, skimmingFields: false).0) }
+                included = read
             case "records":
                 var read: [StoredZoneChanges.Entry] = []
                 try parser.forEachElement { parser in
@@ -481,7 +486,7 @@ struct StoredZoneChangesText: JSONDirectDecodable {
             }
         }
         guard let zoneID, let entries, let token, let more else { throw JSONDirectMiss() }
-        return StoredZoneChanges(zoneID: zoneID, entries: entries, syncToken: token, moreComing: more)
+        return StoredZoneChanges(zoneID: zoneID, entries: entries, syncToken: token, moreComing: more, includedRecords: included)
     }
 }
 

@@ -12,14 +12,22 @@ public struct RecordChangesRequest: Sendable, Hashable, Codable {
     /// CloudKit JS's option: `INT64` and `DOUBLE` values in the answer's fields are written as
     /// strings (``WireForm/numbersAsStrings``).
     public var numbersAsStrings: Bool?
+    /// Extension (as `records/lookup` has it): reference fields to follow from the page's
+    /// records; what they reach comes back in `includedRecords`, targets first.
+    public var include: [String]?
+    /// How many hops `include` follows (default 1).
+    public var includeDepth: Int?
 
     /// Creates a request.
-    public init(zoneID: ZoneID? = nil, syncToken: String? = nil, resultsLimit: Int? = nil, desiredKeys: [String]? = nil, desiredRecordTypes: [String]? = nil) {
+    public init(zoneID: ZoneID? = nil, syncToken: String? = nil, resultsLimit: Int? = nil, desiredKeys: [String]? = nil, desiredRecordTypes: [String]? = nil,
+                include: [String]? = nil, includeDepth: Int? = nil) {
         self.zoneID = zoneID
         self.syncToken = syncToken
         self.resultsLimit = resultsLimit
         self.desiredKeys = desiredKeys
         self.desiredRecordTypes = desiredRecordTypes
+        self.include = include
+        self.includeDepth = includeDepth
     }
 }
 
@@ -31,13 +39,16 @@ public struct ZoneChanges: Sendable, Hashable, Codable {
     public var syncToken: String
     /// More changes remain; fetch again with ``syncToken``.
     public var moreComing: Bool
+    /// Extension: the records the request's `include` reaches from ``records``, targets first.
+    public var includedRecords: [Record]?
 
     /// Creates a page.
-    public init(zoneID: ZoneID, records: [Record], syncToken: String, moreComing: Bool) {
+    public init(zoneID: ZoneID, records: [Record], syncToken: String, moreComing: Bool, includedRecords: [Record]? = nil) {
         self.zoneID = zoneID
         self.records = records
         self.syncToken = syncToken
         self.moreComing = moreComing
+        self.includedRecords = includedRecords
     }
 }
 

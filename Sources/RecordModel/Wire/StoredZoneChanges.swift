@@ -29,18 +29,21 @@ public struct StoredZoneChanges: Sendable {
     public var entries: [Entry]
     public var syncToken: String
     public var moreComing: Bool
+    /// The records `include` reached from the page's, targets first (an extension).
+    public var includedRecords: [Record]?
 
-    public init(zoneID: ZoneID, entries: [Entry], syncToken: String, moreComing: Bool) {
+    public init(zoneID: ZoneID, entries: [Entry], syncToken: String, moreComing: Bool, includedRecords: [Record]? = nil) {
         self.zoneID = zoneID
         self.entries = entries
         self.syncToken = syncToken
         self.moreComing = moreComing
+        self.includedRecords = includedRecords
     }
 
     /// A page whose records carry their fields.
     package init(_ changes: ZoneChanges) {
         self.init(zoneID: changes.zoneID, entries: changes.records.map { Entry(record: $0) },
-                  syncToken: changes.syncToken, moreComing: changes.moreComing)
+                  syncToken: changes.syncToken, moreComing: changes.moreComing, includedRecords: changes.includedRecords)
     }
 
     /// The page with every record's fields decoded.
@@ -51,7 +54,7 @@ public struct StoredZoneChanges: Sendable {
             var record = entry.record
             if let text = entry.fieldsJSON, record.fields.isEmpty { record.fields = try Record.fields(fromJSON: text) }
             return record
-        }, syncToken: syncToken, moreComing: moreComing)
+        }, syncToken: syncToken, moreComing: moreComing, includedRecords: includedRecords)
     }
 
     /// Reads a `records/changes` answer, keeping each record's fields both decoded and as the
