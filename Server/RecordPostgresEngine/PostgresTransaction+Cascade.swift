@@ -18,6 +18,9 @@ extension PostgresTransaction {
         try execute("""
             CREATE TEMP TABLE IF NOT EXISTS batch_deleted(name TEXT COLLATE "C" PRIMARY KEY, operation BIGINT NOT NULL) ON COMMIT DELETE ROWS
             """)
+        try execute("""
+            CREATE TEMP TABLE IF NOT EXISTS nullified(pos BIGINT PRIMARY KEY, name TEXT COLLATE "C" NOT NULL UNIQUE) ON COMMIT DELETE ROWS
+            """)
         engine.preparedConnections.withLockedValue { _ = $0.insert(id) }
     }
 
@@ -75,6 +78,44 @@ extension PostgresTransaction {
         try execute("DELETE FROM refs WHERE zone_id = \(zone) AND source IN (SELECT name FROM doomed)")
         try execute("DELETE FROM records WHERE zone_id = \(zone) AND name IN (SELECT name FROM doomed)")
         return try rows("SELECT name FROM doomed WHERE name <> \(root) ORDER BY name").map { try $0.decode(String.self) }
+    }
+
+    func collectNullifying(inZone zone: Int64) throws -> Int {
+        try execute("DELETE FROM nullified")
+        return try execute("""
+            INSERT INTO nullified(pos, name)
+            SELECT row_number() OVER (ORDER BY s.source), s.source FROM (
+                SELECT DISTINCT refs.source FROM doomed d JOIN refs ON refs.zone_id = \(zone) AND refs.target = d.name AND refs.action = 3
+                WHERE NOT EXISTS (SELECT 1 FROM doomed x WHERE x.name = refs.source)) s
+            """)
+    }
+
+    func nullifyingRecords(inZone zone: Int64, positions: ClosedRange<Int>) throws -> [NullifyingRecord] {
+        var found: [NullifyingRecord] = []
+        for row in try rows("""
+            SELECT r.name, r.type, r.fields, r.created_at, r.created_by, f.name, refs.target
+            FROM nullified n
+            JOIN records r ON r.zone_id = \(zone) AND r.name = n.name
+            JOIN refs ON refs.zone_id = \(zone) AND refs.source = n.name AND refs.action = 3
+            JOIN ref_fields f ON f.id = refs.field
+            WHERE n.pos BETWEEN \(Int64(positions.lowerBound)) AND \(Int64(positions.upperBound))
+              AND EXISTS (SELECT 1 FROM doomed d WHERE d.name = refs.target)
+            ORDER BY n.pos, f.name COLLATE "C", refs.target
+            """) {
+            let (name, type, fields, createdAt, createdBy, field, target) = try row.decode((String, String, String, Int64, String, String, String).self)
+            if found.last?.name != name {
+                found.append(NullifyingRecord(name: name, recordType: type, fields: fields, created: Stamp(timestamp: createdAt, userRecordName: createdBy), references: []))
+            }
+            found[found.count - 1].references.append((field, target))
+        }
+        return found
+    }
+
+    func removeNullifiedReferences(inZone zone: Int64) throws {
+        try execute("""
+            DELETE FROM refs WHERE zone_id = \(zone) AND action = 3 AND source IN (SELECT name FROM nullified)
+              AND target IN (SELECT name FROM doomed)
+            """)
     }
 
     func startDeleteRound() throws {

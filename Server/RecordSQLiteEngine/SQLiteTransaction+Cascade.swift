@@ -20,6 +20,32 @@ extension SQLiteTransaction {
         try Cascade.deleteDoomed(root: root, zoneKey: zone, firstSequence: firstSequence, in: db)
     }
 
+    func collectNullifying(inZone zone: Int64) throws -> Int {
+        try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS nullified(pos INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)")
+        try db.execute(sql: "DELETE FROM temp.nullified")
+        try db.execute(sql: Cascade.collectNullifyingSQL, arguments: [zone])
+        return try Int.fetchOne(db, sql: "SELECT count(*) FROM temp.nullified") ?? 0
+    }
+
+    func nullifyingRecords(inZone zone: Int64, positions: ClosedRange<Int>) throws -> [NullifyingRecord] {
+        var found: [NullifyingRecord] = []
+        for row in try Row.fetchAll(db.cachedStatement(sql: Cascade.nullifyingRecordsSQL), arguments: [zone, positions.lowerBound, positions.upperBound]) {
+            let name: String = row[0]
+            if found.last?.name != name {
+                found.append(NullifyingRecord(name: name, recordType: row[1], fields: row[2], created: Stamp(timestamp: row[3], userRecordName: row[4]), references: []))
+            }
+            found[found.count - 1].references.append((row[5], row[6]))
+        }
+        return found
+    }
+
+    func removeNullifiedReferences(inZone zone: Int64) throws {
+        try db.execute(sql: """
+            DELETE FROM refs WHERE zone_id = ?1 AND action = 3 AND source IN (SELECT name FROM temp.nullified)
+              AND target IN (SELECT name FROM temp.doomed)
+            """, arguments: [zone])
+    }
+
     func startDeleteRound() throws {
         try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS batch_deleted(name TEXT PRIMARY KEY, operation INTEGER NOT NULL) WITHOUT ROWID")
         try db.execute(sql: "DELETE FROM temp.batch_deleted")
@@ -100,6 +126,29 @@ enum Cascade {
         INSERT OR REPLACE INTO tombstones(zone_id, name, type, seq)
         SELECT r.zone_id, r.name, r.type, ? + d.pos - 1
         FROM temp.doomed d CROSS JOIN records r ON r.zone_id = ?2 AND r.name = d.name
+        """
+
+    /// The records holding `NULLIFY` references to doomed ones (zone), not doomed themselves,
+    /// numbered in byte order of name: each doomed name one search of `refs_by_target`.
+    static let collectNullifyingSQL = """
+        INSERT OR IGNORE INTO temp.nullified(name)
+        SELECT DISTINCT refs.source FROM temp.doomed d CROSS JOIN refs
+        ON refs.target = d.name AND refs.zone_id = ?1 AND refs.action = 3
+        WHERE refs.source NOT IN (SELECT name FROM temp.doomed)
+        ORDER BY refs.source
+        """
+
+    /// The records of ``collectNullifyingSQL`` numbered within a range (zone, first, last),
+    /// one row per `NULLIFY` reference to a doomed record: name, type, fields, creation, field
+    /// name, target.
+    static let nullifyingRecordsSQL = """
+        SELECT r.name, r.type, r.fields, r.created_at, r.created_by, f.name, refs.target
+        FROM temp.nullified n
+        CROSS JOIN records r ON r.zone_id = ?1 AND r.name = n.name
+        JOIN refs ON refs.source = n.name AND refs.zone_id = ?1 AND refs.action = 3
+        JOIN ref_fields f ON f.id = refs.field
+        WHERE n.pos BETWEEN ?2 AND ?3 AND refs.target IN (SELECT name FROM temp.doomed)
+        ORDER BY n.pos, f.name, refs.target
         """
 
     /// The doomed rows of the zone (argument), each one search of the records' key.

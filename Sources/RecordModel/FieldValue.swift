@@ -56,9 +56,9 @@ public indirect enum FieldValue: Sendable, Hashable {
         case .timestamp(let value): return .int(value)
         case .bytes(let value): return .string(value.base64EncodedString())
         case .reference(let value):
-            var members: [String: JSONValue] = [
-                "recordName": .string(value.recordName), "action": .string(value.action.rawValue),
-            ]
+            let action = WireForm.wire(value.action)
+            var members: [String: JSONValue] = ["recordName": .string(value.recordName), "action": .string(action.action)]
+            if let finer = action.extension { members[WireForm.actionExtensionKey] = .string(finer) }
             if let zone = value.zoneID { members["zoneID"] = zone.json }
             return .object(members)
         case .location(let value):
@@ -205,12 +205,15 @@ extension FieldValue {
             if let problem = NameRules.problem(withName: name, kind: "referenced recordName") {
                 throw RecordSyncError(.badRequest, problem)
             }
-            var action = Reference.Action.none
-            if let rawAction = members["action"], rawAction != .null {
-                guard case .string(let actionName) = rawAction, let parsed = Reference.Action(rawValue: actionName) else {
-                    throw RecordSyncError(.badRequest, "REFERENCE action must be NONE, DELETE_SELF or VALIDATE")
+            func text(_ key: String) throws -> String? {
+                switch members[key] {
+                case nil, .null?: return nil
+                case .string(let text)?: return text
+                default: throw RecordSyncError(.badRequest, "REFERENCE \(key) must be a string")
                 }
-                action = parsed
+            }
+            guard let action = WireForm.referenceAction(try text("action"), extension: try text(WireForm.actionExtensionKey)) else {
+                throw RecordSyncError(.badRequest, "REFERENCE action must be NONE, DELETE_SELF or VALIDATE (or, as recordSyncAction, NULLIFY)")
             }
             var zoneID: ZoneID?
             if let zone = members["zoneID"], zone != .null {

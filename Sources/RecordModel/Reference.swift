@@ -13,6 +13,10 @@ public struct Reference: Sendable, Hashable, Codable {
         /// The target must exist when the source is saved, and cannot be deleted while the source
         /// still points at it.
         case validate = "VALIDATE"
+        /// Extension: deleting the target clears the reference: the field is removed (from a
+        /// list, the element), a change of the source. On the wire the action is `NONE` with
+        /// `recordSyncAction` beside it (``WireForm/referenceAction(_:extension:)``).
+        case nullify = "NULLIFY"
     }
 
     /// The name of the target record.
@@ -29,13 +33,27 @@ public struct Reference: Sendable, Hashable, Codable {
         self.action = action
     }
 
-    enum CodingKeys: String, CodingKey { case recordName, zoneID, action }
+    enum CodingKeys: String, CodingKey { case recordName, zoneID, action, recordSyncAction }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         recordName = try container.decode(String.self, forKey: .recordName)
         zoneID = try container.decodeIfPresent(ZoneID.self, forKey: .zoneID)
-        action = try container.decodeIfPresent(Action.self, forKey: .action) ?? .none
+        let wire = try container.decodeIfPresent(String.self, forKey: .action)
+        let finer = try container.decodeIfPresent(String.self, forKey: .recordSyncAction)
+        guard let action = WireForm.referenceAction(wire, extension: finer) else {
+            throw DecodingError.dataCorruptedError(forKey: .action, in: container, debugDescription: "unknown reference action \(wire ?? "")")
+        }
+        self.action = action
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(recordName, forKey: .recordName)
+        try container.encodeIfPresent(zoneID, forKey: .zoneID)
+        let wire = WireForm.wire(action)
+        try container.encode(wire.action, forKey: .action)
+        try container.encodeIfPresent(wire.extension, forKey: .recordSyncAction)
     }
 }
 

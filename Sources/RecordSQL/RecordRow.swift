@@ -62,6 +62,7 @@ public enum RecordRow {
         case .none: 0
         case .deleteSelf: 1
         case .validate: 2
+        case .nullify: 3
         }
     }
 }

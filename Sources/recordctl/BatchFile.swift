@@ -12,7 +12,7 @@ import RecordClient
 ///
 /// `op` is `save` (the default: create or replace), `delete`, or any wire `operationType`.
 /// Field values are plain JSON (typed by the server's schema, or inferred); a reference is
-/// `{"ref": NAME, "action": "none" | "deleteSelf" | "validate"}`; the full wire form
+/// `{"ref": NAME, "action": "none" | "deleteSelf" | "validate" | "nullify"}`; the full wire form
 /// `{"value": …, "type": "…"}` is accepted too. An entry in the wire shape of a record
 /// (`export` writes those) is accepted as a save.
 enum BatchFile {
@@ -123,7 +123,8 @@ enum BatchFile {
         case nil, .string("none")?, .string("NONE")?: action = .none
         case .string("deleteSelf")?, .string("DELETE_SELF")?: action = .deleteSelf
         case .string("validate")?, .string("VALIDATE")?: action = .validate
-        default: throw RecordSyncError(.badRequest, "action must be none, deleteSelf or validate")
+        case .string("nullify")?, .string("NULLIFY")?: action = .nullify
+        default: throw RecordSyncError(.badRequest, "action must be none, deleteSelf, validate or nullify")
         }
         return .reference(Reference(recordName: target, action: action))
     }

@@ -15,6 +15,7 @@ struct RecordsCommand: AsyncParsableCommand {
                   {"recordName": "monet", "recordType": "Artist", "fields": {"name": "Claude Monet", "born": 1840}}
                   {"recordName": "lilies", "recordType": "Artwork", "fields": {"artist": {"ref": "monet", "action": "deleteSelf"}}}
                   {"op": "delete", "recordName": "old"}
+                A reference is {"ref": NAME, "action": "none" | "deleteSelf" | "validate" | "nullify"}.
                 Field values are plain JSON (typed by the server's schema); {"value": …, "type": "…"} is accepted too.
                 Batches of any size are split into requests, every record in the same or a later request than the records it references. Exit status 2 if any record failed.
                 """

@@ -141,13 +141,15 @@ import Testing
                 try Data(#"""
                     {"recordName": "ann", "recordType": "Artist", "fields": {"name": "Ann"}}
                     {"recordName": "w3", "recordType": "Artwork", "fields": {"year": 1903, "title": "T3", "artist": {"ref": "ann"}}}
+                    {"recordName": "w4", "recordType": "Artwork", "fields": {"year": 1904, "title": "T4", "artist": {"ref": "ann", "action": "nullify"}}}
                     """#.utf8).write(to: URL(fileURLWithPath: artists))
                 #expect(await recordctl(["records", "modify", "--file", artists] + flags).status == 0)
                 let backlinks = await recordctl(["records", "get", "ann", "--backlinks", "--json"] + flags)
                 #expect(backlinks.status == 0, "\(backlinks.errors)")
-                #expect(backlinks.lines.last == #"{"action":"NONE","backlinkOf":"ann","fieldName":"artist","recordName":"w3","recordType":"Artwork"}"#, "\(backlinks.output)")
+                #expect(backlinks.lines.suffix(2) == [#"{"action":"NONE","backlinkOf":"ann","fieldName":"artist","recordName":"w3","recordType":"Artwork"}"#,
+                                                      #"{"action":"NULLIFY","backlinkOf":"ann","fieldName":"artist","recordName":"w4","recordType":"Artwork"}"#], "\(backlinks.output)")
                 let byPath = await recordctl(["query", "Artwork", "--where", "artist.name == 'Ann'", "--json"] + flags)
-                #expect(byPath.status == 0 && byPath.lines.count == 1 && byPath.lines[0].contains(#""recordName":"w3""#), "\(byPath.output)\(byPath.errors)")
+                #expect(byPath.status == 0 && byPath.lines.count == 2 && byPath.lines[0].contains(#""recordName":"w3""#), "\(byPath.output)\(byPath.errors)")
                 let either = await recordctl(["query", "Artwork", "--where", "year == 1900 OR (title ENDSWITH[c] '1' AND NOT year < 1911)", "--all", "--json"] + flags)
                 #expect(either.status == 0)
                 #expect(either.lines.map { $0.contains(#""recordName":"w0""#) || $0.contains(#""recordName":"w11""#) } == [true, true])

@@ -47,6 +47,43 @@ extension ModifyBatch {
         return action != .stop
     }
 
+    /// Clears the `NULLIFY` references to the records the delete removes, in the `count` records
+    /// ``StorageTransaction/collectNullifying(inZone:)`` collected: a single reference field is
+    /// removed, a list loses those elements (an emptied list stays, empty). Each record is a
+    /// change: a new tag and place in the feed (in byte order of name, before the tombstones),
+    /// modified now by the deleter, whoever owns it. Read and written a thousand at a time.
+    mutating func nullify(_ count: Int) throws {
+        let first = progress.feed.take(count)
+        let modified = Stamp(timestamp: now, userRecordName: scope.user.userRecordName)
+        var position = 1
+        while position <= count {
+            let last = min(position + 999, count)
+            for record in try transaction.nullifyingRecords(inZone: zone.key, positions: position...last) {
+                var fields = try Record.fields(fromJSON: record.fields)
+                let removed = Dictionary(grouping: record.references, by: \.field).mapValues { Set($0.map(\.target)) }
+                func cleared(_ value: FieldValue, _ targets: Set<String>) -> Bool {
+                    if case .reference(let reference) = value { return reference.action == .nullify && targets.contains(reference.recordName) }
+                    return false
+                }
+                for (field, targets) in removed {
+                    switch fields[field] {
+                    case let value? where cleared(value, targets): fields[field] = nil
+                    case .list(let scalar, let elements)?: fields[field] = .list(scalar, elements.filter { !cleared($0, targets) })
+                    default: break
+                    }
+                }
+                let sequence = first + Int64(position - 1)
+                try transaction.updateRecord(RecordWrite(name: record.name, recordType: record.recordType, changeTag: ZoneFeedWriter.changeTag(sequence),
+                                                         fields: try JSONValueEncoder().encodeFieldsText(fields), created: record.created,
+                                                         modified: modified, sequence: sequence), inZone: zone.key)
+                if firing != nil { progress.saved.append((record.name, false)) }
+                position += 1
+            }
+            position = last + 1
+        }
+        try transaction.removeNullifiedReferences(inZone: zone.key)
+    }
+
     /// The record name of operation `index`, if it was validated.
     private func name(of index: Int) -> String? { operations[index]?.name }
 
@@ -73,6 +110,8 @@ extension ModifyBatch {
         if let firing, firing.firesOnDeletes {
             progress.deleteMatches += try firing.matches(try transaction.doomedNames(), reason: 3, in: transaction)
         }
+        let nullifying = try transaction.collectNullifying(inZone: zone.key)
+        if nullifying > 0 { try nullify(nullifying) }
         let cascaded = try transaction.deleteCascade(root: name, inZone: zone.key, firstSequence: progress.feed.take(count))
         // Later deletes of the batch skip what this one cascaded to; the last needs no note.
         if !isLast { progress.cascadedNames.formUnion(cascaded) }

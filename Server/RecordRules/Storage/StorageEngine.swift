@@ -224,6 +224,18 @@ public protocol StorageTransaction: AnyObject {
     ///
     /// - Returns: the collected names other than `root`, in byte order.
     func deleteCascade(root: String, inZone zone: Int64, firstSequence: Int64) throws -> [String]
+    /// Collects the records of the zone, not collected by the cascade, that hold a `NULLIFY`
+    /// reference to a collected record (``collectCascade(from:inZone:)`` ran last), numbered
+    /// from 1 in byte order of name, never loading them into memory.
+    ///
+    /// - Returns: how many.
+    func collectNullifying(inZone zone: Int64) throws -> Int
+    /// The records ``collectNullifying(inZone:)`` numbered within `positions`, in that order,
+    /// each with its `NULLIFY` references to collected records.
+    func nullifyingRecords(inZone zone: Int64, positions: ClosedRange<Int>) throws -> [NullifyingRecord]
+    /// Removes the `NULLIFY` references the records ``collectNullifying(inZone:)`` collected
+    /// hold to collected records.
+    func removeNullifiedReferences(inZone zone: Int64) throws
     /// Forgets what ``noteValidatedInCascade(operation:inZone:)`` noted.
     func startDeleteRound() throws
     /// For each delete operation with noted records, the record still stored that holds a
@@ -401,6 +413,25 @@ public struct FeedChange: Sendable {
     public init(sequence: Int64, entry: StoredZoneChanges.Entry) {
         self.sequence = sequence
         self.entry = entry
+    }
+}
+
+/// A record holding `NULLIFY` references to records a delete removes.
+public struct NullifyingRecord: Sendable {
+    public var name: String
+    public var recordType: String
+    /// Its fields' stored text.
+    public var fields: String
+    public var created: Stamp
+    /// Its `NULLIFY` references to removed records: field and target.
+    public var references: [(field: String, target: String)]
+
+    public init(name: String, recordType: String, fields: String, created: Stamp, references: [(field: String, target: String)]) {
+        self.name = name
+        self.recordType = recordType
+        self.fields = fields
+        self.created = created
+        self.references = references
     }
 }
 

@@ -102,8 +102,10 @@ extension FieldValue: JSONDirectWritable {
         case .reference(let value) where value.zoneID == nil:
             var first = true
             writer.open()
-            writer.key("action", first: &first); writer.writeString(value.action.rawValue)
+            let action = WireForm.wire(value.action)
+            writer.key("action", first: &first); writer.writeString(action.action)
             writer.key("recordName", first: &first); writer.writeString(value.recordName)
+            if let finer = action.extension { writer.key("recordSyncAction", first: &first); writer.writeString(finer) }
             writer.close()
         case .list(_, let elements):
             try writer.array(elements) { try $1.writeValue(to: &$0) }

@@ -297,22 +297,17 @@ extension Reference {
     /// A reference value in its plain form: `recordName` a string, `action` a known action or
     /// null, `zoneID` an object or null, no other member. Anything else is for the tree.
     init(directValue parser: inout JSONParser) throws {
-        var name: String?, action = Reference.Action.none, zoneID: ZoneID?
+        var name: String?, wire: String?, finer: String?, zoneID: ZoneID?
         try parser.forEachMember { parser, key in
             switch key {
             case "recordName": name = try parser.directString()
-            case "action":
-                if let text = try parser.directOptionalString() {
-                    guard let known = Reference.Action(rawValue: text) else { throw JSONDirectMiss() }
-                    action = known
-                } else {
-                    action = .none
-                }
+            case "action": wire = try parser.directOptionalString()
+            case WireForm.actionExtensionKey: finer = try parser.directOptionalString()
             case "zoneID": zoneID = try parser.takeNull() ? nil : try ZoneID(direct: &parser)
             default: throw JSONDirectMiss()
             }
         }
-        guard let name else { throw JSONDirectMiss() }
+        guard let name, let action = WireForm.referenceAction(wire, extension: finer) else { throw JSONDirectMiss() }
         self.init(recordName: name, zoneID: zoneID, action: action)
     }
 }

@@ -18,6 +18,22 @@ public enum WireForm {
     public static let errorExtensionKey = "recordSyncErrorCode"
     /// The key beside a field's `type` naming RecordSync's finer type (`BOOLEAN`, …).
     public static let typeExtensionKey = "recordSyncType"
+    /// The key beside a reference's `action` naming RecordSync's finer action (`NULLIFY`).
+    public static let actionExtensionKey = "recordSyncAction"
+
+    /// A reference action as it travels: Apple's word (`NULLIFY` as `NONE`, which is what an
+    /// Apple-only client can do with it: nothing), and RecordSync's beside it when finer.
+    public static func wire(_ action: Reference.Action) -> (action: String, extension: String?) {
+        action == .nullify ? (Reference.Action.none.rawValue, action.rawValue) : (action.rawValue, nil)
+    }
+
+    /// The action a reference read from the wire means: its extension when RecordSync knows it,
+    /// else Apple's word (absent: `NONE`); `nil` for a word no one knows.
+    public static func referenceAction(_ wire: String?, extension finer: String?) -> Reference.Action? {
+        if let finer, let known = Reference.Action(rawValue: finer) { return known }
+        guard let wire else { return Reference.Action.none }
+        return Reference.Action(rawValue: wire)
+    }
 
     /// CloudKit JS's `numbersAsStrings` option for the answer being written: `INT64` and
     /// `DOUBLE` field values (and their lists' elements) are written as JSON strings, which
