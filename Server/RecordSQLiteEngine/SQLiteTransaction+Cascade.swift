@@ -140,13 +140,15 @@ enum Cascade {
 
     /// The records of ``collectNullifyingSQL`` numbered within a range (zone, first, last),
     /// one row per `NULLIFY` reference to a doomed record: name, type, fields, creation, field
-    /// name, target.
+    /// name, target. CROSS JOINs keep the range the outer loop, each name one search of the
+    /// references' and the records' keys; left to itself, SQLite walked every reference to the
+    /// doomed records for each range (2.4 s of reads for 100,000 records, against 0.1 s).
     static let nullifyingRecordsSQL = """
         SELECT r.name, r.type, r.fields, r.created_at, r.created_by, f.name, refs.target
         FROM temp.nullified n
+        CROSS JOIN refs ON refs.source = n.name AND refs.zone_id = ?1 AND refs.action = 3
         CROSS JOIN records r ON r.zone_id = ?1 AND r.name = n.name
-        JOIN refs ON refs.source = n.name AND refs.zone_id = ?1 AND refs.action = 3
-        JOIN ref_fields f ON f.id = refs.field
+        CROSS JOIN ref_fields f ON f.id = refs.field
         WHERE n.pos BETWEEN ?2 AND ?3 AND refs.target IN (SELECT name FROM temp.doomed)
         ORDER BY n.pos, f.name, refs.target
         """

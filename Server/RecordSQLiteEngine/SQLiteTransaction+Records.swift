@@ -48,7 +48,10 @@ extension SQLiteTransaction {
 
     func updateRecord(_ row: RecordWrite, inZone zone: Int64) throws {
         try db.cachedStatement(sql: "UPDATE records SET tag = ?, fields = ?, modified_at = ?, modified_by = ?, modified_device = NULL, seq = ? WHERE zone_id = ? AND name = ?")
-            .execute(arguments: [row.changeTag, row.fields, row.modified.timestamp, row.modified.userRecordName, row.sequence, zone, row.name])
+            .run(in: db) { binder in
+                binder.bind(row.changeTag); binder.bind(row.fields); binder.bind(row.modified.timestamp); binder.bind(row.modified.userRecordName)
+                binder.bind(row.sequence); binder.bind(zone); binder.bind(row.name)
+            }
     }
 
     func removeTombstone(named name: String, inZone zone: Int64) throws {

@@ -30,6 +30,41 @@ enum Floor {
         return try cascadeDelete(children: children, perChild: perChild, levelByLevel: levelByLevel, in: server.directory)
     }
 
+    /// The `NULLIFY` floor of the server's engine.
+    static func serverNullify(count: Int, _ server: BenchServer) async throws -> Double {
+        if let url = server.storage.databaseURL { return try await PostgresFloor.nullify(count: count, url: url) }
+        return try nullify(count: count, in: server.directory)
+    }
+
+    /// `count` rows shaped like the server's (name, parent, fields as stored JSON text, feed
+    /// number), all pointing at one parent, in a table with a primary key and an index on the
+    /// parent; then one set-based UPDATE removes the reference from each row's JSON and moves
+    /// its feed number on.
+    /// - Returns: the seconds the update took.
+    static func nullify(count: Int, in directory: String) throws -> Double {
+        let queue = try database(in: directory, name: "floor-nullify-\(UUID().uuidString).sqlite")
+        try queue.write { db in
+            try db.execute(sql: "CREATE TABLE rows(name TEXT PRIMARY KEY, parent TEXT, fields TEXT NOT NULL, seq INTEGER NOT NULL) WITHOUT ROWID")
+            try db.execute(sql: "CREATE INDEX rows_by_parent ON rows(parent)")
+            let statement = try db.cachedStatement(sql: "INSERT INTO rows VALUES (?, 'a0', ?, ?)")
+            for i in 0..<count {
+                try statement.execute(arguments: ["w\(i)", Self.storedFields(i), i])
+            }
+        }
+        let start = ContinuousClock.now
+        try queue.write { db in
+            try db.execute(sql: "UPDATE rows SET fields = json_remove(fields, '$.artist'), parent = NULL, seq = seq + ? WHERE parent = 'a0'", arguments: [count])
+        }
+        return (ContinuousClock.now - start).seconds
+    }
+
+    /// An Artwork's fields as the server stores them (keys sorted, the `NULLIFY` reference as it travels).
+    static func storedFields(_ i: Int) -> String {
+        #"{"artist":{"type":"REFERENCE","value":{"action":"NONE","recordName":"a0","recordSyncAction":"NULLIFY"}},"medium":{"type":"STRING","value":"oil"},"#
+            + #""price":{"type":"DOUBLE","value":\#(Double(i) / 3)},"rank":{"type":"INT64","value":\#(i % 7)},"title":{"type":"STRING","value":"title \#(i)"},"#
+            + #""year":{"type":"INT64","value":\#(1800 + i % 200)}}"#
+    }
+
     /// Opens a fresh floor database.
     static func database(in directory: String, name: String) throws -> DatabaseQueue {
         var configuration = Configuration()

@@ -50,6 +50,28 @@ enum PostgresFloor {
         }
     }
 
+    /// ``Floor/nullify(count:in:)`` on PostgreSQL: the rows in a table with a primary key and an
+    /// index on the parent, updated by one statement (the JSON edited as `jsonb`).
+    static func nullify(count: Int, url: String) async throws -> Double {
+        try await BenchStorage.withAdminConnection(url) { connection in
+            let logger = BenchStorage.logger
+            try await connection.query("DROP TABLE IF EXISTS floor_nullify", logger: logger)
+            try await connection.query("CREATE TABLE floor_nullify(name TEXT COLLATE \"C\" PRIMARY KEY, parent TEXT COLLATE \"C\", fields TEXT NOT NULL, seq BIGINT NOT NULL)", logger: logger)
+            try await connection.query("CREATE INDEX floor_nullify_by_parent ON floor_nullify(parent)", logger: logger)
+            for first in stride(from: 0, to: count, by: 1000) {
+                let range = first..<min(first + 1000, count)
+                let names = range.map { "w\($0)" }, fields = range.map(Floor.storedFields), numbers = range.map { Int64($0) }
+                try await connection.query("INSERT INTO floor_nullify SELECT n, 'a0', f, s FROM unnest(\(names), \(fields), \(numbers)) AS u(n, f, s)", logger: logger)
+            }
+            try await connection.query("VACUUM ANALYZE floor_nullify", logger: logger)
+            let start = ContinuousClock.now
+            try await connection.query("UPDATE floor_nullify SET fields = (fields::jsonb - 'artist')::text, parent = NULL, seq = seq + \(Int64(count)) WHERE parent = 'a0'", logger: logger)
+            let elapsed = (ContinuousClock.now - start).seconds
+            try await connection.query("DROP TABLE floor_nullify", logger: logger)
+            return elapsed
+        }
+    }
+
     /// ``Floor/cascadeDelete(children:perChild:levelByLevel:in:)`` on PostgreSQL: the tree in a
     /// table with a primary key and an index on the parent, deleted with one recursive statement.
     static func cascadeDelete(children: Int, perChild: Int, url: String) async throws -> (seconds: Double, deleted: Int) {

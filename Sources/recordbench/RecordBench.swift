@@ -21,7 +21,7 @@ struct RecordBench: AsyncParsableCommand {
 }
 
 enum Scenario: String, CaseIterable, ExpressibleByArgument {
-    case save, changes, cascade, queryByReference = "query-by-reference", cacheApply = "cache-apply", propagation, memory, nodes, assets
+    case save, changes, cascade, nullify, queryByReference = "query-by-reference", cacheApply = "cache-apply", propagation, memory, nodes, assets
 }
 
 enum BackendName: String, CaseIterable, ExpressibleByArgument {
@@ -81,6 +81,7 @@ extension RecordBench {
                 case .save: result = try await Scenarios.save(sizes, repetitions: repetitions)
                 case .changes: result = try await Scenarios.changes(sizes, repetitions: repetitions)
                 case .cascade: result = try await Scenarios.cascade(sizes, repetitions: repetitions)
+                case .nullify: result = try await Scenarios.nullify(sizes, repetitions: repetitions)
                 case .queryByReference: result = try await Scenarios.queryByReference(sizes, repetitions: repetitions)
                 case .cacheApply: result = try await Scenarios.cacheApply(sizes, repetitions: repetitions)
                 case .propagation: result = try await Scenarios.propagation(sizes)

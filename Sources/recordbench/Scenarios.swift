@@ -17,16 +17,18 @@ struct Scale: Sendable {
     var assetCount = 50
     var assetBytes = 4 << 20
     var bigAssetBytes = 40 << 20
+    /// The `nullify` scenario: this many records hold a `NULLIFY` reference to one record.
+    var nullifySources = 100_000
 
     static let small = Scale(saveRecords: 4_000, changesBigZone: 20_000, changesSmallZone: 1_000, cascadeChildren: 1_000,
                              cascadeGrandchildrenPerChild: 9, queryBigZone: 20_000, querySmallZone: 2_000,
                              cacheApplyRecords: 5_000, propagationRounds: 50, memoryRecords: 20_000,
-                             assetCount: 10, assetBytes: 1 << 20, bigAssetBytes: 8 << 20)
+                             assetCount: 10, assetBytes: 1 << 20, bigAssetBytes: 8 << 20, nullifySources: 5_000)
     /// A few hundred records per scenario: checks the harness end to end (the tests use it).
     static let tiny = Scale(saveRecords: 400, changesBigZone: 2_000, changesSmallZone: 200, cascadeChildren: 50,
                             cascadeGrandchildrenPerChild: 9, queryBigZone: 2_000, querySmallZone: 1_000,
                             cacheApplyRecords: 500, propagationRounds: 5, memoryRecords: 2_000,
-                            assetCount: 3, assetBytes: 256 << 10, bigAssetBytes: 1 << 20)
+                            assetCount: 3, assetBytes: 256 << 10, bigAssetBytes: 1 << 20, nullifySources: 300)
     static let full = Scale(saveRecords: 100_000, changesBigZone: 1_000_000, changesSmallZone: 1_000, cascadeChildren: 10_000,
                             cascadeGrandchildrenPerChild: 9, queryBigZone: 1_000_000, querySmallZone: 10_000,
                             cacheApplyRecords: 100_000, propagationRounds: 200, memoryRecords: 1_000_000)
@@ -152,6 +154,43 @@ enum Scenarios {
         return Measurement(scenario: "cascade", unit: "s to delete \(total)", figure: median(deletes), floor: median(floors), ratio: ratio,
                            target: "≤ 3× floor", met: ratio <= 3,
                            notes: String(format: "tombstones fetched in %.2f s", median(fetches)) + walk)
+    }
+
+    /// `nullify`: deleting one Artist that `nullifySources` Artworks refer to with `NULLIFY`,
+    /// each Artwork then a change without the field, against the floor's one set-based UPDATE
+    /// of the same rows (the field removed from each row's JSON, its feed number moved on).
+    static func nullify(_ scale: Scale, repetitions: Int) async throws -> Measurement {
+        let count = scale.nullifySources
+        var deletes: [Double] = [], floors: [Double] = []
+        for _ in 0..<repetitions {
+            let (delete, floor) = try await withBenchServer { server in
+                let database = server.container.privateCloudDatabase
+                try await Workload.save(database, count: 1, zone: .defaultZone) { _ in [Workload.artist(0)] }
+                try await Workload.save(database, count: count, zone: .defaultZone) { range in
+                    range.map { i in
+                        var operation = Workload.artwork(i, artists: 1)
+                        operation.record.fields?["artist"] = RawFieldValue(FieldValue.reference(Reference(recordName: "a0", action: .nullify)))
+                        return operation
+                    }
+                }
+                let before = try await Workload.drainChanges(database, zone: .defaultZone, since: nil)
+                try await server.storage.analyze()
+                let floorBefore = try await Floor.serverNullify(count: count, server)
+                let delete = try await seconds {
+                    let results = try await database.modify([RecordOperation(.forceDelete, RecordPayload(recordName: "a0"))])
+                    if case .failure(let error) = results.first?.result { throw BenchError("the delete failed: \(error)") }
+                }
+                let after = try await Workload.drainChanges(database, zone: .defaultZone, since: before.token)
+                guard after.changed == count, after.deleted == 1 else { throw BenchError("the delete made \(after.changed) changes and \(after.deleted) deletions, not \(count) and 1") }
+                let floorAfter = try await Floor.serverNullify(count: count, server)
+                return (delete, Floor.bracketed(seconds: floorBefore, floorAfter))
+            }
+            deletes.append(delete)
+            floors.append(floor)
+        }
+        let ratio = pairedRatio(deletes, over: floors)
+        return Measurement(scenario: "nullify", unit: "s to clear \(count)", figure: median(deletes), floor: median(floors), ratio: ratio,
+                           target: "≤ 3× floor", met: ratio <= 3)
     }
 
     /// `query-by-reference`: one Artist's 100 Artworks, in a big zone and in a small one.

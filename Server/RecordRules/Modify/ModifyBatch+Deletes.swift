@@ -59,23 +59,11 @@ extension ModifyBatch {
         while position <= count {
             let last = min(position + 999, count)
             for record in try transaction.nullifyingRecords(inZone: zone.key, positions: position...last) {
-                var fields = try Record.fields(fromJSON: record.fields)
-                let removed = Dictionary(grouping: record.references, by: \.field).mapValues { Set($0.map(\.target)) }
-                func cleared(_ value: FieldValue, _ targets: Set<String>) -> Bool {
-                    if case .reference(let reference) = value { return reference.action == .nullify && targets.contains(reference.recordName) }
-                    return false
-                }
-                for (field, targets) in removed {
-                    switch fields[field] {
-                    case let value? where cleared(value, targets): fields[field] = nil
-                    case .list(let scalar, let elements)?: fields[field] = .list(scalar, elements.filter { !cleared($0, targets) })
-                    default: break
-                    }
-                }
+                let targets = Dictionary(grouping: record.references, by: \.field).mapValues { Set($0.map(\.target)) }
+                let fields = try Record.fieldsText(record.fields, clearingNullifyReferencesTo: targets)
                 let sequence = first + Int64(position - 1)
                 try transaction.updateRecord(RecordWrite(name: record.name, recordType: record.recordType, changeTag: ZoneFeedWriter.changeTag(sequence),
-                                                         fields: try JSONValueEncoder().encodeFieldsText(fields), created: record.created,
-                                                         modified: modified, sequence: sequence), inZone: zone.key)
+                                                         fields: fields, created: record.created, modified: modified, sequence: sequence), inZone: zone.key)
                 if firing != nil { progress.saved.append((record.name, false)) }
                 position += 1
             }
