@@ -20,6 +20,29 @@ enum Workload {
                                                      fields: ["name": RawFieldValue(FieldValue.string("artist \(i)"))]))
     }
 
+    /// The query-language data shape: 1,000 Artists (`artist 0` … `artist 999`), and Artworks
+    /// each with a reference to an Artist, a title, a note of 20 words and a location. Exactly
+    /// 100 Artworks of any zone of at least 100 refer to `artist 0`.
+    static func galleryArtist(_ i: Int) -> RecordOperation {
+        RecordOperation(.forceReplace, RecordPayload(recordName: "a\(i)", recordType: "Artist",
+                                                     fields: ["name": RawFieldValue(FieldValue.string("artist \(i)"))]))
+    }
+
+    static let noteWords = (0..<5_000).map { "w\(String($0, radix: 36))" }
+
+    static func galleryArtwork(_ i: Int, of count: Int) -> RecordOperation {
+        let artist = i % max(count / 100, 1) == 0 ? 0 : 1 + i % 999
+        var generator = SplitMix(seed: UInt64(i))
+        let note = (0..<20).map { _ in noteWords[Int(generator.next() % UInt64(noteWords.count))] }.joined(separator: " ")
+        let location = Location(latitude: 48 + Double(generator.next() % 1_000_000) / 1_000_000, longitude: 2 + Double(generator.next() % 1_000_000) / 1_000_000)
+        return RecordOperation(.forceReplace, RecordPayload(recordName: "w\(i)", recordType: "Artwork", fields: [
+            "artist": RawFieldValue(FieldValue.reference(Reference(recordName: "a\(artist)", action: .none))),
+            "title": RawFieldValue(FieldValue.string("title \(i)")),
+            "note": RawFieldValue(FieldValue.string(note)),
+            "location": RawFieldValue(FieldValue.location(location)),
+        ]))
+    }
+
     /// A node of the cascade tree, owned (`DELETE_SELF`) by `parent`.
     static func node(_ name: String, parent: String?) -> RecordOperation {
         var fields = ["label": RawFieldValue(FieldValue.string(name))]
@@ -70,6 +93,19 @@ enum Workload {
             deleted += page.deletions.count
             if !page.moreComing { return (token, changed, deleted) }
         }
+    }
+}
+
+/// SplitMix64: the same numbers for the same seed on every run.
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }
 
