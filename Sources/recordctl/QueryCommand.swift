@@ -2,13 +2,14 @@ import ArgumentParser
 import Foundation
 import RecordClient
 
-/// `recordctl query TYPE [--where PREDICATE] [--sort KEY[:desc]…] [--limit N] [--all] [--cache PATH]`.
+/// `recordctl query TYPE [--where PREDICATE] [--sort KEY[:desc]…] [--limit N] [--all] [--include FIELD…] [--cache PATH]`.
 struct QueryCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "query",
         abstract: "Query records with the NSPredicate format language, on the server or in a local cache.",
         discussion: """
             Example: recordctl query Artwork --where "year >= 1900 AND title BEGINSWITH 'W'" --sort year:desc --all
+            Key paths, OR, NOT and string matching: --where "artist.name == 'Claude Monet' OR title CONTAINS[cd] 'nympheas'"
             With --cache PATH the query runs offline on a cache kept by 'recordctl sync'; the output is
             the same as the server's for a synced cache.
             """
@@ -21,9 +22,13 @@ struct QueryCommand: AsyncParsableCommand {
     @Option(help: "At most this many records.") var limit: Int?
     @Flag(help: "Every matching record (follows cursors).") var all = false
     @Option(help: "Answer from this local cache instead of the server.") var cache: String?
+    @Option(name: .long, help: "A reference field to follow; the records it reaches are printed first (targets first). Repeatable.") var include: [String] = []
+    @Option(help: "How many references deep --include follows.") var depth = 1
 
     func validate() throws {
         if let limit, limit <= 0 { throw ValidationError("--limit must be positive") }
+        if !include.isEmpty, cache != nil { throw ValidationError("--include asks the server; it cannot be used with --cache") }
+        if depth < 1 { throw ValidationError("--depth must be positive") }
         for key in sort where key.split(separator: ":").count > 2 || (key.contains(":") && !key.hasSuffix(":desc") && !key.hasSuffix(":asc")) {
             throw ValidationError("--sort \(key): use KEY, KEY:asc or KEY:desc")
         }
@@ -41,6 +46,18 @@ struct QueryCommand: AsyncParsableCommand {
             if let cache {
                 records = try await RecordCache(path: cache).records(matching: query, inZoneWith: zone.zoneID)
                 if !all, let limit { records = Array(records.prefix(limit)) }
+            } else if !include.isEmpty {
+                let database = try connection.makeDatabase()
+                var page = try await database.records(matching: query, inZoneWith: zone.zoneID, including: include, depth: depth, resultsLimit: limit)
+                records = page.records
+                var included = page.includedRecords
+                while all, let cursor = page.queryCursor {
+                    page = try await database.records(continuingMatchFrom: cursor, including: include, depth: depth, resultsLimit: limit)
+                    records += page.records
+                    included += page.includedRecords.filter { new in !included.contains { $0.recordName == new.recordName } }
+                }
+                if !all, page.queryCursor != nil, limit == nil { Console.error("(more records match: use --all or --limit)") }
+                records = included + records
             } else {
                 let database = try connection.makeDatabase()
                 if all {

@@ -148,6 +148,8 @@ import Testing
                 #expect(backlinks.status == 0, "\(backlinks.errors)")
                 #expect(backlinks.lines.suffix(2) == [#"{"action":"NONE","backlinkOf":"ann","fieldName":"artist","recordName":"w3","recordType":"Artwork"}"#,
                                                       #"{"action":"NULLIFY","backlinkOf":"ann","fieldName":"artist","recordName":"w4","recordType":"Artwork"}"#], "\(backlinks.output)")
+                let withArtist = await recordctl(["query", "Artwork", "--where", "artist.name == 'Ann'", "--include", "artist", "--json"] + flags)
+                #expect(withArtist.status == 0 && withArtist.lines.count == 3 && withArtist.lines[0].contains(#""recordName":"ann""#), "\(withArtist.output)\(withArtist.errors)")
                 let byPath = await recordctl(["query", "Artwork", "--where", "artist.name == 'Ann'", "--json"] + flags)
                 #expect(byPath.status == 0 && byPath.lines.count == 2 && byPath.lines[0].contains(#""recordName":"w3""#), "\(byPath.output)\(byPath.errors)")
                 let either = await recordctl(["query", "Artwork", "--where", "year == 1900 OR (title ENDSWITH[c] '1' AND NOT year < 1911)", "--all", "--json"] + flags)
