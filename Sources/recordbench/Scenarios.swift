@@ -197,62 +197,48 @@ enum Scenarios {
     /// Artworks of the query-language shape and in one of `querySmallZone`, each with 1,000
     /// Artists.
     static func keyPath(_ scale: Scale, repetitions: Int) async throws -> Measurement {
-        try await withBenchServer { server in
-            let database = server.container.privateCloudDatabase
-            let big = ZoneID(zoneName: "A"), small = ZoneID(zoneName: "B")
-            _ = try await database.modifyRecordZones(saving: [RecordZone(zoneID: big), RecordZone(zoneID: small)], deleting: [])
-            for (zone, count) in [(big, scale.queryBigZone), (small, scale.querySmallZone)] {
-                say("  seeding 1000 Artists and \(count) Artworks in zone \(zone.zoneName)…")
-                try await Workload.save(database, count: 1_000, zone: zone) { $0.map(Workload.galleryArtist) }
-                try await Workload.save(database, count: count, zone: zone) { $0.map { Workload.galleryArtwork($0, of: count) } }
-            }
-            try await server.storage.analyze()
-            let query = RecordQuery(recordType: "Artwork", predicate: try RecordPredicate(format: "artist.name == %@", "artist 0"))
-            var bigTimes: [Double] = [], smallTimes: [Double] = [], ratios: [Double] = []
-            for round in 0..<max(9, repetitions) {
-                var time: [ZoneID: Double] = [:]
-                for zone in round % 2 == 0 ? [big, small] : [small, big] {
-                    var found = 0
-                    time[zone] = try await seconds { found = try await database.allRecords(matching: query, inZoneWith: zone).count }
-                    guard found == 100 else { throw BenchError("zone \(zone.zoneName) returned \(found) Artworks, not 100") }
-                }
-                bigTimes.append(time[big]!)
-                smallTimes.append(time[small]!)
-                ratios.append(time[big]! / time[small]!)
-            }
-            let ratio = median(ratios)
-            return Measurement(scenario: "key-path", unit: "ms, 100 of \(scale.queryBigZone)", figure: median(bigTimes) * 1000,
-                               floor: nil, ratio: ratio, target: "time(big)/time(small) ≤ 1.5", met: ratio <= 1.5,
-                               notes: String(format: "%.2f ms for 100 of %d", median(smallTimes) * 1000, scale.querySmallZone))
+        try await bigZoneAgainstSmall("key-path", scale, repetitions: repetitions,
+                                      query: RecordQuery(recordType: "Artwork", predicate: try RecordPredicate(format: "artist.name == %@", "artist 0"))) { database, zone, count in
+            say("  seeding 1000 Artists and \(count) Artworks in zone \(zone.zoneName)…")
+            try await Workload.save(database, count: 1_000, zone: zone) { $0.map(Workload.galleryArtist) }
+            try await Workload.save(database, count: count, zone: zone) { $0.map { Workload.galleryArtwork($0, of: count) } }
         }
     }
 
     /// `query-by-reference`: one Artist's 100 Artworks, in a big zone and in a small one.
     static func queryByReference(_ scale: Scale, repetitions: Int) async throws -> Measurement {
+        try await bigZoneAgainstSmall("query-by-reference", scale, repetitions: repetitions,
+                                      query: RecordQuery(recordType: "Artwork", predicate: try RecordPredicate(format: "artist == %@", Reference(recordName: "a7")))) { database, zone, count in
+            say("  seeding \(count) records in zone \(zone.zoneName)…")
+            try await Workload.save(database, count: count, zone: zone) { $0.map { Workload.artwork($0, artists: count / 100) } }
+        }
+    }
+
+    /// A query that matches 100 records run in a zone seeded with `queryBigZone` records and in
+    /// one with `querySmallZone`, alternating which goes first; the figure is the ratio of the
+    /// times (median of each round's own ratio).
+    static func bigZoneAgainstSmall(_ scenario: String, _ scale: Scale, repetitions: Int, query: RecordQuery,
+                                    seed: @escaping @Sendable (Database, ZoneID, Int) async throws -> Void) async throws -> Measurement {
         try await withBenchServer { server in
             let database = server.container.privateCloudDatabase
             let big = ZoneID(zoneName: "A"), small = ZoneID(zoneName: "B")
             _ = try await database.modifyRecordZones(saving: [RecordZone(zoneID: big), RecordZone(zoneID: small)], deleting: [])
-            for (zone, count) in [(big, scale.queryBigZone), (small, scale.querySmallZone)] {
-                say("  seeding \(count) records in zone \(zone.zoneName)…")
-                try await Workload.save(database, count: count, zone: zone) { $0.map { Workload.artwork($0, artists: count / 100) } }
-            }
+            for (zone, count) in [(big, scale.queryBigZone), (small, scale.querySmallZone)] { try await seed(database, zone, count) }
             try await server.storage.analyze()
-            let query = RecordQuery(recordType: "Artwork", predicate: try RecordPredicate(format: "artist == %@", Reference(recordName: "a7")))
             var bigTimes: [Double] = [], smallTimes: [Double] = [], ratios: [Double] = []
             for round in 0..<max(9, repetitions) {
                 var time: [ZoneID: Double] = [:]
                 for zone in round % 2 == 0 ? [big, small] : [small, big] {
                     var found = 0
                     time[zone] = try await seconds { found = try await database.allRecords(matching: query, inZoneWith: zone).count }
-                    guard found == 100 else { throw BenchError("zone \(zone.zoneName) returned \(found) children, not 100") }
+                    guard found == 100 else { throw BenchError("zone \(zone.zoneName) returned \(found) records, not 100") }
                 }
                 bigTimes.append(time[big]!)
                 smallTimes.append(time[small]!)
                 ratios.append(time[big]! / time[small]!)
             }
             let ratio = median(ratios)
-            return Measurement(scenario: "query-by-reference", unit: "ms, 100 of \(scale.queryBigZone)", figure: median(bigTimes) * 1000,
+            return Measurement(scenario: scenario, unit: "ms, 100 of \(scale.queryBigZone)", figure: median(bigTimes) * 1000,
                                floor: nil, ratio: ratio, target: "time(big)/time(small) ≤ 1.5", met: ratio <= 1.5,
                                notes: String(format: "%.2f ms for 100 of %d", median(smallTimes) * 1000, scale.querySmallZone))
         }
