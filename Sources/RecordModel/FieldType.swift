@@ -12,6 +12,9 @@ public enum ScalarType: String, Sendable, Hashable, Codable, CaseIterable {
     case asset = "ASSETID"
     /// A boolean. An extension: CloudKit stores booleans as `INT64`.
     case boolean = "BOOLEAN"
+    /// Dictionaries and arrays (any JSON object or array). An extension: it travels as a
+    /// `STRING` holding the JSON, with `recordSyncType` `NESTED` beside it.
+    case nested = "NESTED"
 }
 
 /// The type of a field: a scalar type or a list of one (`STRING_LIST`, …).

@@ -20,6 +20,8 @@ public indirect enum FieldValue: Sendable, Hashable {
     case boolean(Bool)
     /// A list whose elements are all of the given scalar type.
     case list(ScalarType, [FieldValue])
+    /// A nested value (an extension, ``ScalarType/nested``): a JSON object or array.
+    case nested(JSONValue)
 
     /// The value's type.
     public var type: FieldType {
@@ -34,6 +36,7 @@ public indirect enum FieldValue: Sendable, Hashable {
         case .asset: FieldType(.asset)
         case .boolean: FieldType(.boolean)
         case .list(let scalar, _): FieldType(scalar, isList: true)
+        case .nested: FieldType(.nested)
         }
     }
 
@@ -73,6 +76,7 @@ public indirect enum FieldValue: Sendable, Hashable {
         case .asset(let value): return value
         case .boolean(let value): return .int(value ? 1 : 0)
         case .list(_, let elements): return .array(elements.map(\.json))
+        case .nested(let value): return .string((try? value.serializedString()) ?? "null")
         }
     }
 
@@ -252,6 +256,17 @@ extension FieldValue {
                 }
             ))
         case (.asset, .object): self = .asset(json)
+        // As it travels, a string holding the JSON; RecordSync's own clients may send the JSON.
+        case (.nested, .string(let text)):
+            let parsed: JSONValue
+            do { parsed = try JSONValue.parse(Data(text.utf8)) } catch { throw RecordSyncError(.badRequest, "NESTED value is not JSON text") }
+            guard case .object = parsed else {
+                guard case .array = parsed else { throw RecordSyncError(.badRequest, "NESTED value holds \(parsed.kindDescription), not an object or an array") }
+                self = .nested(parsed)
+                return
+            }
+            self = .nested(parsed)
+        case (.nested, .object), (.nested, .array): self = .nested(json)
         default: throw mismatch()
         }
     }
@@ -267,6 +282,7 @@ extension FieldValue {
         case .location: "an object with latitude and longitude"
         case .asset: "an asset object"
         case .boolean: "a boolean"
+        case .nested: "a JSON object or array (or a string holding one)"
         }
     }
 }

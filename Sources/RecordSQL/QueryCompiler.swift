@@ -223,7 +223,11 @@ public struct QueryCompiler: Sendable {
             return try scalarCondition(column(for: system), comparator, fieldValue, type: system.type.scalar)
         }
         guard let field = filter.fieldName else { throw RecordSyncError(.badRequest, "a filter needs fieldName or systemFieldName") }
-        if field.contains(".") { return try keyPathCondition(filter, field, comparator) }
+        if field.contains(".") {
+            let first = String(field.prefix { $0 != "." })
+            if schema.fields[first]?.scalar == .nested { return try nestedCondition(field, comparator, fieldValue) }
+            return try keyPathCondition(filter, field, comparator)
+        }
         if let problem = NameRules.problem(withFieldName: field) { throw RecordSyncError(.badRequest, problem) }
 
         let type = try fieldType(field, given: fieldValue, comparator: comparator)
@@ -244,6 +248,32 @@ public struct QueryCompiler: Sendable {
             return ("(CASE WHEN \(dialect.fieldPresent(field, alias: alias)) THEN \(sql) END)", arguments)
         }
         return try scalarCondition(dialect.fieldValue(field, type.scalar, alias: alias), comparator, fieldValue, type: type.scalar)
+    }
+
+    /// A comparison of a value inside a nested field (`address.city == 'Paris'`), as the kind
+    /// of the value given: a string, a number or a boolean. A path that leads nowhere, or to a
+    /// value of another kind, is unknown, like a missing field.
+    private func nestedCondition(_ path: String, _ comparator: QueryComparator, _ value: RawFieldValue) throws -> (String, [SQLValue]) {
+        let names = path.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        guard names.count <= QuerySchema.maximumKeyPathLength else {
+            throw RecordSyncError(.badRequest, "key path \(NameRules.quoted(path)) has \(names.count) names; the limit is \(QuerySchema.maximumKeyPathLength)")
+        }
+        for name in names {
+            if let problem = NameRules.problem(withFieldName: name) { throw RecordSyncError(.badRequest, "key path \(NameRules.quoted(path)): \(problem)") }
+        }
+        guard !comparator.appliesToListElements else {
+            throw RecordSyncError(.badRequest, "\(comparator.rawValue) does not apply inside a NESTED field; compare its single values (==, <, IN, BEGINS_WITH, …)")
+        }
+        let sample: JSONValue = if comparator.takesList, case .array(let elements) = value.value { elements.first ?? .null } else { value.value }
+        let scalar: ScalarType
+        switch value.type?.scalar ?? FieldValue.inferredType(of: sample)?.scalar ?? (comparator.takesList ? .string : nil) {
+        case .string?: scalar = .string
+        case .int64?, .double?: scalar = .double
+        case .boolean?: scalar = .boolean
+        default: throw RecordSyncError(.badRequest, "a value inside a NESTED field compares with a string, a number or a boolean")
+        }
+        let kind: SQLDialect.NestedKind = scalar == .string ? .text : scalar == .double ? .number : .boolean
+        return try scalarCondition(dialect.nestedValue(names[0], path: Array(names.dropFirst()), kind, alias: alias), comparator, value, type: scalar)
     }
 
     /// A comparison through a key path (`artist.name == 'Monet'`): true when a record the
@@ -420,8 +450,8 @@ public struct QueryCompiler: Sendable {
         case .boolean(let flag): return [.integer(flag ? 1 : 0)]
         case .bytes(let data): return [.text(data.base64EncodedString())]
         case .reference(let reference): return [.text(reference.recordName)]
-        case .location, .asset, .list:
-            throw RecordSyncError(.badRequest, "\(scalar.rawValue) values cannot be compared (NEAR is not supported yet)")
+        case .location, .asset, .list, .nested:
+            throw RecordSyncError(.badRequest, "\(scalar.rawValue) values cannot be compared (NEAR is not supported yet; compare a NESTED field's values by key path)")
         }
     }
 

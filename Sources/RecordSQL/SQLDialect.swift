@@ -53,6 +53,35 @@ public enum SQLDialect: Sendable {
         }
     }
 
+    /// What a value inside a nested field is compared as.
+    enum NestedKind { case text, number, boolean }
+
+    /// The value at `path` inside the nested field `field` of `alias`, when it is of `kind`
+    /// (JSON string, number, or `true`/`false` as 1/0); else NULL, so a comparison with a value
+    /// of another kind is unknown, as with a missing one. Names are field-name safe (letters,
+    /// digits, underscores), so they are written into the path.
+    func nestedValue(_ field: String, path: [String], _ kind: NestedKind, alias: String = "r") -> String {
+        switch self {
+        case .sqlite:
+            let json = "json_extract(\(alias).fields, '$.\(field).value')"
+            let at = "'$." + path.joined(separator: ".") + "'"
+            let kinds = switch kind {
+            case .text: "'text'"
+            case .number: "'integer', 'real'"
+            case .boolean: "'true', 'false'"
+            }
+            return "(CASE WHEN json_type(\(json), \(at)) IN (\(kinds)) THEN json_extract(\(json), \(at)) END)"
+        case .postgres:
+            let json = "((\(alias).fields::jsonb #>> '{\(field),value}')::jsonb)"
+            let at = "'{" + path.joined(separator: ",") + "}'"
+            return switch kind {
+            case .text: "(CASE WHEN jsonb_typeof(\(json) #> \(at)) = 'string' THEN (\(json) #>> \(at)) END) COLLATE \"C\""
+            case .number: "(CASE WHEN jsonb_typeof(\(json) #> \(at)) = 'number' THEN (\(json) #>> \(at))::double precision END)"
+            case .boolean: "(CASE WHEN jsonb_typeof(\(json) #> \(at)) = 'boolean' THEN (\(json) #>> \(at))::boolean::int END)"
+            }
+        }
+    }
+
     /// Whether `r` holds the field (whatever its value).
     func fieldPresent(_ field: String, alias: String = "r") -> String {
         switch self {

@@ -141,7 +141,7 @@ import Testing
                 try Data(#"""
                     {"recordName": "ann", "recordType": "Artist", "fields": {"name": "Ann"}}
                     {"recordName": "w3", "recordType": "Artwork", "fields": {"year": 1903, "title": "T3", "artist": {"ref": "ann"}}}
-                    {"recordName": "w4", "recordType": "Artwork", "fields": {"year": 1904, "title": "T4", "artist": {"ref": "ann", "action": "nullify"}}}
+                    {"recordName": "w4", "recordType": "Artwork", "fields": {"year": 1904, "title": "T4", "artist": {"ref": "ann", "action": "nullify"}, "place": {"type": "NESTED", "value": {"city": "Paris"}}}}
                     """#.utf8).write(to: URL(fileURLWithPath: artists))
                 #expect(await recordctl(["records", "modify", "--file", artists] + flags).status == 0)
                 let backlinks = await recordctl(["records", "get", "ann", "--backlinks", "--json"] + flags)
@@ -150,6 +150,8 @@ import Testing
                                                       #"{"action":"NULLIFY","backlinkOf":"ann","fieldName":"artist","recordName":"w4","recordType":"Artwork"}"#], "\(backlinks.output)")
                 let withArtist = await recordctl(["query", "Artwork", "--where", "artist.name == 'Ann'", "--include", "artist", "--json"] + flags)
                 #expect(withArtist.status == 0 && withArtist.lines.count == 3 && withArtist.lines[0].contains(#""recordName":"ann""#), "\(withArtist.output)\(withArtist.errors)")
+                let inside = await recordctl(["query", "Artwork", "--where", "place.city BEGINSWITH[c] 'par'", "--json"] + flags)
+                #expect(inside.status == 0 && inside.lines.count == 1 && inside.lines[0].contains(#""recordName":"w4""#), "\(inside.output)\(inside.errors)")
                 let byPath = await recordctl(["query", "Artwork", "--where", "artist.name == 'Ann'", "--json"] + flags)
                 #expect(byPath.status == 0 && byPath.lines.count == 2 && byPath.lines[0].contains(#""recordName":"w3""#), "\(byPath.output)\(byPath.errors)")
                 let either = await recordctl(["query", "Artwork", "--where", "year == 1900 OR (title ENDSWITH[c] '1' AND NOT year < 1911)", "--all", "--json"] + flags)

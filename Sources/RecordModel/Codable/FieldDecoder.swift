@@ -12,6 +12,9 @@ struct FieldDecoder: Decoder {
     /// - Throws: `DecodingError` whose coding path is `path`.
     static func decode<T: Decodable>(_ type: T.Type, from field: FieldValue, at path: [any CodingKey]) throws -> T {
         if let value = field as? T { return value }
+        if case .nested(let json) = field {
+            do { return try JSONValueDecoder().decode(T.self, from: json) } catch { throw RecordCoding.mismatch("the NESTED value does not decode: \(error)", at: path) }
+        }
         if let scalar = T.self as? any RecordFieldScalar.Type,
            let value = try scalar.init(recordField: field, at: path) as? T {
             return value

@@ -36,16 +36,31 @@ final class FieldEncoder: Encoder {
     static func fieldValue<T: Encodable>(for value: T, at path: [any CodingKey]) throws -> FieldValue? {
         if let field = value as? FieldValue { return field }
         if let scalar = value as? any RecordFieldScalar { return try scalar.recordFieldValue(at: path) }
-        if value is any DictionaryMarker { throw error(dictionaryReason, at: path) }
+        // A dictionary, a nested struct, or a list of either: a NESTED field holding its JSON.
+        if value is any DictionaryMarker { return try nested(value, at: path) }
         if let collection = T.self as? any RecordFieldCollection.Type {
             let element = collection.recordElementType
+            if element is any DictionaryMarker.Type { return try nested(value, at: path) }
             if RecordCoding.isOptional(element) { throw error(listOfOptionalsReason, at: path) }
             if element is any RecordFieldCollection.Type { throw error(listOfListsReason, at: path) }
-            if element is any DictionaryMarker.Type { throw error(nestedReason, at: path) }
         }
         let encoder = FieldEncoder(path: path, valueType: T.self)
         try value.encode(to: encoder)
+        if encoder.problem?.hasSuffix(nestedReason) == true { return try nested(value, at: path) }
+        // A list of nested values is one nested array, queryable by key path like any.
+        if case .list(.nested, _)? = try encoder.result() { return try nested(value, at: path) }
         return try encoder.result()
+    }
+
+    /// `value` as a NESTED field: its JSON object or array (``ScalarType/nested``), never
+    /// taken for a location or a reference whatever its keys.
+    private static func nested<T: Encodable>(_ value: T, at path: [any CodingKey]) throws -> FieldValue {
+        let tree: JSONValue
+        do { tree = try JSONValueEncoder().encodeTree(value) } catch { throw Self.error("\(error)", at: path) }
+        switch tree {
+        case .object, .array: return .nested(tree)
+        default: throw Self.error("encodes \(tree.kindDescription), not a dictionary or an array", at: path)
+        }
     }
 
     static func error(_ reason: String, at path: [any CodingKey]) -> RecordSyncError {

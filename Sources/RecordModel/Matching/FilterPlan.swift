@@ -39,6 +39,8 @@ public struct FilterPlan: Sendable {
         public var system: SystemFieldName?
         public var quantifier: Quantifier
         public var match: StringMatch
+        /// Inside a NESTED field: the keys leading to the string compared.
+        public var nestedPath: [String] = []
     }
 
     /// The most comparisons a query may hold, in all its compound filters.
@@ -177,7 +179,13 @@ public struct FilterPlan: Sendable {
             }
             guard let field = filter.fieldName else { throw fail("a filter needs fieldName or systemFieldName") }
             if field.contains(".") {
-                throw fail("string matching (options, CONTAINS, ENDS_WITH, LIKE, MATCHES) applies to the record's own fields, not key paths")
+                let names = field.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+                guard schema.fields[names[0]]?.scalar == .nested else {
+                    throw fail("string matching (options, CONTAINS, ENDS_WITH, LIKE, MATCHES) applies to the record's own fields (and values inside its NESTED fields), not key paths through references")
+                }
+                for name in names { if let problem = NameRules.problem(withFieldName: name) { throw fail(problem) } }
+                guard !listComparators.contains(comparator) else { throw fail("\(comparator.rawValue) does not apply inside a NESTED field") }
+                return Leaf(field: names[0], quantifier: .value, match: match, nestedPath: Array(names.dropFirst()))
             }
             if let problem = NameRules.problem(withFieldName: field) { throw fail(problem) }
             let type = schema.fields[field] ?? FieldType(.string, isList: listComparators.contains(comparator))
@@ -257,7 +265,16 @@ extension FilterPlan.Leaf {
             guard let text else { return nil }
             return try match.matches(text, budget: &budget)
         }
-        let value = field.flatMap { record.fields[$0] }
+        var value = field.flatMap { record.fields[$0] }
+        if !nestedPath.isEmpty {
+            guard case .nested(var json)? = value else { return nil }
+            for key in nestedPath {
+                guard let inner = json[key] else { return nil }
+                json = inner
+            }
+            guard case .string(let text) = json else { return nil }
+            value = .string(text)
+        }
         switch quantifier {
         case .value:
             guard case .string(let text)? = value else { return nil }

@@ -84,6 +84,7 @@ public enum WireForm {
         switch type.scalar {
         case .string, .int64, .double, .timestamp, .bytes, .reference, .location, .asset: return (type, nil)
         case .boolean: return (FieldType(.int64, isList: type.isList), type)
+        case .nested: return (FieldType(.string, isList: type.isList), type)
         }
     }
 

@@ -52,6 +52,24 @@ struct QueryOracle {
             }
         }
         let name = filter.fieldName!
+        if let dot = name.firstIndex(of: "."), schemas[record.recordType]?[String(name[..<dot])]?.scalar == .nested {
+            // Inside a NESTED field: the value at the path, compared if it is of the kind given.
+            var json: JSONValue? = if case .nested(let value)? = record.fields[String(name[..<dot])] { value } else { nil }
+            for key in name[name.index(after: dot)...].split(separator: ".") { json = json?[String(key)] }
+            let sample: JSONValue = if case .array(let elements) = value { elements.first ?? .string("") } else { value }
+            switch (json, sample) {
+            case (.string(let text)?, .string): return compareString(text, comparator, value, options)
+            case (.int(let number)?, .int), (.int(let number)?, .double): return compareScalar(.double(Double(number)), comparator, value, options)
+            case (.double(let number)?, .int), (.double(let number)?, .double): return compareScalar(.double(number), comparator, value, options)
+            case (.bool(let flag)?, .bool(let other)):
+                switch comparator {
+                case .equals: return flag == other
+                case .notEquals: return flag != other
+                default: fatalError("no \(comparator) on a boolean")
+                }
+            default: return nil
+            }
+        }
         if let dot = name.firstIndex(of: ".") {
             let first = String(name[..<dot]), rest = String(name[name.index(after: dot)...])
             let next = String(rest.prefix { $0 != "." })
@@ -289,6 +307,14 @@ struct QueryGenerator {
             if chance(0.75) { record.fields["tags"] = .list(.string, (0..<int(0...3)).map { _ in .string(pick(Self.words)) }) }
             if chance(0.6) { record.fields["nums"] = .list(.int64, (0..<int(0...3)).map { _ in .int64(Int64(int(0...9))) }) }
             if !earlier.isEmpty, chance(0.6) { record.fields["owner"] = .reference(Reference(recordName: pick(earlier), action: .none)) }
+            if chance(0.7) {
+                var meta: [String: JSONValue] = [:]
+                if chance(0.8) { meta["city"] = chance(0.9) ? .string(pick(Self.cities)) : .int(3) }
+                if chance(0.8) { meta["n"] = chance(0.5) ? .int(Int64(int(0...9))) : .double(Double(int(0...19)) / 2) }
+                if chance(0.5) { meta["flag"] = .bool(chance(0.5)) }
+                if chance(0.5) { meta["sub"] = .object(["x": chance(0.8) ? .string(pick(Self.words)) : .null]) }
+                record.fields["meta"] = .nested(.object(meta))
+            }
             if !earlier.isEmpty, chance(0.5) {
                 record.fields["links"] = .list(.reference, (0..<int(0...3)).map { _ in .reference(Reference(recordName: pick(earlier), action: .none)) })
             }
@@ -346,6 +372,7 @@ struct QueryGenerator {
     private mutating func comparison(names: [String]) -> QueryFilter {
         let ordered: [QueryComparator] = [.equals, .notEquals, .lessThan, .lessThanOrEquals, .greaterThan, .greaterThanOrEquals]
         if chance(0.2) { return keyPath(names: names, ordered: ordered) }
+        if chance(0.12) { return nested(ordered: ordered) }
         switch int(0...10) {
         case 0:
             let comparator = pick(ordered + [.in, .notIn])
@@ -387,6 +414,31 @@ struct QueryGenerator {
                 : .string(comparator == .matches ? "i[0-2]." : comparator == .like ? pick(["i?1", "*3", "i0*"]) : pick(names + ["i", "1", "i0"]))
             let options = [.contains, .endsWith, .like, .matches, .beginsWith].contains(comparator) ? self.options() : nil
             return QueryFilter(system: .recordName, comparator, RawFieldValue(value: value), options: options)
+        }
+    }
+
+    /// A comparison of a value inside the NESTED field `meta`.
+    private mutating func nested(ordered: [QueryComparator]) -> QueryFilter {
+        switch int(0...4) {
+        case 0:
+            let comparator = pick(ordered + [.in, .notIn, .beginsWith, .notBeginsWith])
+            let value: JSONValue = comparator.takesList ? .array((0..<int(1...2)).map { _ in .string(pick(Self.cities)) })
+                : .string(comparator == .beginsWith || comparator == .notBeginsWith ? pick(["Pa", "pa", "A", ""]) : pick(Self.cities))
+            // Now and then a string against the numbers: unknown, whatever the comparison.
+            return QueryFilter(chance(0.85) ? "meta.city" : "meta.n", comparator, RawFieldValue(value: value))
+        case 1:
+            let comparator = pick([QueryComparator.equals, .notEquals, .contains, .like, .beginsWith, .endsWith, .matches])
+            return QueryFilter("meta.city", comparator, RawFieldValue(value: .string(comparator == .matches ? pick(["[a-z]+", "P.*", ".*s"]) : comparator == .like ? pick(["*ar*", "?aris", "Z*"]) : pick(["paris", "Arl", "es", "ZÜRICH"]))),
+                               options: pick([nil, "c", "cd"]))
+        case 2:
+            let comparator = pick(ordered + [.in, .notIn])
+            let value: JSONValue = comparator.takesList ? ints(1...3) : (chance(0.5) ? .int(Int64(int(0...9))) : .double(Double(int(0...19)) / 2))
+            return QueryFilter(chance(0.8) ? "meta.n" : "meta.city", comparator, RawFieldValue(value: value))
+        case 3:
+            return QueryFilter("meta.flag", pick([.equals, .notEquals]), RawFieldValue(value: .bool(chance(0.5))))
+        default:
+            let comparator = pick([QueryComparator.equals, .notEquals, .beginsWith, .lessThan])
+            return QueryFilter("meta.sub.x", comparator, RawFieldValue(value: .string(comparator == .beginsWith ? piece() : word())))
         }
     }
 
