@@ -215,6 +215,10 @@ import Testing
             // A value of another kind, or none, is unknown: neither the comparison nor its NOT.
             #expect(try await matching("address.city == 7") == ["z"])
             #expect(try await matching("NOT address.city == 'Paris'") == ["a"])
+            // Through a reference, then inside the NESTED field of the record reached.
+            try await alice.save([Record(recordName: "visit", recordType: "Visit", fields: ["place": .reference(Reference(recordName: "p", action: .none))])])
+            #expect(try await alice.queryNames(Query(recordType: "Visit", filterBy: try RecordPredicate(format: "place.address.city == 'Paris'").filters)) == ["visit"])
+            #expect(try await alice.queryNames(Query(recordType: "Visit", filterBy: try RecordPredicate(format: "place.address.zip < 100").filters)) == [])
             let listInside = try await alice.post("records/query", #"{"query": {"recordType": "Place", "filterBy": [{"comparator": "LIST_CONTAINS", "fieldName": "address.city", "fieldValue": {"value": "x"}}]}}"#)
             #expect(listInside.code == "BAD_REQUEST" && listInside.reason.contains("does not apply inside a NESTED field"), "\(listInside.reason)")
             let bad = try await alice.post("records/modify", #"{"operations": [{"operationType": "forceReplace", "record": {"recordName": "b", "recordType": "Place", "fields": {"address": {"type": "STRING", "recordSyncType": "NESTED", "value": "not json"}}}}]}"#)
