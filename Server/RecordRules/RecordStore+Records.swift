@@ -88,10 +88,16 @@ extension RecordStore {
             zoneKnown.insert(root.record.recordName)
             let first = kept == 0
             let room = cap - kept - 1 - included.count
+            if !first && room < 0 { break }
+            // The walk stops at the room left: a first record keeps what fits; any later one
+            // that would pass it (one more than fits) ends the page before it.
+            var overflowed = false
             let reached = try reachable(from: [root.record], fields: fields, depth: depth, known: &zoneKnown, zoneKey: root.zoneKey, zoneID: root.zoneID, in: transaction) { count in
-                count < room || !first ? true : false
+                if count < room { return true }
+                overflowed = true
+                return false
             }
-            if !first && reached.count > room { break }
+            if !first && overflowed { break }
             known[root.zoneKey] = zoneKnown
             included += reached.prefix(max(room, 0)).map { ($0, root.zoneKey) }
             kept += 1

@@ -59,6 +59,7 @@ enum Rendering {
         case .asset: "<asset>"
         case .boolean(let flag): flag ? "true" : "false"
         case .list(_, let elements): "[" + elements.map(text).joined(separator: ", ") + "]"
+        case .nested(let json): (try? json.serializedString()) ?? "<nested>"
         }
     }
 

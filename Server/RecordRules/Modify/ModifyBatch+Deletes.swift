@@ -99,11 +99,23 @@ extension ModifyBatch {
             progress.deleteMatches += try firing.matches(try transaction.doomedNames(), reason: 3, in: transaction)
         }
         let nullifying = try transaction.collectNullifying(inZone: zone.key)
-        if nullifying > 0 { try nullify(nullifying) }
+        if nullifying > 0 {
+            // Clearing writes as it goes: a failure part way (stored text that does not read)
+            // must end the whole request, never leave some sources cleared under feed numbers
+            // the batch then hands out again.
+            do { try nullify(nullifying) } catch let error as RecordSyncError { throw NullifyFailed(error: error) }
+        }
         let cascaded = try transaction.deleteCascade(root: name, inZone: zone.key, firstSequence: progress.feed.take(count))
         // Later deletes of the batch skip what this one cascaded to; the last needs no note.
         if !isLast { progress.cascadedNames.formUnion(cascaded) }
         results.succeed(index, .success(Record(recordName: name, recordType: current.recordType, zoneID: zone.zoneID, deleted: true),
                                         cascadedRecordNames: cascaded))
     }
+}
+
+/// A `NULLIFY` rewrite that failed part way: not a ``RecordSyncError``, so no operation's
+/// failure absorbs it and the request's transaction rolls back.
+struct NullifyFailed: Error, CustomStringConvertible {
+    var error: RecordSyncError
+    var description: String { "clearing NULLIFY references failed: \(error.reason)" }
 }

@@ -64,7 +64,7 @@ struct SubscriptionFiring {
                 let matches: [QueryMatch]
                 do {
                     matches = try transaction.matches(Self.narrowed(query, to: chunk), inZones: [zone.key: zone.zoneID], schema: schema,
-                                                      after: nil, limit: chunk.count, limits: StoreLimits()).matches
+                                                      after: nil, limit: chunk.count, limits: Self.matchingLimits).matches
                 } catch let error as RecordSyncError where error.code == .badRequest || error.code == .limitExceeded {
                     // The query no longer compiles against the schema (a filter's type was
                     // fixed otherwise since it was saved, say), or its string matching would
@@ -78,6 +78,15 @@ struct SubscriptionFiring {
             }
         }
         return found
+    }
+
+    /// What matching one subscription against one write may cost: string matching is bounded
+    /// far below a query's budget, so that no subscription (the public database's are anyone's)
+    /// slows others' writes much; one that passes it matches nothing for that write.
+    static var matchingLimits: StoreLimits {
+        var limits = StoreLimits()
+        limits.maximumMatchSteps = 1_000_000
+        return limits
     }
 
     /// `query` limited to the records named `names` (how a subscription is matched).

@@ -100,6 +100,8 @@ public struct StringMatch: Sendable, Hashable {
     ///
     /// - Throws: ``RecordSyncError`` (`LIMIT_EXCEEDED`) when matching would pass the budget.
     public func matches(_ text: String, budget: inout MatchBudget) throws -> Bool {
+        // Folding and reading the text cost with its length, whatever the comparison.
+        try budget.spend(text.utf8.count / 8 + 1)
         let folded = options.fold(text)
         if case .matches(let pattern) = operation { return try pattern.matches(folded, budget: &budget) }
         let text = Array(folded.unicodeScalars)

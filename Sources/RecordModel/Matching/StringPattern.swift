@@ -416,6 +416,12 @@ public struct StringPattern: Sendable, Hashable {
                 }
                 for jump in jumps { program[jump] = .jump(program.count) }
             case .repeated(let inner, let min, let max):
+                // Something that emits nothing (`(?:)`, `(?:a{0})`, a mark folded away)
+                // repeated is still nothing: emitted once to see, never looped over.
+                let before = program.count
+                try emit(inner)
+                if program.count == before { return }
+                program.removeSubrange(before...)
                 for _ in 0..<min { try emit(inner) }
                 if let max {
                     // Each optional copy may be skipped to the end.
