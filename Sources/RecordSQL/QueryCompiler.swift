@@ -264,15 +264,19 @@ public struct QueryCompiler: Sendable {
         guard !comparator.appliesToListElements else {
             throw RecordSyncError(.badRequest, "\(comparator.rawValue) does not apply inside a NESTED field; compare its single values (==, <, IN, BEGINS_WITH, …)")
         }
-        let sample: JSONValue = if comparator.takesList, case .array(let elements) = value.value { elements.first ?? .null } else { value.value }
+        let samples: [JSONValue] = if comparator.takesList, case .array(let elements) = value.value { elements } else { [value.value] }
+        let sample = samples.first ?? .null
+        // Integers compare exactly (beyond 2^53 too) when every value given is one.
+        let integers = samples.allSatisfy { if case .int = $0 { true } else { false } }
         let scalar: ScalarType
         switch value.type?.scalar ?? FieldValue.inferredType(of: sample)?.scalar ?? (comparator.takesList ? .string : nil) {
         case .string?: scalar = .string
+        case .int64? where integers: scalar = .int64
         case .int64?, .double?: scalar = .double
         case .boolean?: scalar = .boolean
         default: throw RecordSyncError(.badRequest, "a value inside a NESTED field compares with a string, a number or a boolean")
         }
-        let kind: SQLDialect.NestedKind = scalar == .string ? .text : scalar == .double ? .number : .boolean
+        let kind: SQLDialect.NestedKind = scalar == .string ? .text : scalar == .boolean ? .boolean : .number
         return try scalarCondition(dialect.nestedValue(names[0], path: Array(names.dropFirst()), kind, alias: alias), comparator, value, type: scalar)
     }
 

@@ -76,7 +76,8 @@ public enum SQLDialect: Sendable {
             let at = "'{" + path.joined(separator: ",") + "}'"
             return switch kind {
             case .text: "(CASE WHEN jsonb_typeof(\(json) #> \(at)) = 'string' THEN (\(json) #>> \(at)) END) COLLATE \"C\""
-            case .number: "(CASE WHEN jsonb_typeof(\(json) #> \(at)) = 'number' THEN (\(json) #>> \(at))::double precision END)"
+            // numeric, as SQLite compares a stored integer: exactly.
+            case .number: "(CASE WHEN jsonb_typeof(\(json) #> \(at)) = 'number' THEN (\(json) #>> \(at))::numeric END)"
             case .boolean: "(CASE WHEN jsonb_typeof(\(json) #> \(at)) = 'boolean' THEN (\(json) #>> \(at))::boolean::int END)"
             }
         }
