@@ -159,6 +159,11 @@ import Testing
                 #expect(either.lines.map { $0.contains(#""recordName":"w0""#) || $0.contains(#""recordName":"w11""#) } == [true, true])
                 let bad = await recordctl(["query", "Artwork", "--where", "title MATCHES '(a'"] + flags)
                 #expect(bad.status == 1 && bad.errors.hasPrefix("BAD_REQUEST: ''(a'' at column 15: MATCHES pattern at character 3"), "\(bad.errors)")
+                // Deleting Ann clears w4's NULLIFY reference, and w4 keeps its other fields.
+                #expect(await recordctl(["records", "delete", "ann"] + flags).status == 0)
+                let cleared = await recordctl(["records", "get", "w4", "--json"] + flags)
+                #expect(cleared.status == 0 && cleared.lines.count == 1 && !cleared.lines[0].contains(#""artist""#) && cleared.lines[0].contains(#""place""#),
+                        "\(cleared.output)\(cleared.errors)")
             }
         }
     }
