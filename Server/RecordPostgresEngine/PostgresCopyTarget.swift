@@ -12,7 +12,7 @@ import RecordSQL
 public final class PostgresCopyTarget: @unchecked Sendable {
     /// The engine's tables, in the order they are filled (targets of foreign keys first).
     public static let tables = ["users", "tokens", "containers", "databases", "zones", "zone_incarnations",
-                                "schema_fields", "ref_fields", "records", "refs", "tombstones",
+                                "schema_fields", "ref_fields", "records", "refs", "search_tokens", "search_locations", "tombstones",
                                 "asset_keys", "asset_blobs", "asset_receipts", "asset_refs", "asset_chunks",
                                 "subscriptions", "notifications", "push_tokens", "push_deliveries"]
     /// The size of the chunks asset bytes are kept in.
@@ -23,6 +23,7 @@ public final class PostgresCopyTarget: @unchecked Sendable {
     /// How a copied column is read in: its SQL type, and how its value becomes the column's.
     public enum Column: Sendable {
         case integer(String)
+        case real(String)
         case text(String)
         case bytes(String)
         /// 16 bytes into a `UUID` column.
@@ -33,13 +34,14 @@ public final class PostgresCopyTarget: @unchecked Sendable {
         /// The column's name.
         public var name: String {
             switch self {
-            case .integer(let name), .text(let name), .bytes(let name), .uuid(let name), .boolean(let name): name
+            case .integer(let name), .real(let name), .text(let name), .bytes(let name), .uuid(let name), .boolean(let name): name
             }
         }
 
         func value(_ placeholder: String) -> String {
             switch self {
             case .integer: "\(placeholder)::bigint"
+            case .real: "\(placeholder)::double precision"
             case .text: "\(placeholder)::text"
             case .bytes: "\(placeholder)::bytea"
             case .uuid: "encode(\(placeholder)::bytea, 'hex')::uuid"

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOPosix
 import PostgresNIO
+import RecordModel
 
 extension PostgresEngine {
     /// The schema, as named migrations (each a list of statements, run in one transaction). A
@@ -201,7 +202,66 @@ extension PostgresEngine {
             """,
             "CREATE TABLE push_deliveries(token TEXT NOT NULL, notification BIGINT NOT NULL, PRIMARY KEY(token, notification))",
         ]),
+        // Full-text tokens and locations (the SQLite engine's `v9-search`); `backfills` builds
+        // them for the records already stored.
+        ("v6", [
+            """
+            CREATE TABLE search_tokens(zone_id BIGINT NOT NULL, name TEXT COLLATE "C" NOT NULL, field TEXT COLLATE "C" NOT NULL,
+                token TEXT COLLATE "C" NOT NULL, PRIMARY KEY(zone_id, name, field, token))
+            """,
+            "CREATE INDEX search_tokens_by_token ON search_tokens(zone_id, token, field) INCLUDE (name)",
+            """
+            CREATE TABLE search_locations(zone_id BIGINT NOT NULL, name TEXT COLLATE "C" NOT NULL, field TEXT COLLATE "C" NOT NULL,
+                cell BIGINT NOT NULL, x DOUBLE PRECISION NOT NULL, y DOUBLE PRECISION NOT NULL, z DOUBLE PRECISION NOT NULL,
+                PRIMARY KEY(zone_id, name, field))
+            """,
+            "CREATE INDEX search_locations_by_cell ON search_locations(zone_id, field, cell) INCLUDE (x, y, z, name)",
+        ]),
     ]
+
+    /// Work in Swift that a migration does after its statements, in its transaction.
+    static let backfills: [String: @Sendable (PostgresConnection, Logger) async throws -> Void] = [
+        "v6": { connection, logger in try await buildSearchRows(connection, logger: logger) },
+    ]
+
+    /// Stores the search rows (``SearchIndex``) of every stored record, 1,000 records a round.
+    static func buildSearchRows(_ connection: PostgresConnection, logger: Logger) async throws {
+        var after: (zone: Int64, name: String) = (Int64.min, "")
+        while true {
+            var batch: [(zone: Int64, name: String, fields: String)] = []
+            let rows = try await connection.query("""
+                SELECT zone_id, name, fields FROM records WHERE (zone_id, name) > (\(after.zone), \(after.name)) ORDER BY zone_id, name LIMIT 1000
+                """, logger: logger)
+            for try await (zone, name, fields) in rows.decode((Int64, String, String).self) {
+                batch.append((zone, name, fields))
+            }
+            guard let last = batch.last else { return }
+            after = (last.zone, last.name)
+            var tokens: [(zone: Int64, name: String, field: String, token: String)] = []
+            var places: [(zone: Int64, name: String, field: String, point: GeoPoint)] = []
+            for record in batch {
+                let fields = try Record.fields(fromJSON: record.fields)
+                guard SearchIndex.indexes(fields.values) else { continue }
+                let index = SearchIndex(fields: fields)
+                tokens += index.tokens.map { (record.zone, record.name, $0.field, $0.token) }
+                places += index.places.map { (record.zone, record.name, $0.field, $0.point) }
+            }
+            if !tokens.isEmpty {
+                try await connection.query("""
+                    INSERT INTO search_tokens(zone_id, name, field, token)
+                    SELECT * FROM unnest(\(tokens.map(\.zone)), \(tokens.map(\.name)), \(tokens.map(\.field)), \(tokens.map(\.token)))
+                    ON CONFLICT DO NOTHING
+                    """, logger: logger)
+            }
+            if !places.isEmpty {
+                try await connection.query("""
+                    INSERT INTO search_locations(zone_id, name, field, cell, x, y, z)
+                    SELECT * FROM unnest(\(places.map(\.zone)), \(places.map(\.name)), \(places.map(\.field)), \(places.map(\.point.cell)),
+                                         \(places.map(\.point.x)), \(places.map(\.point.y)), \(places.map(\.point.z)))
+                    """, logger: logger)
+            }
+        }
+    }
 
     /// The key of the advisory lock that migrations hold (any number no other program uses).
     static let migrationLock: Int64 = 0x5265_636F_7264_5379 // "RecordSy"
@@ -226,6 +286,7 @@ extension PostgresEngine {
                     for statement in migration.statements {
                         try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
                     }
+                    try await backfills[migration.name]?(connection, logger)
                     try await connection.query("INSERT INTO recordsync_migrations(name) VALUES (\(migration.name))", logger: logger)
                     try await connection.query("COMMIT", logger: logger)
                 } catch {

@@ -76,6 +76,8 @@ extension PostgresTransaction {
             SELECT r.zone_id, r.name, r.type, \(firstSequence) + d.pos - 1 FROM doomed d JOIN records r ON r.zone_id = \(zone) AND r.name = d.name
             """)
         try execute("DELETE FROM refs WHERE zone_id = \(zone) AND source IN (SELECT name FROM doomed)")
+        try execute("DELETE FROM search_tokens WHERE zone_id = \(zone) AND name IN (SELECT name FROM doomed)")
+        try execute("DELETE FROM search_locations WHERE zone_id = \(zone) AND name IN (SELECT name FROM doomed)")
         try execute("DELETE FROM records WHERE zone_id = \(zone) AND name IN (SELECT name FROM doomed)")
         return try rows("SELECT name FROM doomed WHERE name <> \(root) ORDER BY name").map { try $0.decode(String.self) }
     }

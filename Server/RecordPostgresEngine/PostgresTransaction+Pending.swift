@@ -22,9 +22,15 @@ struct PendingWrites {
     var insertedReferences: [(zone: Int64, source: String, field: Int64, target: String, action: Int64)] = []
     /// The sources whose new references are pending.
     var sourcesWithNewReferences: Set<String> = []
+    var removedSearchRows: [(zone: Int64, name: String)] = []
+    var insertedTokens: [(zone: Int64, name: String, field: String, token: String)] = []
+    var insertedPlaces: [(zone: Int64, name: String, field: String, point: GeoPoint)] = []
+    /// The records whose new search rows are pending.
+    var recordsWithNewSearchRows: Set<String> = []
 
     var isEmpty: Bool {
         removedTombstones.isEmpty && removedReferences.isEmpty && insertedRecords.isEmpty && updatedRecords.isEmpty && insertedReferences.isEmpty
+            && removedSearchRows.isEmpty && insertedTokens.isEmpty && insertedPlaces.isEmpty
     }
 }
 
@@ -54,6 +60,17 @@ extension PostgresTransaction {
         if !references.isEmpty { pending.sourcesWithNewReferences.insert(source) }
     }
 
+    func removeSearchIndex(of name: String, inZone zone: Int64) throws {
+        if pending.recordsWithNewSearchRows.contains(name) { try flush() }
+        pending.removedSearchRows.append((zone, name))
+    }
+
+    func insertSearchIndex(_ index: SearchIndex, of name: String, inZone zone: Int64) throws {
+        pending.insertedTokens += index.tokens.map { (zone, name, $0.field, $0.token) }
+        pending.insertedPlaces += index.places.map { (zone, name, $0.field, $0.point) }
+        pending.recordsWithNewSearchRows.insert(name)
+    }
+
     /// Sends the pending writes: at most one statement per kind, in an order that keeps their
     /// meaning.
     func flush() throws {
@@ -71,6 +88,15 @@ extension PostgresTransaction {
                 DELETE FROM refs r USING unnest(\(writes.removedReferences.map(\.zone)), \(writes.removedReferences.map(\.source))) AS u(zone_id, source)
                 WHERE r.zone_id = u.zone_id AND r.source = u.source COLLATE "C"
                 """)
+        }
+        if !writes.removedSearchRows.isEmpty {
+            let rows = writes.removedSearchRows
+            for table in ["search_tokens", "search_locations"] {
+                try send("""
+                    DELETE FROM \(unescaped: table) s USING unnest(\(rows.map(\.zone)), \(rows.map(\.name))) AS u(zone_id, name)
+                    WHERE s.zone_id = u.zone_id AND s.name = u.name COLLATE "C"
+                    """)
+            }
         }
         if !writes.insertedRecords.isEmpty {
             let rows = writes.insertedRecords
@@ -98,6 +124,23 @@ extension PostgresTransaction {
                 INSERT INTO refs(zone_id, source, field, target, action)
                 SELECT * FROM unnest(\(rows.map(\.zone)), \(rows.map(\.source)), \(rows.map(\.field)), \(rows.map(\.target)), \(rows.map(\.action)))
                 ON CONFLICT DO NOTHING
+                """)
+        }
+        if !writes.insertedTokens.isEmpty {
+            let rows = writes.insertedTokens
+            try send("""
+                INSERT INTO search_tokens(zone_id, name, field, token)
+                SELECT * FROM unnest(\(rows.map(\.zone)), \(rows.map(\.name)), \(rows.map(\.field)), \(rows.map(\.token)))
+                ON CONFLICT DO NOTHING
+                """)
+        }
+        if !writes.insertedPlaces.isEmpty {
+            let rows = writes.insertedPlaces
+            try send("""
+                INSERT INTO search_locations(zone_id, name, field, cell, x, y, z)
+                SELECT * FROM unnest(\(rows.map(\.zone)), \(rows.map(\.name)), \(rows.map(\.field)), \(rows.map(\.point.cell)),
+                                     \(rows.map(\.point.x)), \(rows.map(\.point.y)), \(rows.map(\.point.z)))
+                ON CONFLICT (zone_id, name, field) DO UPDATE SET cell = excluded.cell, x = excluded.x, y = excluded.y, z = excluded.z
                 """)
         }
     }

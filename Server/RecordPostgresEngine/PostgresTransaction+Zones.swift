@@ -64,9 +64,11 @@ extension PostgresTransaction {
         zonesSeen[zone] = (uid, true)
     }
 
-    /// The references go first, found through their zone's sources; then rows and tombstones.
+    /// The references and search rows go first, found through their zone; then rows and tombstones.
     func deleteZoneContents(_ zone: Int64) throws {
         try execute("DELETE FROM refs WHERE zone_id = \(zone)")
+        try execute("DELETE FROM search_tokens WHERE zone_id = \(zone)")
+        try execute("DELETE FROM search_locations WHERE zone_id = \(zone)")
         try execute("DELETE FROM records WHERE zone_id = \(zone)")
         try execute("DELETE FROM tombstones WHERE zone_id = \(zone)")
     }

@@ -1,4 +1,5 @@
 import GRDB
+import RecordSQL
 
 extension SQLiteEngine {
     /// The schema, as named migrations. A migration is never edited after it ships: add a new one.
@@ -291,6 +292,30 @@ extension SQLiteEngine {
                     notification INTEGER NOT NULL,
                     PRIMARY KEY(token, notification)) WITHOUT ROWID;
                 """)
+        }
+        // Full-text tokens and locations, for CONTAINS_ALL_TOKENS, CONTAINS_ANY_TOKENS, NEAR
+        // and sorting by distance (SearchRows), built here for the records already stored.
+        migrator.registerMigration("v9-search") { db in
+            try db.execute(sql: """
+                CREATE TABLE search_tokens(
+                    zone_id INTEGER NOT NULL,
+                    name TEXT NOT NULL,
+                    field TEXT NOT NULL,
+                    token TEXT NOT NULL,
+                    PRIMARY KEY(zone_id, name, field, token)) WITHOUT ROWID;
+                CREATE INDEX search_tokens_by_token ON search_tokens(zone_id, token, field);
+                CREATE TABLE search_locations(
+                    zone_id INTEGER NOT NULL,
+                    name TEXT NOT NULL,
+                    field TEXT NOT NULL,
+                    cell INTEGER NOT NULL,
+                    x REAL NOT NULL,
+                    y REAL NOT NULL,
+                    z REAL NOT NULL,
+                    PRIMARY KEY(zone_id, name, field)) WITHOUT ROWID;
+                CREATE INDEX search_locations_by_cell ON search_locations(zone_id, field, cell, x, y, z);
+                """)
+            try SearchRows.build(in: db)
         }
         return migrator
     }

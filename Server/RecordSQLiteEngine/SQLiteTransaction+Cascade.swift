@@ -171,7 +171,7 @@ enum Cascade {
         """
 
     /// Deletes every doomed record: tombstones numbered `firstSequence`, `firstSequence + 1`, …
-    /// in `doomed` order (root first), their references, then the rows.
+    /// in `doomed` order (root first), their references and search rows, then the rows.
     ///
     /// The numbering comes straight from `doomed.pos`: numbering by name instead (a window
     /// function) sorted the whole cascade and took twice as long as inserting the tombstones.
@@ -180,6 +180,8 @@ enum Cascade {
     static func deleteDoomed(root: String, zoneKey: Int64, firstSequence: Int64, in db: Database) throws -> [String] {
         try db.execute(sql: tombstonesSQL, arguments: [firstSequence, zoneKey])
         try db.execute(sql: "DELETE FROM refs WHERE zone_id = ? AND source IN (SELECT name FROM temp.doomed)", arguments: [zoneKey])
+        try db.execute(sql: "DELETE FROM search_tokens WHERE zone_id = ? AND name IN (SELECT name FROM temp.doomed)", arguments: [zoneKey])
+        try db.execute(sql: "DELETE FROM search_locations WHERE zone_id = ? AND name IN (SELECT name FROM temp.doomed)", arguments: [zoneKey])
         try db.execute(sql: deleteRowsSQL, arguments: [zoneKey])
         return try String.fetchAll(db, sql: "SELECT name FROM temp.doomed WHERE name <> ? ORDER BY name", arguments: [root])
     }

@@ -85,4 +85,12 @@ extension SQLiteTransaction {
             }
         }
     }
+
+    func removeSearchIndex(of name: String, inZone zone: Int64) throws {
+        try SearchRows.remove(name, inZone: zone, in: db)
+    }
+
+    func insertSearchIndex(_ index: SearchIndex, of name: String, inZone zone: Int64) throws {
+        try SearchRows.insert(index, of: name, inZone: zone, in: db)
+    }
 }

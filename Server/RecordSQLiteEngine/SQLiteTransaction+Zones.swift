@@ -36,12 +36,14 @@ extension SQLiteTransaction {
         }
     }
 
-    /// The statements that delete a zone's (each one's argument) records, references and
-    /// tombstones. The references go first, found through their sources' names (the `refs` key
+    /// The statements that delete a zone's (each one's argument) records, references, search
+    /// rows and tombstones. The references go first, found through their sources' names (the `refs` key
     /// leads with the source, and a record's references live and die with its row); the rows
     /// and tombstones through their zone's sequence indexes. None of them walks another zone.
     static let deleteZoneContentsSQL = [
         "DELETE FROM refs WHERE zone_id = ?1 AND source IN (SELECT name FROM records WHERE zone_id = ?1)",
+        "DELETE FROM search_tokens WHERE zone_id = ?",
+        "DELETE FROM search_locations WHERE zone_id = ?",
         "DELETE FROM records WHERE zone_id = ?",
         "DELETE FROM tombstones WHERE zone_id = ?",
     ]

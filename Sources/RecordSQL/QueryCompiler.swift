@@ -209,8 +209,10 @@ public struct QueryCompiler: Sendable {
             throw RecordSyncError(.badRequest, "a filter needs a comparator and a fieldValue")
         }
         switch comparator {
-        case .containsAllTokens, .containsAnyTokens, .near:
-            throw RecordSyncError(.badRequest, "comparator \(comparator.rawValue) is not supported yet")
+        case .containsAllTokens, .containsAnyTokens:
+            if !(filter.fieldName ?? "").contains(".") { return try tokenCondition(filter, comparator, fieldValue) }
+        case .near:
+            if !(filter.fieldName ?? "").contains(".") { return try nearCondition(filter, fieldValue, polarity) }
         case .contains:
             comparator = .listContains  // on a list field (else Swift's): membership
         default: break
@@ -248,6 +250,127 @@ public struct QueryCompiler: Sendable {
             return ("(CASE WHEN \(dialect.fieldPresent(field, alias: alias)) THEN \(sql) END)", arguments)
         }
         return try scalarCondition(dialect.fieldValue(field, type.scalar, alias: alias), comparator, fieldValue, type: type.scalar)
+    }
+
+    // MARK: Search tables
+
+    /// The names of records (of `alias`) that a sub-query over a search table selects. The
+    /// sub-query is given the condition on its `zone_id`: one zone's key (uncorrelated, so the
+    /// database reads the search index first and then the records by name), or the zone of
+    /// the record tested (over several zones).
+    private func namesFromSearch(_ subquery: (_ zone: (sql: String, arguments: [SQLValue])) -> (String, [SQLValue])) -> (String, [SQLValue]) {
+        if zoneKeys.count == 1 && !zoneOfEnclosingReference {
+            let (sql, arguments) = subquery(zoneCondition)
+            return (dialect.nameIn(sql, alias: alias), arguments)
+        }
+        let (sql, arguments) = subquery(("= \(alias).zone_id", []))
+        return ("\(alias).name IN (\(sql))", arguments)
+    }
+
+    /// The condition on a search table's `field` column (the field's name, in every store).
+    private func searchField(_ field: String) -> (String, [SQLValue]) {
+        ("field = ?", [field.sqlValue])
+    }
+
+    /// `CONTAINS_ALL_TOKENS` / `CONTAINS_ANY_TOKENS`: the tokens of the value (``TextTokens``)
+    /// among the tokens of one text field, or of all of them (`allTokens`, or no field), from
+    /// the `search_tokens` index. A record without the field has no tokens: never unknown.
+    private func tokenCondition(_ filter: QueryFilter, _ comparator: QueryComparator, _ value: RawFieldValue) throws -> (String, [SQLValue]) {
+        guard filter.systemFieldName == nil else {
+            throw RecordSyncError(.badRequest, "\(comparator.rawValue) searches the words of text fields; give fieldName: a STRING or STRING_LIST field, or \(QueryFilter.allTokensField) for all of them")
+        }
+        let field = filter.fieldName == QueryFilter.allTokensField ? nil : filter.fieldName
+        if let field {
+            if let problem = NameRules.problem(withFieldName: field) { throw RecordSyncError(.badRequest, problem) }
+            if let known = schema.fields[field], known.scalar != .string {
+                throw RecordSyncError(.badRequest, "\(comparator.rawValue) searches the words of STRING and STRING_LIST fields, and \(NameRules.quoted(field)) is \(known)")
+            }
+        }
+        guard case .string(let text) = value.value else {
+            throw RecordSyncError(.badRequest, "\(comparator.rawValue) needs a STRING fieldValue: the words to search for")
+        }
+        let tokens = TextTokens.tokens(of: text)
+        guard !tokens.isEmpty else {
+            throw RecordSyncError(.badRequest, "\(comparator.rawValue): \(NameRules.quoted(text)) holds no word to search for (words are runs of letters and digits)")
+        }
+        guard tokens.count <= Self.maximumAllValues else {
+            throw RecordSyncError(.badRequest, "\(comparator.rawValue) searches for \(tokens.count) words; the limit is \(Self.maximumAllValues)")
+        }
+        let fieldCondition: (String, [SQLValue])? = field.map(searchField)
+        return namesFromSearch { zone in
+            func select(_ tokenSQL: String, _ tokenArguments: [SQLValue]) -> (String, [SQLValue]) {
+                var sql = "SELECT name FROM search_tokens WHERE zone_id \(zone.sql) AND \(tokenSQL)"
+                var arguments = zone.arguments + tokenArguments
+                if let (fieldSQL, fieldArguments) = fieldCondition {
+                    sql += " AND \(fieldSQL)"
+                    arguments += fieldArguments
+                }
+                return (sql, arguments)
+            }
+            if comparator == .containsAnyTokens {
+                return select("token IN (\(tokens.map { _ in "?" }.joined(separator: ", ")))", tokens.map(\.sqlValue))
+            }
+            let parts = tokens.map { select("token = ?", [$0.sqlValue]) }
+            return (parts.map(\.0).joined(separator: " INTERSECT "), parts.flatMap(\.1))
+        }
+    }
+
+    /// `NEAR`: a `LOCATION` field within `distance` metres of the value, from the
+    /// `search_locations` index: the cells of the circle's bounding box by range scans
+    /// (``GeoPoint/cover(center:distance:)``), then the exact chord. A record without the field
+    /// is unknown, as with any comparison.
+    private func nearCondition(_ filter: QueryFilter, _ value: RawFieldValue, _ polarity: Polarity) throws -> (String, [SQLValue]) {
+        guard filter.systemFieldName == nil, let field = filter.fieldName else {
+            throw RecordSyncError(.badRequest, "NEAR compares a LOCATION field; give its fieldName")
+        }
+        if let problem = NameRules.problem(withFieldName: field) { throw RecordSyncError(.badRequest, problem) }
+        if let known = schema.fields[field], known != FieldType(.location) {
+            throw RecordSyncError(.badRequest, "NEAR compares a LOCATION field, and \(NameRules.quoted(field)) is \(known)")
+        }
+        let center = try Self.location(value.value, of: "NEAR")
+        guard let distance = filter.distance else {
+            throw RecordSyncError(.badRequest, "NEAR needs distance: the radius in metres")
+        }
+        guard distance.isFinite, distance >= 0 else {
+            throw RecordSyncError(.badRequest, "NEAR's distance is \(distance); it is a radius in metres, 0 or more")
+        }
+        let point = GeoPoint(center)
+        let chord = GeoPoint.chordSquared(ofDistance: distance)
+        let cells = GeoPoint.cover(center: center, distance: distance)
+        let (fieldSQL, fieldArguments) = searchField(field)
+        let (sql, arguments) = namesFromSearch { zone in
+            let within = "(x - ?) * (x - ?) + (y - ?) * (y - ?) + (z - ?) * (z - ?) <= ?"
+            let withinArguments: [SQLValue] = [point.x, point.x, point.y, point.y, point.z, point.z, chord].map(\.sqlValue)
+            let select = "SELECT name FROM search_locations WHERE zone_id \(zone.sql) AND \(fieldSQL)"
+            guard let cells else {
+                return ("\(select) AND \(within)", zone.arguments + fieldArguments + withinArguments)
+            }
+            var parts: [String] = []
+            var arguments: [SQLValue] = []
+            for range in cells {
+                parts.append("\(select) AND cell BETWEEN ? AND ? AND \(within)")
+                arguments += zone.arguments + fieldArguments + [range.lowerBound.sqlValue, range.upperBound.sqlValue] + withinArguments
+            }
+            return (parts.joined(separator: " UNION ALL "), arguments)
+        }
+        if polarity == .positive { return (sql, arguments) }
+        return ("(CASE WHEN \(dialect.fieldPresent(field, alias: alias)) THEN \(sql) END)", arguments)
+    }
+
+    /// The location a query gives (`{"latitude": …, "longitude": …}`), in range.
+    private static func location(_ json: JSONValue, of what: String) throws -> Location {
+        guard case .location(let location) = try? FieldValue(json: json, type: FieldType(.location)) else {
+            throw RecordSyncError(.badRequest, "\(what) needs a location: {\"latitude\": …, \"longitude\": …} in degrees")
+        }
+        return try place(location, of: what)
+    }
+
+    /// `location`, if its latitude and longitude are in range.
+    private static func place(_ location: Location, of what: String) throws -> Location {
+        guard location.latitude.isFinite, location.longitude.isFinite, abs(location.latitude) <= 90, abs(location.longitude) <= 180 else {
+            throw RecordSyncError(.badRequest, "\(what): latitude \(location.latitude), longitude \(location.longitude) is not a place (latitude -90…90, longitude -180…180)")
+        }
+        return location
     }
 
     /// A comparison of a value inside a nested field (`address.city == 'Paris'`), as the kind
@@ -462,10 +585,18 @@ public struct QueryCompiler: Sendable {
     // MARK: Sorting and paging
 
     private func sortExpression(for sort: QuerySort) throws -> String {
-        if let system = sort.systemFieldName { return column(for: system) }
+        if let system = sort.systemFieldName {
+            guard sort.relativeLocation == nil else { throw RecordSyncError(.badRequest, "relativeLocation sorts by a LOCATION field, and \(system.rawValue) is not one") }
+            return column(for: system)
+        }
         guard let field = sort.fieldName else { throw RecordSyncError(.badRequest, "a sort key needs fieldName or systemFieldName") }
         if let problem = NameRules.problem(withFieldName: field) { throw RecordSyncError(.badRequest, problem) }
+        if let relative = sort.relativeLocation {
+            return try distanceExpression(field, from: relative)
+        }
         switch schema.fields[field] {
+        case let type? where type.scalar == .location && !type.isList:
+            throw RecordSyncError(.badRequest, "cannot sort by \(NameRules.quoted(field)), a LOCATION field, by value; give relativeLocation to sort by distance from a place")
         case let type? where type.isList || type.scalar == .location || type.scalar == .asset:
             throw RecordSyncError(.badRequest, "cannot sort by \(NameRules.quoted(field)), a \(type) field")
         case let type? where type.scalar == .reference:
@@ -473,6 +604,23 @@ public struct QueryCompiler: Sendable {
         case let type:
             return dialect.fieldValue(field, type?.scalar)
         }
+    }
+
+    /// The (squared chord) distance of a `LOCATION` field of `r` from `location`, from the
+    /// `search_locations` table: it grows with the great-circle distance (``GeoPoint``), and is
+    /// NULL for a record without the field. Written without placeholders (the keyset condition
+    /// repeats sort expressions): the numbers as literals, the field name as a string (names
+    /// are letters, digits and underscores).
+    private func distanceExpression(_ field: String, from location: Location) throws -> String {
+        if let known = schema.fields[field], known != FieldType(.location) {
+            throw RecordSyncError(.badRequest, "relativeLocation sorts by a LOCATION field, and \(NameRules.quoted(field)) is \(known)")
+        }
+        let point = GeoPoint(try Self.place(location, of: "relativeLocation"))
+        let terms = [("x", point.x), ("y", point.y), ("z", point.z)].map { column, value in
+            let literal = dialect.real(value)
+            return "(l.\(column) - \(literal)) * (l.\(column) - \(literal))"
+        }
+        return "(SELECT \(terms.joined(separator: " + ")) FROM search_locations l WHERE l.zone_id = r.zone_id AND l.name = r.name AND l.field = '\(field)')"
     }
 
     /// Rows strictly after the marker in the query's order.

@@ -121,6 +121,15 @@ public enum SQLDialect: Sendable {
         }
     }
 
+    /// A double as a literal of the database's double type (the shortest text that reads back
+    /// as the same number).
+    func real(_ value: Double) -> String {
+        switch self {
+        case .sqlite: "(\(value))"
+        case .postgres: "(\(value))::double precision"
+        }
+    }
+
     /// The constant true or false as a condition.
     func constant(_ value: Bool) -> String {
         switch self {

@@ -25,6 +25,10 @@ package struct SQLiteBinder {
         bind(Int64(value))
     }
 
+    package mutating func bind(_ value: Double) {
+        note(sqlite3_bind_double(statement, index, value))
+    }
+
     /// Binds NULL.
     package mutating func bindNull() {
         note(sqlite3_bind_null(statement, index))

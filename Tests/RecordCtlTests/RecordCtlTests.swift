@@ -157,6 +157,25 @@ import Testing
                 let either = await recordctl(["query", "Artwork", "--where", "year == 1900 OR (title ENDSWITH[c] '1' AND NOT year < 1911)", "--all", "--json"] + flags)
                 #expect(either.status == 0)
                 #expect(either.lines.map { $0.contains(#""recordName":"w0""#) || $0.contains(#""recordName":"w11""#) } == [true, true])
+                // Words and places.
+                let placed = directory + "/placed.ndjson"
+                try Data(#"""
+                    {"recordName": "lilies", "recordType": "Artwork", "fields": {"title": "Water Lilies", "spot": {"type": "LOCATION", "value": {"latitude": 49.0756, "longitude": 1.5337}}}}
+                    {"recordName": "louvre", "recordType": "Artwork", "fields": {"title": "Mona Lisa", "spot": {"type": "LOCATION", "value": {"latitude": 48.8606, "longitude": 2.3376}}}}
+                    """#.utf8).write(to: URL(fileURLWithPath: placed))
+                #expect(await recordctl(["records", "modify", "--file", placed] + flags).status == 0)
+                let worded = await recordctl(["query", "Artwork", "--where", "self CONTAINS 'LILIES water'", "--json"] + flags)
+                #expect(worded.status == 0 && worded.lines.count == 1 && worded.lines[0].contains(#""recordName":"lilies""#), "\(worded.output)\(worded.errors)")
+                let close = await recordctl(["query", "Artwork", "--where", "distanceToLocation:fromLocation:(spot, {48.86, 2.34}) < 1", "--json"] + flags)
+                #expect(close.status == 0 && close.lines.count == 1 && close.lines[0].contains(#""recordName":"louvre""#), "\(close.output)\(close.errors)")
+                let sorted = await recordctl(["query", "Artwork", "--where", "distanceToLocation:fromLocation:(spot, {49, 2}) < 100", "--sort", "spot@49.07,1.53", "--json"] + flags)
+                #expect(sorted.status == 0 && sorted.lines.map { $0.contains(#""recordName":"lilies""#) } == [true, false], "\(sorted.output)\(sorted.errors)")
+                let farthest = await recordctl(["query", "Artwork", "--where", "distanceToLocation:fromLocation:(spot, {49, 2}) < 100", "--sort", "spot@49.07,1.53:desc", "--json"] + flags)
+                #expect(farthest.status == 0 && farthest.lines.map { $0.contains(#""recordName":"louvre""#) } == [true, false], "\(farthest.output)\(farthest.errors)")
+                let badSort = await recordctl(["query", "Artwork", "--sort", "spot@north"] + flags)
+                #expect(badSort.status == 64 && badSort.errors.contains("LATITUDE,LONGITUDE"), "\(badSort.errors)")
+                let noWords = await recordctl(["query", "Artwork", "--where", "SELF CONTAINS '...'"] + flags)
+                #expect(noWords.status == 1 && noWords.errors.contains("holds no word"), "\(noWords.errors)")
                 let bad = await recordctl(["query", "Artwork", "--where", "title MATCHES '(a'"] + flags)
                 #expect(bad.status == 1 && bad.errors.hasPrefix("BAD_REQUEST: ''(a'' at column 15: MATCHES pattern at character 3"), "\(bad.errors)")
                 // Deleting Ann clears w4's NULLIFY reference, and w4 keeps its other fields.

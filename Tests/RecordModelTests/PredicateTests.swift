@@ -274,7 +274,14 @@ struct BadFormat: Sendable, CustomTestStringConvertible {
         BadFormat("a.b.c.d.e == 'x'", blames: "'a.b.c.d.e' at column 1: a key path has at most 4 names"),
         BadFormat("tags.@count > 2", blames: "'tags.@count' at column 1"),
         BadFormat("lowercase(name) == 'x'", blames: "'lowercase' at column 1"),
-        BadFormat("SELF CONTAINS 'x'", blames: "'SELF' at column 1"),
+        BadFormat("SELF == 'x'", blames: "'==' at column 6: SELF is compared only by CONTAINS"),
+        BadFormat("SELF CONTAINS 5", blames: "'5' at column 15: the words to search for are a string"),
+        BadFormat("title TOKENMATCHES[cx] 'x'", blames: "'[cx]' at column 19"),
+        BadFormat("NONE tokenize('x', 'Cdl') IN allTokens", blames: "'NONE' at column 1"),
+        BadFormat("ALL tokenize('x', 'Cdl') IN 'title'", blames: "needs a text field"),
+        BadFormat("distanceToLocation:fromLocation:(place, {1, 2}) > 5", blames: "'>' at column 49"),
+        BadFormat("distanceToLocation:fromLocation:(place, 'Paris') < 5", blames: "''Paris'' at column 41: is not a location"),
+        BadFormat("distanceToLocation:fromLocation:(place, {1, 2}) < -1", blames: "0 or more"),
         BadFormat("_hidden == 1", blames: "'_hidden' at column 1"),
         BadFormat("a == $x", blames: "'$' at column 6"),
         BadFormat("a == 1 & b == 2", blames: "'&' at column 8"),
@@ -323,5 +330,35 @@ struct BadFormat: Sendable, CustomTestStringConvertible {
     @Test func anOptionOnAComparisonThatTakesNoneIsNamed() {
         let error = #expect(throws: RecordSyncError.self) { try RecordPredicate(format: "year >[c] 5") }
         #expect(error?.reason == "'>' at column 6: comparison options ([c], [d], [cd]) apply to string comparisons")
+    }
+}
+
+@Suite struct SearchPredicateTests {
+    private func words(_ text: String) -> RawFieldValue { RawFieldValue(value: .string(text), type: FieldType(.string)) }
+
+    @Test func cloudKitsWordSearchFormsCompileToTokenComparators() throws {
+        let all = QueryFilter("allTokens", .containsAllTokens, words("water lilies"))
+        #expect(try filters("SELF CONTAINS 'water lilies'") == [all])
+        #expect(try filters("self contains %@", "water lilies") == [all])
+        #expect(try filters("allTokens TOKENMATCHES[cdl] %@", "water lilies") == [all])
+        #expect(try filters("ALL tokenize(%@, 'Cdl') IN allTokens", "water lilies") == [all])
+        #expect(try filters("ANY tokenize('water lilies', 'Cdl') IN allTokens") == [QueryFilter("allTokens", .containsAnyTokens, words("water lilies"))])
+        #expect(try filters("title TOKENMATCHES 'water'") == [QueryFilter("title", .containsAllTokens, words("water"))])
+        #expect(try filters("NOT SELF CONTAINS 'x'") == [.not(QueryFilter("allTokens", .containsAllTokens, words("x")))])
+    }
+
+    @Test func cloudKitsDistanceFunctionIsNearInMetres() throws {
+        let paris = Location(latitude: 48.8606, longitude: 2.3376)
+        let near = QueryFilter("place", near: paris, within: 1_500)
+        #expect(try filters("distanceToLocation:fromLocation:(place, %@) < 1.5", paris) == [near])
+        #expect(try filters("distanceToLocation:fromLocation:(place, {48.8606, 2.3376}) <= %@", 1.5) == [near])
+        #expect(try filters("distanceToLocation:fromLocation:(%K, %@) < 1.5", "place", paris) == [near])
+        #expect(try filters("year > 5 AND NOT distanceToLocation:fromLocation:(place, %@) < 1.5", paris) == [QueryFilter("year", .greaterThan, int(5)), .not(near)])
+    }
+
+    @Test func aLocationSortDescriptorTravelsAsRelativeLocation() {
+        let paris = Location(latitude: 48.8606, longitude: 2.3376)
+        #expect(RecordSortDescriptor(key: "place", relativeLocation: paris).wire == QuerySort("place", distanceFrom: paris))
+        #expect(RecordSortDescriptor(key: "place", relativeLocation: paris, ascending: false).wire.ascending == false)
     }
 }

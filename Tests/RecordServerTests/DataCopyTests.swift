@@ -48,7 +48,7 @@ struct DataCopyTests {
             #expect(try await Self.post(old, "private/zones/modify", #"{"operations": [{"operationType": "create", "zone": {"zoneID": {"zoneName": "Gallery"}}}]}"#, token: alice).status == 200)
             var saves: [String] = []
             for i in 0..<30 {
-                saves.append(Self.record("artist\(i)", "Artist", "\"name\": {\"value\": \"Artist \(29 - i)\"}, \"born\": {\"value\": \(1800 + i)}"))
+                saves.append(Self.record("artist\(i)", "Artist", "\"name\": {\"value\": \"Artist \(29 - i)\"}, \"born\": {\"value\": \(1800 + i)}, \"home\": {\"type\": \"LOCATION\", \"value\": {\"latitude\": \(48 + Double(i) / 100), \"longitude\": 2.35}}"))
                 for j in 0..<3 {
                     saves.append(Self.record("work\(i)-\(j)", "Artwork", "\"title\": {\"value\": \"Work \(j)\"}, \"artist\": {\"value\": {\"recordName\": \"artist\(i)\", \"action\": \"DELETE_SELF\"}}"))
                 }
@@ -91,6 +91,9 @@ struct DataCopyTests {
                 ("private/records/query", "{\(gallery), \"resultsLimit\": 7, \"continuationMarker\": \"\(marker)\", \"query\": {\"recordType\": \"Artist\", \"filterBy\": [{\"fieldName\": \"born\", \"comparator\": \"GREATER_THAN\", \"fieldValue\": {\"value\": 1805}}], \"sortBy\": [{\"fieldName\": \"name\"}]}}", alice),
                 ("private/records/query", "{\(gallery), \"query\": {\"recordType\": \"Artwork\", \"filterBy\": [{\"fieldName\": \"artist\", \"comparator\": \"EQUALS\", \"fieldValue\": {\"value\": {\"recordName\": \"artist7\"}}}]}}", alice),
                 ("public/records/query", "{\"query\": {\"recordType\": \"Notice\"}}", alice),
+                // The search index moves too: words, and places sorted by distance.
+                ("private/records/query", "{\(gallery), \"query\": {\"recordType\": \"Artwork\", \"filterBy\": [{\"comparator\": \"CONTAINS_ALL_TOKENS\", \"fieldValue\": {\"value\": \"WORK 2\"}}]}}", alice),
+                ("private/records/query", "{\(gallery), \"query\": {\"recordType\": \"Artist\", \"filterBy\": [{\"comparator\": \"NEAR\", \"fieldName\": \"home\", \"fieldValue\": {\"value\": {\"latitude\": 48.1, \"longitude\": 2.35}}, \"distance\": 5000}], \"sortBy\": [{\"fieldName\": \"home\", \"relativeLocation\": {\"latitude\": 48.1, \"longitude\": 2.35}}]}}", alice),
                 ("public/records/changes", "{}", bob),
                 ("private/records/changes", "{}", bob),
                 // Alice's email, names and discoverability move too.
@@ -105,6 +108,10 @@ struct DataCopyTests {
                 #expect(!answer.text.contains(#""users":[]"#), "\(probe.path): \(answer.text)")
                 answers.append(answer.text)
             }
+            // The searches find records before the move (so that the same answer after it means something).
+            #expect(Self.json(answers[12])["records"]?.arrayValue?.count == 29, "\(answers[12])")
+            let nearby = Self.json(answers[13])["records"]?.arrayValue?.compactMap { $0["recordName"]?.stringValue } ?? []
+            #expect(nearby.first == "artist10" && Set(nearby) == Set((7...14).map { "artist\($0)" }), "\(answers[13])")
             _ = await sqlite.stop(signal: SIGTERM)
 
             let target = try await TestPostgres.databaseURL(for: directory)

@@ -61,6 +61,32 @@ import Testing
         }
     }
 
+    /// Upgrading builds the search index of the records already stored: the release's records
+    /// are found by their words and places.
+    @Test func theRecordsOfAnOldDataDirectoryAreFoundByWordsAndPlaces() async throws {
+        let transcript = try JSONValue.parse(Data(contentsOf: Self.fixture.appendingPathComponent("transcript.json")))
+        let container = transcript["container"]?.stringValue ?? ""
+        let token = transcript["tokens"]?["alice"]?.stringValue ?? ""
+        try await withTemporaryDirectory { directory in
+            let data = (directory as NSString).appendingPathComponent("data")
+            try FileManager.default.copyItem(atPath: Self.fixture.appendingPathComponent("data").path, toPath: data)
+            let server = try await ServerProcess(data: data)
+            defer { Task { _ = await server.stop(signal: SIGKILL) } }
+            func names(_ type: String, _ filter: String, sort: String = "[]") async throws -> [String] {
+                let body = #"{"zoneID": {"zoneName": "Gallery"}, "query": {"recordType": "\#(type)", "filterBy": [\#(filter)], "sortBy": \#(sort)}}"#
+                let answer = try await server.post("records/query", body, token: token, container: container)
+                #expect(answer.status == 200, "\(String(decoding: answer.data, as: UTF8.self))")
+                return try JSONDecoder().decode(QueryRecordsResponse.self, from: answer.data).records.map(\.recordName)
+            }
+            #expect(try await names("Artwork", #"{"comparator": "CONTAINS_ALL_TOKENS", "fieldValue": {"value": "impression SUNRISE"}}"#) == ["sunrise"])
+            #expect(try await names("Artwork", #"{"comparator": "CONTAINS_ANY_TOKENS", "fieldName": "tags", "fieldValue": {"value": "garden"}}"#) == ["lilies"])
+            #expect(try await names("Artist", #"{"comparator": "CONTAINS_ALL_TOKENS", "fieldName": "name", "fieldValue": {"value": "edouard"}}"#) == ["manet"])
+            let near = #"{"comparator": "NEAR", "fieldName": "place", "fieldValue": {"value": {"latitude": 49.07, "longitude": 1.531}}, "distance": 100}"#
+            #expect(try await names("Artwork", near) == ["lilies"])
+            _ = await server.stop(signal: SIGTERM)
+        }
+    }
+
     /// `value` without what differs from run to run: every error's `uuid`, and (`volatile`) the
     /// timestamps of records written during the replay.
     static func comparable(_ value: JSONValue, volatile: Bool) -> JSONValue {

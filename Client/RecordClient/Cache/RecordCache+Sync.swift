@@ -168,6 +168,8 @@ extension RecordCache {
             let zone = try Self.zoneKeyCreating(zoneID, in: db)
             if resetting {
                 try db.execute(sql: "DELETE FROM refs WHERE zone_id = ? AND source NOT IN (SELECT name FROM outbox WHERE zone_id = ?)", arguments: [zone, zone])
+                try db.execute(sql: "DELETE FROM search_tokens WHERE zone_id = ? AND name NOT IN (SELECT name FROM outbox WHERE zone_id = ?)", arguments: [zone, zone])
+                try db.execute(sql: "DELETE FROM search_locations WHERE zone_id = ? AND name NOT IN (SELECT name FROM outbox WHERE zone_id = ?)", arguments: [zone, zone])
                 try db.execute(sql: "DELETE FROM records WHERE zone_id = ? AND name NOT IN (SELECT name FROM outbox WHERE zone_id = ?)", arguments: [zone, zone])
             }
             // The records with queued edits, read once per page (the outbox is small).
@@ -189,7 +191,8 @@ extension RecordCache {
                     let text = offset < page.fieldsText.count ? page.fieldsText[offset] : nil
                     if record.recordChangeTag != nil {
                         let references = offset < page.references.count ? page.references[offset] : record.references
-                        try rows.write(record, zone: zone, fieldsText: text, references: references)
+                        let search = offset < page.searchIndexes.count ? page.searchIndexes[offset] : SearchIndex(fields: record.fields)
+                        try rows.write(record, zone: zone, fieldsText: text, references: references, search: search)
                     } else {
                         // Not a server version a later edit could start from: stored the general way
                         // (with its fields decoded, if the page was read for the cache alone).
@@ -222,7 +225,7 @@ extension RecordCache {
     func purge(_ zoneID: ZoneID) async throws {
         try await writer.write { db in
             guard let zone = try Self.zoneKey(zoneID, in: db) else { return }
-            for table in ["records", "refs", "outbox"] {
+            for table in ["records", "refs", "search_tokens", "search_locations", "outbox"] {
                 try db.execute(sql: "DELETE FROM \(table) WHERE zone_id = ?", arguments: [zone])
             }
             try db.execute(sql: "DELETE FROM zones WHERE id = ?", arguments: [zone])

@@ -108,6 +108,30 @@ public final class RecordCache: Sendable {
                 CREATE INDEX outbox_by_record ON outbox(zone_id, name);
                 """)
         }
+        // Full-text tokens and locations (RecordSQL's SearchRows), for token searches, NEAR
+        // and sorting by distance; built here for the records already cached.
+        migrator.registerMigration("v2-search") { db in
+            try db.execute(sql: """
+                CREATE TABLE search_tokens(
+                    zone_id INTEGER NOT NULL,
+                    name TEXT NOT NULL,
+                    field TEXT NOT NULL,
+                    token TEXT NOT NULL,
+                    PRIMARY KEY(zone_id, name, field, token)) WITHOUT ROWID;
+                CREATE INDEX search_tokens_by_token ON search_tokens(zone_id, token, field);
+                CREATE TABLE search_locations(
+                    zone_id INTEGER NOT NULL,
+                    name TEXT NOT NULL,
+                    field TEXT NOT NULL,
+                    cell INTEGER NOT NULL,
+                    x REAL NOT NULL,
+                    y REAL NOT NULL,
+                    z REAL NOT NULL,
+                    PRIMARY KEY(zone_id, name, field)) WITHOUT ROWID;
+                CREATE INDEX search_locations_by_cell ON search_locations(zone_id, field, cell, x, y, z);
+                """)
+            try SearchRows.build(in: db)
+        }
         return migrator
     }
 
@@ -241,7 +265,7 @@ public final class RecordCache: Sendable {
         return CachedRecord(key: row[0], zone: zone, record: record, serverRecord: serverRecord)
     }
 
-    /// Writes `record` as the cached row (insert or replace), with its references and schema.
+    /// Writes `record` as the cached row (insert or replace), with its references, search rows and schema.
     /// - Parameters:
     ///   - recordingSchema: whether to note the fields' types in `schema_fields` (a caller
     ///     storing many records can note them once instead).
@@ -261,6 +285,9 @@ public final class RecordCache: Sendable {
             Self.bindRow(&row, record, zone: zone, tag: tag, fields: fields, serverJSON: serverJSON)
         }
         try db.cachedStatement(sql: Self.clearReferencesSQL).execute(arguments: [zone, record.recordName])
+        try SearchRows.remove(record.recordName, inZone: zone, in: db)
+        let search = SearchIndex(fields: record.fields)
+        if !search.isEmpty { try SearchRows.insert(search, of: record.recordName, inZone: zone, in: db) }
         let references = record.references
         if !references.isEmpty {
             let insert = try db.cachedStatement(sql: Self.insertReferenceSQL)
@@ -302,7 +329,7 @@ public final class RecordCache: Sendable {
         /// fetch: one statement); otherwise the cached row is replaced and its references
         /// cleared first.
         mutating func write(_ record: RecordModel.Record, zone: Int64, fieldsText: String?,
-                            references: [(field: String, reference: Reference)]) throws {
+                            references: [(field: String, reference: Reference)], search: SearchIndex) throws {
             let fields = try fieldsText ?? RecordRow.encodeFields(record.fields)
             wrote = true
             let bind = { (row: inout SQLiteBinder) in
@@ -316,7 +343,9 @@ public final class RecordCache: Sendable {
                     row.bind(zone)
                     row.bind(record.recordName)
                 }
+                try SearchRows.remove(record.recordName, inZone: zone, in: db)
             }
+            if !search.isEmpty { try SearchRows.insert(search, of: record.recordName, inZone: zone, in: db) }
             for (field, reference) in references {
                 try insertReference.run(in: db) { row in
                     RecordCache.bindReference(&row, zone: zone, source: record.recordName, field: field, reference: reference)
@@ -324,12 +353,14 @@ public final class RecordCache: Sendable {
             }
         }
 
-        /// Tells GRDB's observers that the records and references tables changed, if any row
+        /// Tells GRDB's observers that the records, references and search tables changed, if any row
         /// was written.
         func notifyObservers() throws {
             guard wrote else { return }
             try db.notifyChanges(in: Table("records"))
             try db.notifyChanges(in: Table("refs"))
+            try db.notifyChanges(in: Table("search_tokens"))
+            try db.notifyChanges(in: Table("search_locations"))
         }
     }
 
@@ -376,10 +407,11 @@ public final class RecordCache: Sendable {
             server_record = excluded.server_record
         """
 
-    /// Removes a cached record and its references.
+    /// Removes a cached record, its references and its search rows.
     static func remove(_ name: String, zone: Int64, in db: SQLDatabase) throws {
         try db.cachedStatement(sql: "DELETE FROM records WHERE zone_id = ? AND name = ?").execute(arguments: [zone, name])
         try db.cachedStatement(sql: Self.clearReferencesSQL).execute(arguments: [zone, name])
+        try SearchRows.remove(name, inZone: zone, in: db)
     }
 }
 

@@ -44,6 +44,9 @@ public struct ZoneChangesPage: Sendable, Hashable {
     /// types of the page's fields by record type: worked out when the answer is decoded, so
     /// that the cache's writer does not (empty and `nil` for a page made otherwise).
     var references: [[(field: String, reference: Reference)]] = []
+    /// For each of ``changes``, its search rows (``RecordModel/SearchIndex``), worked out
+    /// likewise (empty for a page made otherwise).
+    var searchIndexes: [SearchIndex] = []
     var fieldTypes: [String: [String: FieldType]]?
     /// Whether ``changes`` carry no fields, only ``fieldsText`` (read for the cache alone).
     var fieldsSkimmed = false
@@ -121,6 +124,7 @@ extension ZoneChangesPage {
         )
         includedRecords = answer.includedRecords ?? []
         references = answer.entries.map { $0.fieldsSummary?.references ?? $0.record.references }
+        searchIndexes = answer.entries.map { $0.fieldsSummary?.search ?? SearchIndex(fields: $0.record.fields) }
         fieldsSkimmed = skimmingFields
         fieldTypes = Self.fieldTypes(of: answer.entries.lazy.filter { !$0.record.deleted }.map { entry in
             (entry.record.recordType, entry.fieldsSummary?.types ?? entry.record.fields.map { ($0.key, $0.value.type) })

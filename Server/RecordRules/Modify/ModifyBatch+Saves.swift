@@ -231,9 +231,10 @@ extension ModifyBatch {
         let created = current.map { $0.created ?? modified } ?? modified
         let row = RecordWrite(name: name, recordType: operation.recordType, changeTag: tag, fields: encoded, created: created, modified: modified, sequence: sequence)
         if firing != nil { progress.saved.append((name, current == nil)) }
-        if current != nil {
+        if let current {
             try transaction.updateRecord(row, inZone: zone.key)
             try transaction.removeReferences(from: name, inZone: zone.key)
+            if SearchIndex.indexes(current.fields.values) { try transaction.removeSearchIndex(of: name, inZone: zone.key) }
         } else {
             try transaction.insertRecord(row, inZone: zone.key)
             if savePhase?.zoneHasTombstones ?? true {
@@ -247,6 +248,8 @@ extension ModifyBatch {
         if !references.isEmpty {
             try transaction.insertReferences(references, from: name, inZone: zone.key)
         }
+        let search = SearchIndex(fields: fields)
+        if !search.isEmpty { try transaction.insertSearchIndex(search, of: name, inZone: zone.key) }
         return record
     }
 }

@@ -203,6 +203,12 @@ public protocol StorageTransaction: AnyObject {
     func removeReferences(from source: String, inZone zone: Int64) throws
     /// Stores the references `source` holds (each element of a list once per action).
     func insertReferences(_ references: [(field: String, reference: Reference)], from source: String, inZone zone: Int64) throws
+    /// Removes the search rows of the record `name`: its text tokens (`search_tokens`) and
+    /// locations (`search_locations`).
+    func removeSearchIndex(of name: String, inZone zone: Int64) throws
+    /// Stores the search rows of the record `name` (``SearchIndex``: worked out by the rules,
+    /// so that every engine stores the same).
+    func insertSearchIndex(_ index: SearchIndex, of name: String, inZone zone: Int64) throws
 
     // MARK: Deletes and cascades
 

@@ -379,6 +379,7 @@ extension FieldsSummary {
     init?(skimming parser: inout JSONParser) throws {
         var types: [(field: String, type: FieldType)] = []
         var holding: [(field: String, value: FieldValue)] = []
+        var searchable: [(key: String, value: FieldValue)] = []
         var names: Set<String> = []
         var repeated = false
         try parser.forEachMember { parser, name in
@@ -393,17 +394,19 @@ extension FieldsSummary {
                 }
             }
             type = WireForm.type(type: type, extensionType: extensionType)
-            if let type, type.scalar != .reference {
+            // Decoded only when it holds references or search rows.
+            if let type, type.scalar != .reference, !(type.scalar == .string || type == FieldType(.location)) {
                 types.append((name, type))
             } else {
                 parser = start
                 let value = try FieldValue(direct: &parser)
                 types.append((name, value.type))
                 if !value.references.isEmpty { holding.append((name, value)) }
+                if SearchIndex.indexes(CollectionOfOne(value)) { searchable.append((name, value)) }
             }
         }
         if repeated { return nil }
-        self.init(types: types, references: Record.references(in: holding))
+        self.init(types: types, references: Record.references(in: holding), search: SearchIndex(fields: searchable))
     }
 }
 

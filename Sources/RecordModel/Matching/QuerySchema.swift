@@ -62,7 +62,9 @@ public struct QuerySchema: Sendable, Hashable, ExpressibleByDictionaryLiteral {
         guard type.scalar == .reference else {
             throw RecordSyncError(.badRequest, "key path \(NameRules.quoted(path)) steps through \(NameRules.quoted(field)), which is \(type); a key path follows REFERENCE and REFERENCE_LIST fields")
         }
-        let targetTypes = fields[field] == nil ? [] : types.filter { $0.value[next] != nil }.keys.sorted()
+        // `allTokens` last (a token search of every text field) is held by every type.
+        let everyType = names.count == 2 && next == QueryFilter.allTokensField
+        let targetTypes = fields[field] == nil ? [] : types.filter { everyType || $0.value[next] != nil }.keys.sorted()
         var targetFields: [String: FieldType] = [:]
         for target in targetTypes {
             for (name, fieldType) in types[target] ?? [:] where targetFields[name] == nil { targetFields[name] = fieldType }

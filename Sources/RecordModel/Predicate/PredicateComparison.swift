@@ -11,6 +11,8 @@ struct PredicateTerm {
     var operatorToken: PredicateToken
     /// The comparison options (`c`, `d`, `cd`), when given.
     var options: String?
+    /// For `NEAR`: the radius in metres.
+    var distance: Double?
 
     /// The comparison negated by `token`; two negations cancel.
     func negated(by token: PredicateToken) -> PredicateTerm {
@@ -34,6 +36,7 @@ struct PredicateTerm {
         case .system(let system): QueryFilter(system: system, comparator, value.raw)
         }
         filter.recordSyncOptions = options
+        filter.distance = distance
         return negate ? .not(filter) : filter
     }
 }
@@ -120,6 +123,7 @@ struct PredicateComparison {
         // A string: a substring of a STRING field, or an element of a list; the server tells
         // which from the schema, as NSPredicate does from the value.
         case .contains: return [try term(value.scalar == .string && !value.isList ? .contains : .listContains)]
+        case .tokenMatches: return [try term(.containsAllTokens)]
         case .between:
             guard value.isList, case .array(let bounds) = value.json, bounds.count == 2, let scalar = value.scalar else {
                 throw valueToken.error("BETWEEN needs an array of two values, the lower and upper bound")
@@ -191,7 +195,7 @@ struct PredicateComparison {
             }
             throw valueToken.error("is an array; \(advice)")
         }
-        let isStringMatch = [.beginsWith, .listMemberBeginsWith, .endsWith, .like, .matches].contains(comparator)
+        let isStringMatch = [.beginsWith, .listMemberBeginsWith, .endsWith, .like, .matches, .containsAllTokens, .containsAnyTokens].contains(comparator)
         if isStringMatch, let scalar = value.scalar, scalar != .string {
             throw valueToken.error("\(operatorToken.text.uppercased()) compares strings, not \(scalar.rawValue)")
         }

@@ -6,7 +6,7 @@ import Foundation
 enum PredicateKeyword: String, CaseIterable {
     case and = "AND", or = "OR", not = "NOT"
     case `in` = "IN", contains = "CONTAINS", beginsWith = "BEGINSWITH", between = "BETWEEN"
-    case endsWith = "ENDSWITH", like = "LIKE", matches = "MATCHES"
+    case endsWith = "ENDSWITH", like = "LIKE", matches = "MATCHES", tokenMatches = "TOKENMATCHES"
     case any = "ANY", some = "SOME", all = "ALL", none = "NONE"
     case truePredicate = "TRUEPREDICATE", falsePredicate = "FALSEPREDICATE"
     case `true` = "TRUE", yes = "YES", `false` = "FALSE", no = "NO"
@@ -101,6 +101,12 @@ struct PredicateLexer {
         if character.isLetter || character == "_" || character == "#" {
             if character == "#" { index += 1 }
             while let next = peek(), next.isLetter || next.isNumber || next == "_" || next == "." || next == "@" { index += 1 }
+            // CloudKit's distance function is one name with colons.
+            let selectorTail = Array(":fromLocation:")
+            if String(characters[start..<index]) == "distanceToLocation", characters[index...].starts(with: selectorTail) {
+                index += selectorTail.count
+                return token(.identifier(PredicateParser.distanceFunction))
+            }
             let word = String(characters[start..<index])
             if character == "#" { return token(.identifier(String(word.dropFirst()))) }
             if let keyword = PredicateKeyword(rawValue: word.uppercased()) { return token(.keyword(keyword)) }

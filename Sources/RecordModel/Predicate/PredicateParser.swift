@@ -32,6 +32,8 @@ enum PredicateOperand {
 enum PredicateOperator {
     case equals, notEquals, lessThan, lessThanOrEquals, greaterThan, greaterThanOrEquals
     case beginsWith, endsWith, like, matches, `in`, contains, between
+    /// `TOKENMATCHES`: every word of the value among the key's words.
+    case tokenMatches
 }
 
 /// A parsed predicate: comparisons joined by AND, OR and NOT.
@@ -78,8 +80,21 @@ indirect enum PredicateNode {
 ///     conjunction:= unary ((AND | &&) unary)*
 ///     unary      := (NOT | !) unary | '(' disjunction ')' | TRUEPREDICATE | FALSEPREDICATE | comparison
 ///     comparison := [ANY | SOME | ALL | NONE] operand operator ['[' options ']'] operand
+///                 | SELF CONTAINS ['[' options ']'] operand
+///                 | (ANY | ALL) tokenize '(' operand ',' string ')' IN operand
+///                 | distanceToLocation:fromLocation: '(' operand ',' operand ')' (< | <=) operand
 ///     operand    := identifier | #identifier | %K | %@ | string | number | TRUE | FALSE | '{' values '}'
+///
+/// Full-text search (CloudKit's forms): `SELF CONTAINS 'word'`, `allTokens TOKENMATCHES[cdl]
+/// 'words'` and `ALL tokenize('words', 'Cdl') IN allTokens` need every word,
+/// `ANY tokenize(…) IN allTokens` any of them; a field's name in place of `allTokens` searches
+/// that field alone. Location: `distanceToLocation:fromLocation:(location, %@) < 1.5` (a
+/// ``Location`` or `{latitude, longitude}`; the radius in kilometres, as CloudKit's
+/// documentation writes it) is `NEAR`.
 struct PredicateParser {
+    /// The name CloudKit's distance function lexes as.
+    static let distanceFunction = "distanceToLocation:fromLocation:"
+
     private var tokens: [PredicateToken]
     private var index = 0
     private let arguments: [Any]
@@ -185,21 +200,138 @@ struct PredicateParser {
     }
 
     private mutating func comparison() throws -> PredicateNode {
+        if current.is(.self) { return try selfContains() }
+        if case .identifier(Self.distanceFunction) = current.kind { return try distance() }
         var quantifier: PredicateToken?
         if ([.any, .some, .all, .none] as [PredicateKeyword]).contains(where: current.is) { quantifier = advance() }
+        if let quantifier, case .identifier(let name) = current.kind, name.lowercased() == "tokenize", tokens[index + 1].is("(") {
+            return try tokenized(quantifier)
+        }
         let left = try operand()
         let (comparisonOperator, operatorToken) = try self.comparisonOperator()
         var options: String?
         if case .options(let letters) = current.kind {
             let token = advance()
-            do { _ = try StringOptions(letters: letters) } catch let error as RecordSyncError { throw token.error(error.reason) }
-            options = letters.lowercased()
+            if comparisonOperator == .tokenMatches {
+                // Words are always compared folded: [c], [d] and CloudKit's [l] add nothing.
+                try Self.checkTokenOptions(letters, at: token)
+            } else {
+                do { _ = try StringOptions(letters: letters) } catch let error as RecordSyncError { throw token.error(error.reason) }
+                options = letters.lowercased()
+            }
         }
         let right = try operand()
         let terms = try PredicateComparison(
             quantifier: quantifier, left: left, comparisonOperator: comparisonOperator, operatorToken: operatorToken, options: options, right: right
         ).terms()
         return terms.count == 1 ? .term(terms[0]) : .and(terms.map(PredicateNode.term))
+    }
+
+    // MARK: Full-text search and distance
+
+    /// Options of a token comparison: any of `c`, `d` and `l` (words are always folded).
+    private static func checkTokenOptions(_ letters: String, at token: PredicateToken) throws {
+        guard letters.allSatisfy({ "cdlCDL".contains($0) }) else {
+            throw token.error("a word search takes the options c, d and l (words are always compared folded)")
+        }
+    }
+
+    /// A string value operand (the words of a full-text search).
+    private mutating func words() throws -> PredicateValue {
+        let operand = try self.operand()
+        guard case .value(let value, let token) = operand else {
+            throw tokens[index - 1].error("expected the words to search for, a string")
+        }
+        guard value.scalar == .string, !value.isList else { throw token.error("the words to search for are a string") }
+        return value
+    }
+
+    /// `SELF CONTAINS 'word'`: the words in any text field.
+    private mutating func selfContains() throws -> PredicateNode {
+        let selfToken = advance()
+        guard current.is(.contains) else {
+            throw current.error("SELF is compared only by CONTAINS (a word search of every text field): SELF CONTAINS 'word'")
+        }
+        let operatorToken = advance()
+        if case .options(let letters) = current.kind { try Self.checkTokenOptions(letters, at: advance()) }
+        let value = try words()
+        _ = selfToken
+        return .term(PredicateTerm(key: .field(QueryFilter.allTokensField), comparator: .containsAllTokens, value: value, operatorToken: operatorToken))
+    }
+
+    /// `ALL|ANY tokenize('words', 'Cdl') IN key`.
+    private mutating func tokenized(_ quantifier: PredicateToken) throws -> PredicateNode {
+        let function = advance()
+        _ = advance()  // (
+        let value = try words()
+        guard current.is(",") else { throw unexpected(current, expected: "',' and the tokenize options, as in tokenize(%@, 'Cdl')") }
+        _ = advance()
+        let optionsToken = advance()
+        guard case .string(let letters) = optionsToken.kind else { throw optionsToken.error("tokenize's options are a string, such as 'Cdl'") }
+        try Self.checkTokenOptions(letters, at: optionsToken)
+        guard current.is(")") else { throw unexpected(current, expected: "')' closing tokenize(") }
+        _ = advance()
+        guard current.is(.in) else { throw unexpected(current, expected: "IN and the key searched, as in tokenize(%@, 'Cdl') IN allTokens") }
+        let operatorToken = advance()
+        guard case .key(let key, let keyToken) = try operand(), case .field = key else {
+            throw tokens[index - 1].error("tokenize(…) IN needs a text field, or allTokens for all of them")
+        }
+        _ = keyToken
+        let comparator: QueryComparator
+        if quantifier.is(.all) {
+            comparator = .containsAllTokens
+        } else if quantifier.is(.any) || quantifier.is(.some) {
+            comparator = .containsAnyTokens
+        } else {
+            throw quantifier.error("\(function.text)(…) is quantified by ALL (every word) or ANY (any word)")
+        }
+        return .term(PredicateTerm(key: key, comparator: comparator, value: value, operatorToken: operatorToken))
+    }
+
+    private static func number(_ json: JSONValue) -> Double? {
+        switch json {
+        case .int(let number): Double(number)
+        case .double(let number): number
+        default: nil
+        }
+    }
+
+    /// `distanceToLocation:fromLocation:(key, location) < kilometres`: `NEAR`.
+    private mutating func distance() throws -> PredicateNode {
+        let function = advance()
+        guard current.is("(") else { throw unexpected(current, expected: "'(' after \(Self.distanceFunction)") }
+        _ = advance()
+        guard case .key(let key, let keyToken) = try operand() else {
+            throw tokens[index - 1].error("\(Self.distanceFunction) takes the LOCATION field first")
+        }
+        guard case .field = key else { throw keyToken.error("\(keyToken.text) is not a LOCATION field") }
+        guard current.is(",") else { throw unexpected(current, expected: "',' and a location") }
+        _ = advance()
+        guard case .value(let place, let placeToken) = try operand() else {
+            throw tokens[index - 1].error("\(Self.distanceFunction) takes a location second: %@ bound to a Location, or {latitude, longitude}")
+        }
+        let location: JSONValue
+        if place.scalar == .location {
+            location = place.json
+        } else if place.isList, case .array(let parts) = place.json, parts.count == 2, let latitude = Self.number(parts[0]), let longitude = Self.number(parts[1]) {
+            location = FieldValue.location(Location(latitude: latitude, longitude: longitude)).json
+        } else {
+            throw placeToken.error("is not a location: bind a Location to %@, or write {latitude, longitude}")
+        }
+        guard current.is(")") else { throw unexpected(current, expected: "')' closing \(Self.distanceFunction)(") }
+        _ = advance()
+        let operatorToken = advance()
+        guard operatorToken.is("<") || operatorToken.is("<=") else {
+            throw operatorToken.error("a distance is compared by < or <= (records within the distance)")
+        }
+        guard case .value(let radius, let radiusToken) = try operand(), !radius.isList, let kilometres = Self.number(radius.json) else {
+            throw tokens[index - 1].error("the distance is a number of kilometres")
+        }
+        guard kilometres.isFinite, kilometres >= 0 else { throw radiusToken.error("the distance is a number of kilometres, 0 or more") }
+        _ = function
+        var term = PredicateTerm(key: key, comparator: .near, value: PredicateValue(json: location, scalar: .location), operatorToken: operatorToken)
+        term.distance = kilometres * 1000
+        return .term(term)
     }
 
     // MARK: Operators and operands
@@ -221,8 +353,9 @@ struct PredicateParser {
         case .keyword(.in): result = .in
         case .keyword(.contains): result = .contains
         case .keyword(.between): result = .between
+        case .keyword(.tokenMatches): result = .tokenMatches
         default:
-            throw unexpected(token, expected: "a comparison operator (==, !=, <, <=, >, >=, BEGINSWITH, ENDSWITH, CONTAINS, LIKE, MATCHES, IN, BETWEEN)")
+            throw unexpected(token, expected: "a comparison operator (==, !=, <, <=, >, >=, BEGINSWITH, ENDSWITH, CONTAINS, LIKE, MATCHES, IN, BETWEEN, TOKENMATCHES)")
         }
         return (result, token)
     }
@@ -255,7 +388,7 @@ struct PredicateParser {
         case .keyword(.null), .keyword(.nil):
             throw token.error("nil cannot be compared; a record lacking a field matches no comparison")
         case .keyword(.self):
-            throw token.error("SELF (full-text search) is not supported; compare a field")
+            throw token.error("SELF is compared only as SELF CONTAINS 'word' (a word search of every text field)")
         case .keyword(.subquery):
             throw token.error("the server cannot run SUBQUERY")
         default:

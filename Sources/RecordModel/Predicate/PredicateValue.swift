@@ -73,6 +73,7 @@ struct PredicateValue {
             self.init(json: .int(exact), scalar: .timestamp)
         case let value as Data: self.init(json: .string(value.base64EncodedString()), scalar: .bytes)
         case let value as Reference: self.init(json: FieldValue.reference(value).json, scalar: .reference)
+        case let value as Location: self.init(json: FieldValue.location(value).json, scalar: .location)
         case let value as RecordID: try self.init(argument: Reference(recordID: value, action: .none))
         case let value as Record: try self.init(argument: Reference(recordID: value.recordID, action: .none))
         case let value as FieldValue:

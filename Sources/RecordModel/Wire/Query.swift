@@ -101,6 +101,19 @@ public struct QueryFilter: Sendable, Hashable {
     public var fieldValue: RawFieldValue?
     /// For `NEAR`: the distance in metres.
     public var distance: Double?
+
+    /// The field name that, in a token comparison (`CONTAINS_ALL_TOKENS`,
+    /// `CONTAINS_ANY_TOKENS`), stands for every text field of the record (CloudKit's name for
+    /// them); a token comparison without a field means the same.
+    public static let allTokensField = "allTokens"
+
+    /// Creates a `NEAR` filter: `fieldName`, a location, within `metres` of `location`.
+    public init(_ fieldName: String, near location: Location, within metres: Double) {
+        self.comparator = .near
+        self.fieldName = fieldName
+        self.fieldValue = RawFieldValue(FieldValue.location(location))
+        self.distance = metres
+    }
     /// Extension: string comparison options, `c` (case-insensitive), `d`
     /// (diacritic-insensitive) or `cd`, for the comparators that match strings.
     public var recordSyncOptions: String?
@@ -185,10 +198,20 @@ public struct QuerySort: Sendable, Hashable, Codable {
     public var systemFieldName: SystemFieldName?
     /// Ascending unless `false`.
     public var ascending: Bool?
+    /// For a `LOCATION` field: sort by the distance from this location (nearest first when
+    /// ascending), rather than by the field's value.
+    public var relativeLocation: Location?
 
     /// Creates a sort key on a record field.
     public init(_ fieldName: String, ascending: Bool = true) {
         self.fieldName = fieldName
+        self.ascending = ascending
+    }
+
+    /// Creates a sort key on the distance of a `LOCATION` field from `location`.
+    public init(_ fieldName: String, distanceFrom location: Location, ascending: Bool = true) {
+        self.fieldName = fieldName
+        self.relativeLocation = location
         self.ascending = ascending
     }
 

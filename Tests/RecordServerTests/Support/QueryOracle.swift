@@ -45,6 +45,16 @@ struct QueryOracle {
         let comparator = filter.comparator!
         let value = filter.fieldValue!.value
         let options = filter.recordSyncOptions ?? ""
+        if comparator == .containsAllTokens || comparator == .containsAnyTokens, !(filter.fieldName ?? "").contains(".") {
+            let field = filter.fieldName == "allTokens" ? nil : filter.fieldName
+            let held = Set(record.fields.filter { field == nil || $0.key == field }.values.flatMap(Self.words(of:)))
+            let wanted = Self.words(in: Self.string(value))
+            return comparator == .containsAllTokens ? wanted.allSatisfy(held.contains) : wanted.contains(where: held.contains)
+        }
+        if comparator == .near, !filter.fieldName!.contains(".") {
+            guard case .location(let place)? = record.fields[filter.fieldName!] else { return nil }
+            return Self.metres(from: place, to: Self.location(value)) <= filter.distance!
+        }
         if let system = filter.systemFieldName {
             switch system {
             case .recordName: return compareScalar(.string(record.recordName), comparator, value, options)
@@ -81,7 +91,9 @@ struct QueryOracle {
             default: []
             }
             return targets.contains { target in
-                guard let record = records[target], let type = schemas[record.recordType]?[next] else { return false }
+                guard let record = records[target] else { return false }
+                if next == "allTokens" { return evaluate(inner, record) == true }
+                guard let type = schemas[record.recordType]?[next] else { return false }
                 var inner = inner
                 if next == rest, !type.isList {
                     // A list comparator through a key path compares the single field of each record reached.
@@ -190,6 +202,78 @@ struct QueryOracle {
         }
     }
 
+    // MARK: Words and places
+
+    /// The words of a text: folded as `[cd]` folds, then the runs of letters, marks and digits.
+    static func words(in text: String) -> [String] {
+        let folded = fold(text, "cd")
+        var words: [String] = []
+        var word = ""
+        for scalar in folded.unicodeScalars {
+            let category = scalar.properties.generalCategory
+            if scalar.properties.isAlphabetic || [.decimalNumber, .letterNumber, .otherNumber, .nonspacingMark, .spacingMark, .enclosingMark].contains(category) {
+                word.unicodeScalars.append(scalar)
+            } else if !word.isEmpty {
+                words.append(word)
+                word = ""
+            }
+        }
+        if !word.isEmpty { words.append(word) }
+        return words
+    }
+
+    /// The words of a field: a string's, a string list's elements'; no other field has words.
+    static func words(of value: FieldValue) -> [String] {
+        switch value {
+        case .string(let text): words(in: text)
+        case .list(.string, let elements): elements.flatMap(words(of:))
+        default: []
+        }
+    }
+
+    static func location(_ value: JSONValue) -> Location {
+        Location(latitude: number(value["latitude"]!), longitude: number(value["longitude"]!))
+    }
+
+    /// The great-circle distance by the haversine formula, on a sphere of the mean Earth radius.
+    static func metres(from a: Location, to b: Location) -> Double {
+        let radians = Double.pi / 180
+        let dLatitude = (b.latitude - a.latitude) * radians, dLongitude = (b.longitude - a.longitude) * radians
+        let h = pow(sin(dLatitude / 2), 2) + cos(a.latitude * radians) * cos(b.latitude * radians) * pow(sin(dLongitude / 2), 2)
+        return 2 * 6_371_008.8 * asin(min(1, sqrt(h)))
+    }
+
+    /// The distance of `record`'s field `field` from `center`, or `nil` without the field.
+    static func distance(of record: Record, _ field: String, from center: Location) -> Double? {
+        if case .location(let place)? = record.fields[field] { metres(from: place, to: center) } else { nil }
+    }
+
+    /// Whether a record at distance `a` may come before one at `b` (within a millimetre).
+    static func inDistanceOrder(_ a: Double?, _ b: Double?, ascending: Bool) -> Bool {
+        switch (a, b) {
+        case (nil, nil): true
+        case (nil, _?): ascending
+        case (_?, nil): !ascending
+        case (let x?, let y?): ascending ? x <= y + 0.001 : x + 0.001 >= y
+        }
+    }
+
+    /// The names of `records` sorted by the distance of their field `field` from `center`
+    /// (a record without it first ascending, last descending), ties by name.
+    static func sorted(_ records: [Record], byDistanceOf field: String, from center: Location, ascending: Bool) -> [String] {
+        let keyed = records.map { record -> (name: String, metres: Double?) in
+            if case .location(let place)? = record.fields[field] { (record.recordName, metres(from: place, to: center)) } else { (record.recordName, nil) }
+        }
+        return keyed.sorted { a, b in
+            switch (a.metres, b.metres) {
+            case (nil, nil): return a.name < b.name
+            case (nil, _?): return ascending
+            case (_?, nil): return !ascending
+            case (let x?, let y?): return x == y ? a.name < b.name : (ascending ? x < y : x > y)
+            }
+        }.map(\.name)
+    }
+
     // MARK: Values
 
     static func fold(_ text: String, _ options: String) -> String {
@@ -286,6 +370,28 @@ struct QueryGenerator {
 
     static let cities = ["Paris", "paris", "Giverny", "Arles", "Zürich"]
 
+    /// Words of notes and of word searches (hyphens and apostrophes separate words).
+    static let noteWords = ["water", "lilies", "Water-Lilies", "Déjeuner", "dejeuner", "sur", "l'herbe", "STRASSE", "Straße", "café", "Cafe",
+                            "naïve", "Σίσυφος", "İstanbul", "blue sky", "42", "x2", "a*b", "Ǆemal"]
+
+    /// Places: a few cities, both sides of the ±180° meridian, near both poles.
+    static let places = [
+        Location(latitude: 48.8566, longitude: 2.3522), Location(latitude: 48.8606, longitude: 2.3376), Location(latitude: 49.0756, longitude: 1.5337),
+        Location(latitude: 43.6768, longitude: 4.6303), Location(latitude: 40.7128, longitude: -74.006), Location(latitude: -17.7, longitude: 179.95),
+        Location(latitude: -17.7, longitude: -179.97), Location(latitude: 89.95, longitude: 10), Location(latitude: 89.97, longitude: -170),
+        Location(latitude: -89.9, longitude: 45), Location(latitude: 0, longitude: 0),
+    ]
+
+    /// A place, a few hundred metres off now and then.
+    mutating func place() -> Location {
+        var place = pick(Self.places)
+        if chance(0.4) { place.latitude = max(-90, min(90, place.latitude + Double(int(-3...3)) / 1000)) }
+        if chance(0.4) { place.longitude += Double(int(-3...3)) / 1000 }
+        if place.longitude > 180 { place.longitude -= 360 }
+        if place.longitude < -180 { place.longitude += 360 }
+        return place
+    }
+
     /// `labels` records of type `Label` (`l00`…: `n`, `title`, `city`), then `count` of type
     /// `Item` (`i00`…), each referring only to labels and earlier items.
     mutating func records(_ count: Int, labels: Int) -> [Record] {
@@ -295,6 +401,7 @@ struct QueryGenerator {
             if chance(0.8) { record.fields["n"] = .int64(Int64(int(0...9))) }
             if chance(0.8) { record.fields["title"] = .string(pick(Self.words)) }
             if chance(0.7) { record.fields["city"] = .string(pick(Self.cities)) }
+            if chance(0.5) { record.fields["place"] = .location(place()) }
             return record
         }
         return labelRecords + (0..<count).map { index in
@@ -302,6 +409,8 @@ struct QueryGenerator {
             let earlier = labelNames + (0..<index).map { String(format: "i%02d", $0) }
             if chance(0.85) { record.fields["title"] = .string(pick(Self.words)) }
             if chance(0.8) { record.fields["n"] = .int64(Int64(int(0...9))) }
+            if chance(0.6) { record.fields["note"] = .string((0..<int(1...4)).map { _ in pick(Self.noteWords) }.joined(separator: pick([" ", ", ", "-"]))) }
+            if chance(0.7) { record.fields["place"] = .location(place()) }
             if chance(0.7) { record.fields["x"] = .double(Double(int(-5...15)) / 2) }
             if chance(0.7) { record.fields["ts"] = .timestamp(Int64(int(0...5)) * 1000) }
             if chance(0.75) { record.fields["tags"] = .list(.string, (0..<int(0...3)).map { _ in .string(pick(Self.words)) }) }
@@ -373,6 +482,8 @@ struct QueryGenerator {
         let ordered: [QueryComparator] = [.equals, .notEquals, .lessThan, .lessThanOrEquals, .greaterThan, .greaterThanOrEquals]
         if chance(0.2) { return keyPath(names: names, ordered: ordered) }
         if chance(0.12) { return nested(ordered: ordered) }
+        if chance(0.12) { return wordSearch(field: pick([nil, "allTokens", "allTokens", "note", "title", "tags", "city"])) }
+        if chance(0.15) { return near("place") }
         switch int(0...10) {
         case 0:
             let comparator = pick(ordered + [.in, .notIn])
@@ -442,9 +553,38 @@ struct QueryGenerator {
         }
     }
 
+    /// Words to search for: one to three, in any case and with or without their marks.
+    mutating func searchWords() -> String {
+        (0..<int(1...3)).map { _ in
+            var word = pick(Self.noteWords + Self.words.filter { !$0.isEmpty && $0 != "a*b" && $0 != "a?b" } + Self.cities)
+            if chance(0.3) { word = chance(0.5) ? word.uppercased() : word.lowercased() }
+            return word
+        }.joined(separator: " ")
+    }
+
+    /// `CONTAINS_ALL_TOKENS` or `CONTAINS_ANY_TOKENS` over `field` (nil: every text field).
+    private mutating func wordSearch(field: String?) -> QueryFilter {
+        var filter = QueryFilter(field ?? "allTokens", pick([.containsAllTokens, .containsAnyTokens]), RawFieldValue(value: .string(searchWords())))
+        if field == nil { filter.fieldName = nil }
+        return filter
+    }
+
+    /// `NEAR` on the LOCATION field `field`.
+    mutating func near(_ field: String) -> QueryFilter {
+        // Half of them round the ±180° meridian or a pole, where the index's boxes split.
+        let center = chance(0.5) ? pick(Array(Self.places[5...9])) : place()
+        return QueryFilter(field, near: center, within: pick([0, 10, 500, 1_000, 20_000, 50_000, 300_000, 1_000_000, 5_000_000, 12_000_000, 30_000_000]))
+    }
+
     /// A comparison through one or two references (`owner.n`, `links.owner.title`, …).
     private mutating func keyPath(names: [String], ordered: [QueryComparator]) -> QueryFilter {
         let prefix = pick(["owner", "links", "owner.owner", "links.owner", "owner.links"])
+        if chance(0.15) { return near(prefix + ".place") }
+        if chance(0.15) {
+            var filter = wordSearch(field: nil)
+            filter.fieldName = prefix + "." + pick(["allTokens", "title", "city", "note"])
+            return filter
+        }
         switch int(0...5) {
         case 0, 1:
             // LIST_CONTAINS and friends on a single field reached: how ANY travels.
