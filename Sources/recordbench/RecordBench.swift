@@ -21,7 +21,7 @@ struct RecordBench: AsyncParsableCommand {
 }
 
 enum Scenario: String, CaseIterable, ExpressibleByArgument {
-    case save, changes, cascade, nullify, queryByReference = "query-by-reference", keyPath = "key-path", cacheApply = "cache-apply", propagation, memory, nodes, assets
+    case save, changes, cascade, nullify, queryByReference = "query-by-reference", keyPath = "key-path", fullText = "full-text", near, cacheApply = "cache-apply", propagation, memory, nodes, assets
 }
 
 enum BackendName: String, CaseIterable, ExpressibleByArgument {
@@ -84,6 +84,8 @@ extension RecordBench {
                 case .nullify: result = try await Scenarios.nullify(sizes, repetitions: repetitions)
                 case .queryByReference: result = try await Scenarios.queryByReference(sizes, repetitions: repetitions)
                 case .keyPath: result = try await Scenarios.keyPath(sizes, repetitions: repetitions)
+                case .fullText: result = try await Scenarios.fullText(sizes, repetitions: repetitions)
+                case .near: result = try await Scenarios.near(sizes, repetitions: repetitions)
                 case .cacheApply: result = try await Scenarios.cacheApply(sizes, repetitions: repetitions)
                 case .propagation: result = try await Scenarios.propagation(sizes)
                 case .memory: result = try await Memory.run(sizes)

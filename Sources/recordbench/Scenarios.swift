@@ -198,11 +198,31 @@ enum Scenarios {
     /// Artists.
     static func keyPath(_ scale: Scale, repetitions: Int) async throws -> Measurement {
         try await bigZoneAgainstSmall("key-path", scale, repetitions: repetitions,
-                                      query: RecordQuery(recordType: "Artwork", predicate: try RecordPredicate(format: "artist.name == %@", "artist 0"))) { database, zone, count in
-            say("  seeding 1000 Artists and \(count) Artworks in zone \(zone.zoneName)…")
-            try await Workload.save(database, count: 1_000, zone: zone) { $0.map(Workload.galleryArtist) }
-            try await Workload.save(database, count: count, zone: zone) { $0.map { Workload.galleryArtwork($0, of: count) } }
-        }
+                                      query: RecordQuery(recordType: "Artwork", predicate: try RecordPredicate(format: "artist.name == %@", "artist 0")),
+                                      seed: seedGallery)
+    }
+
+    /// `full-text`: `SELF CONTAINS 'water lilies'` (`CONTAINS_ALL_TOKENS` over every text
+    /// field: 100 Artworks), in zones of the query-language shape as for `key-path`.
+    static func fullText(_ scale: Scale, repetitions: Int) async throws -> Measurement {
+        try await bigZoneAgainstSmall("full-text", scale, repetitions: repetitions,
+                                      query: RecordQuery(recordType: "Artwork", predicate: try RecordPredicate(format: "SELF CONTAINS 'water lilies'")),
+                                      seed: seedGallery)
+    }
+
+    /// `near`: the Artworks within 1 km of the Louvre (100), in zones of the query-language
+    /// shape as for `key-path`.
+    static func near(_ scale: Scale, repetitions: Int) async throws -> Measurement {
+        try await bigZoneAgainstSmall("near", scale, repetitions: repetitions,
+                                      query: RecordQuery(recordType: "Artwork", predicate: try RecordPredicate(format: "distanceToLocation:fromLocation:(location, %@) < 1", Workload.louvre)),
+                                      seed: seedGallery)
+    }
+
+    /// Seeds a zone of the query-language shape (``Workload/galleryArtwork(_:of:)``).
+    @Sendable static func seedGallery(_ database: Database, _ zone: ZoneID, _ count: Int) async throws {
+        say("  seeding 1000 Artists and \(count) Artworks in zone \(zone.zoneName)…")
+        try await Workload.save(database, count: 1_000, zone: zone) { $0.map(Workload.galleryArtist) }
+        try await Workload.save(database, count: count, zone: zone) { $0.map { Workload.galleryArtwork($0, of: count) } }
     }
 
     /// `query-by-reference`: one Artist's 100 Artworks, in a big zone and in a small one.

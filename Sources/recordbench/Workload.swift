@@ -21,8 +21,13 @@ enum Workload {
     }
 
     /// The query-language data shape: 1,000 Artists (`artist 0` … `artist 999`), and Artworks
-    /// each with a reference to an Artist, a title, a note of 20 words and a location. Exactly
-    /// 100 Artworks of any zone of at least 100 refer to `artist 0`.
+    /// each with a reference to an Artist, a title, a note of 20 words and a location. In any
+    /// zone of at least 1,000 Artworks, exactly 100 of them:
+    /// - refer to `artist 0`;
+    /// - hold both `water` and `lilies` in their note (and 200 more hold one of the two);
+    /// - lie within 900 m of the Louvre (``louvre``), and no other within 2 km of it: the rest
+    ///   are spread over a box of 8° by 12° round France.
+    /// The other words of a note are drawn from 5,000.
     static func galleryArtist(_ i: Int) -> RecordOperation {
         RecordOperation(.forceReplace, RecordPayload(recordName: "a\(i)", recordType: "Artist",
                                                      fields: ["name": RawFieldValue(FieldValue.string("artist \(i)"))]))
@@ -30,15 +35,39 @@ enum Workload {
 
     static let noteWords = (0..<5_000).map { "w\(String($0, radix: 36))" }
 
+    /// Where the 100 clustered Artworks of a zone are.
+    static let louvre = Location(latitude: 48.8606, longitude: 2.3376)
+
     static func galleryArtwork(_ i: Int, of count: Int) -> RecordOperation {
-        let artist = i % max(count / 100, 1) == 0 ? 0 : 1 + i % 999
+        let step = max(count / 100, 1)
+        let artist = i % step == 0 ? 0 : 1 + i % 999
         var generator = SplitMix(seed: UInt64(i))
-        let note = (0..<20).map { _ in noteWords[Int(generator.next() % UInt64(noteWords.count))] }.joined(separator: " ")
-        let location = Location(latitude: 48 + Double(generator.next() % 1_000_000) / 1_000_000, longitude: 2 + Double(generator.next() % 1_000_000) / 1_000_000)
+        var words = (0..<20).map { _ in noteWords[Int(generator.next() % UInt64(noteWords.count))] }
+        switch i % step {
+        case 7 % step: words[3] = "water"; words[11] = "lilies"
+        case 3 % step: words[5] = "water"
+        case 5 % step: words[8] = "lilies"
+        default: break
+        }
+        let location: Location
+        if i % step == 1 % step {
+            // Within 900 m of the Louvre, evenly over the disc.
+            let angle = Double(generator.next() % 1_000_000) / 1_000_000 * 2 * .pi
+            let metres = 900 * (Double(generator.next() % 1_000_000) / 1_000_000).squareRoot()
+            location = Location(latitude: louvre.latitude + metres * cos(angle) / 111_195,
+                                longitude: louvre.longitude + metres * sin(angle) / (111_195 * cos(louvre.latitude * .pi / 180)))
+        } else {
+            var place: Location
+            repeat {
+                place = Location(latitude: 43 + 8 * Double(generator.next() % 1_000_000) / 1_000_000,
+                                 longitude: -4 + 12 * Double(generator.next() % 1_000_000) / 1_000_000)
+            } while abs(place.latitude - louvre.latitude) < 0.02 && abs(place.longitude - louvre.longitude) < 0.03
+            location = place
+        }
         return RecordOperation(.forceReplace, RecordPayload(recordName: "w\(i)", recordType: "Artwork", fields: [
             "artist": RawFieldValue(FieldValue.reference(Reference(recordName: "a\(artist)", action: .none))),
             "title": RawFieldValue(FieldValue.string("title \(i)")),
-            "note": RawFieldValue(FieldValue.string(note)),
+            "note": RawFieldValue(FieldValue.string(words.joined(separator: " "))),
             "location": RawFieldValue(FieldValue.location(location)),
         ]))
     }

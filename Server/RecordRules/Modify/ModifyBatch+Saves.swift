@@ -231,10 +231,9 @@ extension ModifyBatch {
         let created = current.map { $0.created ?? modified } ?? modified
         let row = RecordWrite(name: name, recordType: operation.recordType, changeTag: tag, fields: encoded, created: created, modified: modified, sequence: sequence)
         if firing != nil { progress.saved.append((name, current == nil)) }
-        if let current {
+        if current != nil {
             try transaction.updateRecord(row, inZone: zone.key)
             try transaction.removeReferences(from: name, inZone: zone.key)
-            if SearchIndex.indexes(current.fields.values) { try transaction.removeSearchIndex(of: name, inZone: zone.key) }
         } else {
             try transaction.insertRecord(row, inZone: zone.key)
             if savePhase?.zoneHasTombstones ?? true {
@@ -248,8 +247,16 @@ extension ModifyBatch {
         if !references.isEmpty {
             try transaction.insertReferences(references, from: name, inZone: zone.key)
         }
+        // The search rows change only when the words or places do (not for most updates).
         let search = SearchIndex(fields: fields)
-        if !search.isEmpty { try transaction.insertSearchIndex(search, of: name, inZone: zone.key) }
+        if let current, SearchIndex.indexes(current.fields.values) {
+            if SearchIndex(fields: current.fields) != search {
+                try transaction.removeSearchIndex(of: name, inZone: zone.key)
+                if !search.isEmpty { try transaction.insertSearchIndex(search, of: name, inZone: zone.key) }
+            }
+        } else if !search.isEmpty {
+            try transaction.insertSearchIndex(search, of: name, inZone: zone.key)
+        }
         return record
     }
 }

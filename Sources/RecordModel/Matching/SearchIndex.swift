@@ -9,35 +9,31 @@ import Foundation
 ///   (``GeoPoint``), for `NEAR` and sorting by distance.
 ///
 /// `NESTED` values (JSON in a string on the wire) and lists of locations are not indexed.
-public struct SearchIndex: Sendable, Hashable {
-    /// The distinct tokens of each text field, by field name.
-    public var tokens: [(field: String, token: String)] { tokenRows.map { ($0.field, $0.token) } }
+public struct SearchIndex: Sendable, Equatable {
+    /// The distinct tokens of each text field.
+    public private(set) var tokens: [(field: String, token: String)] = []
     /// The location fields.
-    public var places: [(field: String, point: GeoPoint)] { placeRows.map { ($0.field, $0.point) } }
-
-    private struct TokenRow: Hashable { var field: String; var token: String }
-    private struct PlaceRow: Hashable { var field: String; var point: GeoPoint }
-    private var tokenRows: [TokenRow] = []
-    private var placeRows: [PlaceRow] = []
+    public private(set) var places: [(field: String, point: GeoPoint)] = []
 
     /// Whether the record adds no row.
-    public var isEmpty: Bool { tokenRows.isEmpty && placeRows.isEmpty }
+    public var isEmpty: Bool { tokens.isEmpty && places.isEmpty }
 
-    /// The index entries of `fields`, in field-name order.
+    /// The index entries of `fields` (in no particular order).
     public init(fields: some Sequence<(key: String, value: FieldValue)>) {
-        for (field, value) in fields.sorted(by: { $0.key < $1.key }) {
+        for (field, value) in fields {
             switch value {
             case .string(let text):
-                tokenRows += TextTokens.tokens(of: text).map { TokenRow(field: field, token: $0) }
+                for token in TextTokens.tokens(of: text) { tokens.append((field, token)) }
             case .list(.string, let elements):
-                var seen: Set<String> = []
+                var seen: [String] = []
                 for case .string(let text) in elements {
-                    for token in TextTokens.tokens(of: text) where seen.insert(token).inserted {
-                        tokenRows.append(TokenRow(field: field, token: token))
+                    for token in TextTokens.tokens(of: text) where !seen.contains(token) {
+                        seen.append(token)
+                        tokens.append((field, token))
                     }
                 }
             case .location(let location):
-                placeRows.append(PlaceRow(field: field, point: GeoPoint(location)))
+                places.append((field, GeoPoint(location)))
             default:
                 continue
             }
@@ -55,13 +51,14 @@ public struct SearchIndex: Sendable, Hashable {
         }
     }
 
+    /// The same rows, whatever their order.
     public static func == (lhs: SearchIndex, rhs: SearchIndex) -> Bool {
-        lhs.tokenRows == rhs.tokenRows && lhs.placeRows == rhs.placeRows
-    }
-
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(tokenRows)
-        hasher.combine(placeRows)
+        guard lhs.tokens.count == rhs.tokens.count, lhs.places.count == rhs.places.count else { return false }
+        let leftTokens = Set(lhs.tokens.map { "\($0.field)\u{0}\($0.token)" }), rightTokens = Set(rhs.tokens.map { "\($0.field)\u{0}\($0.token)" })
+        guard leftTokens == rightTokens else { return false }
+        let leftPlaces = Dictionary(lhs.places.map { ($0.field, $0.point) }, uniquingKeysWith: { a, _ in a })
+        let rightPlaces = Dictionary(rhs.places.map { ($0.field, $0.point) }, uniquingKeysWith: { a, _ in a })
+        return leftPlaces == rightPlaces
     }
 }
 
@@ -81,9 +78,15 @@ public enum TextTokens {
     /// The distinct tokens of `text`.
     public static func tokens(of text: String) -> [String] {
         var result: [String] = []
+        // Most texts have a few words: a set pays only for longer ones.
         var seen: Set<String> = []
         func add(_ token: String) {
-            if seen.insert(token).inserted { result.append(token) }
+            if result.count < 16 {
+                if !result.contains(token) { result.append(token) }
+                if result.count == 16 { seen = Set(result) }
+            } else if seen.insert(token).inserted {
+                result.append(token)
+            }
         }
         if text.utf8.allSatisfy({ $0 < 0x80 }) {
             // ASCII folds to its lower case, and nothing else changes it.
