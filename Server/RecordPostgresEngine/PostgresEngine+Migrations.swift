@@ -203,7 +203,8 @@ extension PostgresEngine {
             "CREATE TABLE push_deliveries(token TEXT NOT NULL, notification BIGINT NOT NULL, PRIMARY KEY(token, notification))",
         ]),
         // Full-text tokens and locations (the SQLite engine's `v9-search`); `backfills` builds
-        // them for the records already stored.
+        // the locations of the records already stored (words are indexed per record type from
+        // its first word search on: search_types).
         ("v6", [
             """
             CREATE TABLE search_tokens(zone_id BIGINT NOT NULL, name TEXT COLLATE "C" NOT NULL, field TEXT COLLATE "C" NOT NULL,
@@ -216,6 +217,7 @@ extension PostgresEngine {
                 PRIMARY KEY(zone_id, name, field))
             """,
             "CREATE INDEX search_locations_by_cell ON search_locations(zone_id, field, cell) INCLUDE (x, y, z, name)",
+            "CREATE TABLE search_types(container_id BIGINT NOT NULL, record_type TEXT COLLATE \"C\" NOT NULL, PRIMARY KEY(container_id, record_type))",
         ]),
     ]
 
@@ -224,7 +226,7 @@ extension PostgresEngine {
         "v6": { connection, logger in try await buildSearchRows(connection, logger: logger) },
     ]
 
-    /// Stores the search rows (``SearchIndex``) of every stored record, 1,000 records a round.
+    /// Stores the location rows (``SearchIndex``) of every stored record, 1,000 records a round.
     static func buildSearchRows(_ connection: PostgresConnection, logger: Logger) async throws {
         var after: (zone: Int64, name: String) = (Int64.min, "")
         while true {
@@ -237,21 +239,11 @@ extension PostgresEngine {
             }
             guard let last = batch.last else { return }
             after = (last.zone, last.name)
-            var tokens: [(zone: Int64, name: String, field: String, token: String)] = []
             var places: [(zone: Int64, name: String, field: String, point: GeoPoint)] = []
             for record in batch {
                 let fields = try Record.fields(fromJSON: record.fields)
-                guard SearchIndex.indexes(fields.values) else { continue }
-                let index = SearchIndex(fields: fields)
-                tokens += index.tokens.map { (record.zone, record.name, $0.field, $0.token) }
-                places += index.places.map { (record.zone, record.name, $0.field, $0.point) }
-            }
-            if !tokens.isEmpty {
-                try await connection.query("""
-                    INSERT INTO search_tokens(zone_id, name, field, token)
-                    SELECT * FROM unnest(\(tokens.map(\.zone)), \(tokens.map(\.name)), \(tokens.map(\.field)), \(tokens.map(\.token)))
-                    ON CONFLICT DO NOTHING
-                    """, logger: logger)
+                guard SearchIndex.indexes(fields.values, words: false) else { continue }
+                places += SearchIndex(fields: fields, words: false).places.map { (record.zone, record.name, $0.field, $0.point) }
             }
             if !places.isEmpty {
                 try await connection.query("""

@@ -23,7 +23,7 @@ extension RecordStore {
             throw RecordSyncError(.badRequest, "continuationMarker belongs to a different query")
         }
         do {
-            return try await read(scope) { transaction, database in
+            return try await markingSearchTypes { try await read(scope) { transaction, database in
                 var zones: [Int64: ZoneID] = [:]
                 if request.zoneWide == true && request.zoneID == nil {
                     for zone in try transaction.liveZones(in: database.key) {
@@ -34,6 +34,7 @@ extension RecordStore {
                     zones[zone.key] = zone.zoneID
                 }
                 let schema = QuerySchema(recordType: request.query.recordType, types: try transaction.schemas(inContainer: database.containerKey))
+                try SearchTypes.check(request.query, schema: schema, inContainer: database.containerKey, in: transaction)
                 let (matches, resumeAfter) = try transaction.matches(request.query, inZones: zones, schema: schema, after: marker, limit: limit + 1, limits: self.limits)
                 var page = matches.prefix(limit)
                 // More remain past the page, or past the rows examined for a filter Swift finishes.
@@ -53,7 +54,7 @@ extension RecordStore {
                     ContinuationMarker(query: fingerprint, values: $0.sortValues, zone: $0.zoneKey, name: $0.record.recordName).string
                 }
                 return QueryRecordsResponse(records: page.map { $0.record.restricted(to: request.desiredKeys) }, continuationMarker: next, includedRecords: included)
-            }
+            } }
         } catch let error as RecordSyncError where error.code == .internalError {
             // An engine refuses statements that are too deep or too large: the query's fault.
             throw RecordSyncError(.badRequest, "the query is too complex to run; use fewer filters, sort keys or values")

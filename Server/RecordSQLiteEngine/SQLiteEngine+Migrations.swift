@@ -294,7 +294,9 @@ extension SQLiteEngine {
                 """)
         }
         // Full-text tokens and locations, for CONTAINS_ALL_TOKENS, CONTAINS_ANY_TOKENS, NEAR
-        // and sorting by distance (SearchRows), built here for the records already stored.
+        // and sorting by distance (SearchRows). The locations of the records already stored are
+        // built here; words are indexed per record type from its first word search on
+        // (search_types).
         migrator.registerMigration("v9-search") { db in
             try db.execute(sql: """
                 CREATE TABLE search_tokens(
@@ -314,8 +316,12 @@ extension SQLiteEngine {
                     z REAL NOT NULL,
                     PRIMARY KEY(zone_id, name, field)) WITHOUT ROWID;
                 CREATE INDEX search_locations_by_cell ON search_locations(zone_id, field, cell, x, y, z);
+                CREATE TABLE search_types(
+                    container_id INTEGER NOT NULL,
+                    record_type TEXT NOT NULL,
+                    PRIMARY KEY(container_id, record_type)) WITHOUT ROWID;
                 """)
-            try SearchRows.build(in: db)
+            try SearchRows.buildPlaces(in: db)
         }
         return migrator
     }

@@ -86,6 +86,27 @@ extension SQLiteTransaction {
         }
     }
 
+    func searchableTypes(inContainer container: Int64) throws -> Set<String> {
+        Set(try String.fetchAll(db.cachedStatement(sql: "SELECT record_type FROM search_types WHERE container_id = ?"), arguments: [container]))
+    }
+
+    /// SQLite writes one transaction at a time: nothing is in flight while a type is marked.
+    func markSearchable(_ recordType: String, inContainer container: Int64) throws -> Bool {
+        try db.execute(sql: "INSERT OR IGNORE INTO search_types(container_id, record_type) VALUES (?, ?)", arguments: [container, recordType])
+        return db.changesCount > 0
+    }
+
+    func records(ofType recordType: String, inContainer container: Int64, after: (zone: Int64, name: String)?, limit: Int) throws
+        -> [(zone: Int64, name: String, fields: String)] {
+        try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT r.zone_id, r.name, r.fields FROM zones z JOIN databases d ON d.id = z.database_id
+            CROSS JOIN records r ON r.zone_id = z.id AND r.type = ?2
+            WHERE d.container_id = ?1 AND (r.zone_id > ?3 OR (r.zone_id = ?3 AND r.name > ?4))
+            ORDER BY r.zone_id, r.name LIMIT ?5
+            """), arguments: [container, recordType, after?.zone ?? Int64.min, after?.name ?? "", limit])
+            .map { ($0[0], $0[1], $0[2]) }
+    }
+
     func removeSearchIndex(of name: String, inZone zone: Int64) throws {
         try SearchRows.remove(name, inZone: zone, in: db)
     }

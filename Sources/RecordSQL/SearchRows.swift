@@ -44,19 +44,20 @@ package enum SearchRows {
         }
     }
 
-    /// Stores the rows of every record of the table `records` (`zone_id`, `name`, `fields`):
-    /// what a migration that adds the search tables does for the records already stored.
+    /// Stores the location rows of every record of the table `records` (`zone_id`, `name`,
+    /// `fields`): what a migration that adds the search tables does for the records already
+    /// stored (words are indexed per record type from its first word search on).
     ///
     /// - Returns: the number of records read.
     @discardableResult
-    package static func build(in db: Database) throws -> Int {
+    package static func buildPlaces(in db: Database) throws -> Int {
         var count = 0
         let cursor = try Row.fetchCursor(db, sql: "SELECT zone_id, name, fields FROM records")
         while let row = try cursor.next() {
             let fields = try RecordRow.decodeFields(row[2])
             count += 1
-            guard SearchIndex.indexes(fields.values) else { continue }
-            try insert(SearchIndex(fields: fields), of: row[1], inZone: row[0], in: db)
+            guard SearchIndex.indexes(fields.values, words: false) else { continue }
+            try insert(SearchIndex(fields: fields, words: false), of: row[1], inZone: row[0], in: db)
         }
         return count
     }

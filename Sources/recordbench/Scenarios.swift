@@ -245,6 +245,18 @@ enum Scenarios {
             _ = try await database.modifyRecordZones(saving: [RecordZone(zoneID: big), RecordZone(zoneID: small)], deleting: [])
             for (zone, count) in [(big, scale.queryBigZone), (small, scale.querySmallZone)] { try await seed(database, zone, count) }
             try await server.storage.analyze()
+            // Once before timing: a type's first word search indexes its stored records' words,
+            // in a write the server finishes even when the client stops waiting for it.
+            for zone in [big, small] {
+                for attempt in 1... {
+                    do {
+                        _ = try await database.allRecords(matching: query, inZoneWith: zone)
+                        break
+                    } catch let error as RecordSyncError where error.code == .networkFailure && attempt < 20 {
+                        say("  the first search is still indexing (\(error.reason)); again…")
+                    }
+                }
+            }
             var bigTimes: [Double] = [], smallTimes: [Double] = [], ratios: [Double] = []
             for round in 0..<max(9, repetitions) {
                 var time: [ZoneID: Double] = [:]

@@ -109,6 +109,7 @@ struct DataCommand: AsyncParsableCommand {
             Table(name: "search_tokens", columns: [.integer("zone_id"), .text("name"), .text("field"), .text("token")], key: "zone_id, name, field, token"),
             Table(name: "search_locations", columns: [.integer("zone_id"), .text("name"), .text("field"), .integer("cell"), .real("x"), .real("y"), .real("z")],
                   key: "zone_id, name, field"),
+            Table(name: "search_types", columns: [.integer("container_id"), .text("record_type")], key: "container_id, record_type"),
             Table(name: "tombstones", columns: [.integer("zone_id"), .text("name"), .text("type"), .integer("seq")], key: "name, zone_id"),
             Table(name: "asset_keys", columns: [.text("id"), .bytes("secret"), .integer("created_at")], key: "id"),
             Table(name: "asset_blobs", columns: [.text("checksum"), .integer("size"), .integer("orphaned_at")], key: "checksum"),

@@ -83,7 +83,7 @@ import Testing
             // The database as the release before left it.
             let url = try await TestPostgres.databaseURL(for: directory)
             try await PostgresEngine.withConnection(to: try PostgresLocation(url: url), logger: Logger(label: "test")) { connection in
-                for statement in ["DROP TABLE search_tokens", "DROP TABLE search_locations", "DELETE FROM recordsync_migrations WHERE name = 'v6'"] {
+                for statement in ["DROP TABLE search_tokens", "DROP TABLE search_locations", "DROP TABLE search_types", "DELETE FROM recordsync_migrations WHERE name = 'v6'"] {
                     try await connection.query(PostgresQuery(unsafeSQL: statement), logger: Logger(label: "test"))
                 }
             }

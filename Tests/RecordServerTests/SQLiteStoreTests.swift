@@ -84,6 +84,63 @@ import Testing
         }
     }
 
+    /// A word search reads one range of the words index a word, and `NEAR` the cell index
+    /// alone: neither walks the zone's records.
+    @Test func wordSearchesAndNearReadTheSearchIndexes() async throws {
+        try await withTemporaryDirectory { directory in
+            let engine = try SQLiteEngine(path: directory + "/records.sqlite")
+            let schema: QuerySchema = ["title": FieldType(.string), "place": FieldType(.location)]
+            let queries: [(QueryFilter, String)] = [
+                (QueryFilter("allTokens", .containsAllTokens, RawFieldValue(value: .string("water lilies"))), "search_tokens_by_token"),
+                (QueryFilter("title", .containsAnyTokens, RawFieldValue(value: .string("water lilies"))), "search_tokens_by_token"),
+                (QueryFilter("place", near: Location(latitude: 48.86, longitude: 2.34), within: 1_000), "search_locations_by_cell"),
+            ]
+            for (filter, index) in queries {
+                let plan = try await engine.pool.read { db in
+                    let statement = try QueryCompiler(zoneKeys: [1], schema: schema, keyedReferenceFields: true)
+                        .compile(Query(recordType: "Artwork", filterBy: [filter]), after: nil, limit: 10)
+                    return try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + statement.sql, arguments: statement.arguments).map { $0["detail"] as String }
+                }
+                #expect(!plan.contains { $0.hasPrefix("SCAN") }, "\(filter): \(plan)")
+                #expect(plan.contains { $0.contains(index) }, "\(filter): \(plan)")
+                #expect(plan.contains { $0.hasPrefix("SEARCH r ") && $0.contains("name=?") }, "\(filter): \(plan)")
+            }
+        }
+    }
+
+    /// A record type's words are indexed from its first word search on (`SearchTypes`): before
+    /// it, saving its records writes no word rows (their locations are indexed at once); the
+    /// search indexes the stored ones, and later saves their own.
+    @Test func aTypesWordsAreIndexedFromItsFirstWordSearchOn() async throws {
+        try await withTemporaryDirectory { directory in
+            let token = try await ChildProcess.run("recordserver", ["user", "add", "alice", "--data", directory]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+            let server = try await ServerProcess(data: directory)
+            defer { Task { _ = await server.stop(signal: SIGKILL) } }
+            func save(_ name: String, _ type: String, _ text: String) async throws {
+                let body = #"{"operations": [{"operationType": "forceReplace", "record": {"recordName": "\#(name)", "recordType": "\#(type)", "fields": {"text": {"value": "\#(text)"}, "spot": {"value": {"latitude": 1, "longitude": 2}, "type": "LOCATION"}}}}]}"#
+                #expect(try await server.post("records/modify", body, token: token).status == 200)
+            }
+            func rows() async throws -> (words: [String], places: Int) {
+                let queue = try DatabaseQueue(path: directory + "/records.sqlite", configuration: { var c = Configuration(); c.readonly = true; return c }())
+                defer { try? queue.close() }
+                return try await queue.read { db in
+                    (try String.fetchAll(db, sql: "SELECT name || ':' || token FROM search_tokens ORDER BY 1"), try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM search_locations") ?? 0)
+                }
+            }
+            try await save("n1", "Note", "water lilies")
+            try await save("t1", "Task", "buy lilies")
+            #expect(try await rows().words == [])
+            #expect(try await rows().places == 2)
+            let search = #"{"query": {"recordType": "Note", "filterBy": [{"comparator": "CONTAINS_ALL_TOKENS", "fieldValue": {"value": "lilies"}}]}}"#
+            let found = try await server.post("records/query", search, token: token)
+            #expect(String(decoding: found.data, as: UTF8.self).contains(#""recordName":"n1""#))
+            try await save("n2", "Note", "roses")
+            try await save("t2", "Task", "sell roses")
+            #expect(try await rows().words == ["n1:lilies", "n1:water", "n2:roses"])
+            _ = await server.stop(signal: SIGTERM)
+        }
+    }
+
     @Test func theChangeFeedIsReadThroughTheSequenceIndexes() async throws {
         try await withTemporaryDirectory { directory in
             let engine = try SQLiteEngine(path: directory + "/records.sqlite")

@@ -182,6 +182,26 @@ import Testing
         }
     }
 
+    /// A subscription searching words marks its type searchable, so the records written after
+    /// it (and before any word query) are matched by their words.
+    @Test func aWordSearchSubscriptionMatchesTheRecordsWrittenAfterIt() async throws {
+        try await withServer(configure: { $0.webcourierWait = .milliseconds(600) }) { server in
+            let alice = try await server.user("alice")
+            try await alice.save([Record(recordName: "old", recordType: "Note", fields: ["text": .string("water lilies")])])
+            let subscription = #"{"subscriptionID":"lilies","subscriptionType":"query","query":{"recordType":"Note","filterBy":[{"comparator":"CONTAINS_ALL_TOKENS","fieldValue":{"value":"LILIES"}}]},"firesOn":["create","update"]}"#
+            #expect(try await Self.subscribe(alice, subscription).status == 200)
+            let url = try await Self.webcourier(alice)
+            try await alice.save([Record(recordName: "roses", recordType: "Note", fields: ["text": .string("roses")]),
+                                  Record(recordName: "new", recordType: "Note", fields: ["text": .string("more Lilies")])])
+            let notification = try await Self.poll(url)
+            #expect(Self.query(notification)?.0 == "new", "\(String(describing: notification))")
+            #expect(try await Self.poll(url) == nil)
+            // The records stored before were indexed when the subscription was made.
+            let found = try await alice.post("records/query", #"{"query": {"recordType": "Note", "filterBy": [{"comparator": "CONTAINS_ALL_TOKENS", "fieldValue": {"value": "lilies"}}]}}"#)
+            #expect(try found.decode(QueryRecordsResponse.self).records.map(\.recordName) == ["new", "old"])
+        }
+    }
+
     @Test func aSubscriptionWhoseQueryNoLongerCompilesNeverFailsAWrite() async throws {
         try await withServer(configure: { $0.webcourierWait = .milliseconds(300) }) { server in
             let alice = try await server.user("alice")

@@ -10,7 +10,42 @@ extension RecordCache {
     /// - Parameter zoneID: the zone to search; `nil` searches every cached zone.
     /// - Throws: `BAD_REQUEST` for a query the server could not run either.
     public func records(matching query: Query, inZoneWith zoneID: ZoneID? = .defaultZone) async throws -> [RecordModel.Record] {
-        try await writer.read { db in try Self.run(query, inZoneWith: zoneID, in: db) }
+        if QueryFilter.searchWords(query.filterBy ?? []) {
+            try await writer.write { db in try Self.markSearchTypes(for: query, in: db) }
+        }
+        return try await writer.read { db in try Self.run(query, inZoneWith: zoneID, in: db) }
+    }
+
+    /// Makes the record types whose words `query` searches searchable, as the server does
+    /// (`SearchTypes`): their words are indexed from then on, the cached records' at once.
+    static func markSearchTypes(for query: Query, in db: SQLDatabase) throws {
+        let filters = query.filterBy ?? []
+        guard QueryFilter.searchWords(filters),
+              let needed = try? QueryFilter.wordSearchTypes(filters, recordType: query.recordType, schema: schema(for: query.recordType, in: db)) else { return }
+        for type in needed.sorted() {
+            try db.execute(sql: "INSERT OR IGNORE INTO search_types(record_type) VALUES (?)", arguments: [type])
+            guard db.changesCount > 0 else { continue }
+            let rows = try Row.fetchCursor(db, sql: "SELECT zone_id, name, fields FROM records WHERE type = ?", arguments: [type])
+            while let row = try rows.next() {
+                let texts = try RecordRow.decodeFields(row[2]).filter { if case .location = $0.value { false } else { true } }
+                let words = SearchIndex(fields: texts)
+                if !words.isEmpty { try SearchRows.insert(words, of: row[1], inZone: row[0], in: db) }
+            }
+        }
+    }
+
+    /// The record types whose words the cache indexes.
+    static func searchableTypes(in db: SQLDatabase) throws -> Set<String> {
+        Set(try String.fetchAll(db.cachedStatement(sql: "SELECT record_type FROM search_types")))
+    }
+
+    /// The schema of `recordType` and every type the cache has fetched (key paths step into them).
+    static func schema(for recordType: String, in db: SQLDatabase) throws -> QuerySchema {
+        var types: [String: [String: FieldType]] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT record_type, field, type FROM schema_fields") {
+            if let type = FieldType(rawValue: row[2]) { types[row[0], default: [:]][row[1]] = type }
+        }
+        return QuerySchema(recordType: recordType, types: types)
     }
 
     /// The results of a query, again every time the cache changes in a way that affects them.
@@ -18,7 +53,11 @@ extension RecordCache {
     /// The first element is the current result. Iterate it in a task; cancelling the task ends
     /// the observation.
     public func observe(_ query: Query, inZoneWith zoneID: ZoneID? = .defaultZone) -> AsyncValueObservation<[RecordModel.Record]> {
-        ValueObservation.tracking { db in try Self.run(query, inZoneWith: zoneID, in: db) }
+        if QueryFilter.searchWords(query.filterBy ?? []) {
+            // A query that cannot run reports its error through the observation.
+            try? writer.write { db in try Self.markSearchTypes(for: query, in: db) }
+        }
+        return ValueObservation.tracking { db in try Self.run(query, inZoneWith: zoneID, in: db) }
             .removeDuplicates()
             .values(in: writer)
     }
@@ -33,11 +72,7 @@ extension RecordCache {
         }
         guard !zones.isEmpty else { return [] }
         // The field types it has fetched, of every type (key paths step into them).
-        var types: [String: [String: FieldType]] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT record_type, field, type FROM schema_fields") {
-            if let type = FieldType(rawValue: row[2]) { types[row[0], default: [:]][row[1]] = type }
-        }
-        let schema = QuerySchema(recordType: query.recordType, types: types)
+        let schema = try schema(for: query.recordType, in: db)
         let statement = try QueryCompiler(zoneKeys: zones.keys.sorted(), schema: schema, keyedReferenceFields: false).compile(query, after: nil, limit: Int(Int32.max))
         // Filters the database cannot finish (string matching) are finished in Swift, as the
         // server does (FilterPlan).

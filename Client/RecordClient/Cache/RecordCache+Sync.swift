@@ -191,8 +191,8 @@ extension RecordCache {
                     let text = offset < page.fieldsText.count ? page.fieldsText[offset] : nil
                     if record.recordChangeTag != nil {
                         let references = offset < page.references.count ? page.references[offset] : record.references
-                        let search = offset < page.searchIndexes.count ? page.searchIndexes[offset] : SearchIndex(fields: record.fields)
-                        try rows.write(record, zone: zone, fieldsText: text, references: references, search: search)
+                        let searchFields = offset < page.searchFields.count ? page.searchFields[offset] : record.fields.map { ($0.key, $0.value) }
+                        try rows.write(record, zone: zone, fieldsText: text, references: references, searchFields: searchFields)
                     } else {
                         // Not a server version a later edit could start from: stored the general way
                         // (with its fields decoded, if the page was read for the cache alone).

@@ -109,7 +109,8 @@ public final class RecordCache: Sendable {
                 """)
         }
         // Full-text tokens and locations (RecordSQL's SearchRows), for token searches, NEAR
-        // and sorting by distance; built here for the records already cached.
+        // and sorting by distance. The cached records' locations are built here; words are
+        // indexed per record type from its first word search on (search_types).
         migrator.registerMigration("v2-search") { db in
             try db.execute(sql: """
                 CREATE TABLE search_tokens(
@@ -129,8 +130,9 @@ public final class RecordCache: Sendable {
                     z REAL NOT NULL,
                     PRIMARY KEY(zone_id, name, field)) WITHOUT ROWID;
                 CREATE INDEX search_locations_by_cell ON search_locations(zone_id, field, cell, x, y, z);
+                CREATE TABLE search_types(record_type TEXT PRIMARY KEY) WITHOUT ROWID;
                 """)
-            try SearchRows.build(in: db)
+            try SearchRows.buildPlaces(in: db)
         }
         return migrator
     }
@@ -294,7 +296,7 @@ public final class RecordCache: Sendable {
         }
         try db.cachedStatement(sql: Self.clearReferencesSQL).execute(arguments: [zone, record.recordName])
         try SearchRows.remove(record.recordName, inZone: zone, in: db)
-        let search = SearchIndex(fields: record.fields)
+        let search = SearchIndex(fields: record.fields, words: try searchableTypes(in: db).contains(record.recordType))
         if !search.isEmpty { try SearchRows.insert(search, of: record.recordName, inZone: zone, in: db) }
         let references = record.references
         if !references.isEmpty {
@@ -318,10 +320,13 @@ public final class RecordCache: Sendable {
     struct FetchedRowWriter {
         private let db: SQLDatabase
         private let insertNew: Statement, upsert: Statement, clearReferences: Statement, insertReference: Statement
+        /// The record types whose words the cache indexes.
+        private let searchable: Set<String>
         private var wrote = false
 
         init(_ db: SQLDatabase) throws {
             self.db = db
+            searchable = try RecordCache.searchableTypes(in: db)
             insertNew = try db.cachedStatement(sql: RecordCache.insertNewSQL)
             upsert = try db.cachedStatement(sql: RecordCache.upsertSQL)
             clearReferences = try db.cachedStatement(sql: RecordCache.clearReferencesSQL)
@@ -336,8 +341,10 @@ public final class RecordCache: Sendable {
         /// The row is inserted if no row of its name is cached (the usual case in a first
         /// fetch: one statement); otherwise the cached row is replaced and its references
         /// cleared first.
+        /// `searchFields` are the fields that may have search rows (``RecordModel/FieldsSummary``'s).
         mutating func write(_ record: RecordModel.Record, zone: Int64, fieldsText: String?,
-                            references: [(field: String, reference: Reference)], search: SearchIndex) throws {
+                            references: [(field: String, reference: Reference)], searchFields: [(key: String, value: FieldValue)]) throws {
+            let search = SearchIndex(fields: searchFields, words: searchable.contains(record.recordType))
             let fields = try fieldsText ?? RecordRow.encodeFields(record.fields)
             wrote = true
             let bind = { (row: inout SQLiteBinder) in

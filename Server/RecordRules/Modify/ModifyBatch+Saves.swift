@@ -248,9 +248,14 @@ extension ModifyBatch {
             try transaction.insertReferences(references, from: name, inZone: zone.key)
         }
         // The search rows change only when the words or places do (not for most updates).
-        let search = SearchIndex(fields: fields)
-        if let current, SearchIndex.indexes(current.fields.values) {
-            if SearchIndex(fields: current.fields) != search {
+        var words = false
+        if SearchIndex.indexes(fields.values) || current.map({ SearchIndex.indexes($0.fields.values) }) == true {
+            if progress.searchable == nil { progress.searchable = try transaction.searchableTypes(inContainer: containerKey) }
+            words = progress.searchable?.contains(operation.recordType) == true
+        }
+        let search = SearchIndex(fields: fields, words: words)
+        if let current, SearchIndex.indexes(current.fields.values, words: words) {
+            if SearchIndex(fields: current.fields, words: words) != search {
                 try transaction.removeSearchIndex(of: name, inZone: zone.key)
                 if !search.isEmpty { try transaction.insertSearchIndex(search, of: name, inZone: zone.key) }
             }

@@ -58,6 +58,9 @@ struct ModifyBatch {
         var saved: [(name: String, created: Bool)] = []
         /// Query subscriptions the deletes so far matched (each before it ran).
         var deleteMatches: [SubscriptionFiring.Match] = []
+        /// The record types whose words are indexed (``SearchTypes``), read at the first save
+        /// holding text.
+        var searchable: Set<String>?
     }
 
     let transaction: any StorageTransaction

@@ -203,6 +203,19 @@ public protocol StorageTransaction: AnyObject {
     func removeReferences(from source: String, inZone zone: Int64) throws
     /// Stores the references `source` holds (each element of a list once per action).
     func insertReferences(_ references: [(field: String, reference: Reference)], from source: String, inZone zone: Int64) throws
+    /// The record types of a container whose words are indexed: those a word search (or a
+    /// query subscription holding one) has named (``SearchTypes``). A writing transaction reads
+    /// them before it writes a record's search rows; on an engine where several servers write
+    /// at once, reading them also holds off ``markSearchable(_:inContainer:)`` until the
+    /// transaction ends, so that no record of a type being marked is written unindexed.
+    func searchableTypes(inContainer container: Int64) throws -> Set<String>
+    /// Marks a record type searchable; `false` when it already was. Waits for the
+    /// transactions that read the searchable types before (see ``searchableTypes(inContainer:)``).
+    func markSearchable(_ recordType: String, inContainer container: Int64) throws -> Bool
+    /// The records of a type in every zone of the container, by zone key and name, after
+    /// `after`, at most `limit`: their names and stored fields (what marking a type searchable indexes).
+    func records(ofType recordType: String, inContainer container: Int64, after: (zone: Int64, name: String)?, limit: Int) throws
+        -> [(zone: Int64, name: String, fields: String)]
     /// Removes the search rows of the record `name`: its text tokens (`search_tokens`) and
     /// locations (`search_locations`).
     func removeSearchIndex(of name: String, inZone zone: Int64) throws

@@ -94,6 +94,11 @@ extension RecordStore {
             if subscription.zoneWide == true { subscription.zoneID = nil }
             subscription.zoneWide = subscription.zoneID == nil
             let schema = QuerySchema(recordType: query.recordType, types: try transaction.schemas(inContainer: database.containerKey))
+            // A word search matches the records written from now on: their types' words are indexed.
+            if QueryFilter.searchWords(query.filterBy ?? []),
+               let types = try? QueryFilter.wordSearchTypes(query.filterBy ?? [], recordType: query.recordType, schema: schema) {
+                try SearchTypes.mark(types, inContainer: database.containerKey, in: transaction)
+            }
             do {
                 // As it is matched (narrowed to named records), over no zone (no key is
                 // negative): only whether it runs counts.

@@ -406,7 +406,7 @@ extension FieldsSummary {
             }
         }
         if repeated { return nil }
-        self.init(types: types, references: Record.references(in: holding), search: SearchIndex(fields: searchable))
+        self.init(types: types, references: Record.references(in: holding), searchable: searchable)
     }
 }
 

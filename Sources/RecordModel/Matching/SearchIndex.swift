@@ -4,9 +4,10 @@ import Foundation
 /// written, so that both storage engines and the client's cache index (and query) the same:
 ///
 /// - the **text tokens** of each `STRING` and `STRING_LIST` field (``TextTokens``), for
-///   `CONTAINS_ALL_TOKENS`, `CONTAINS_ANY_TOKENS` and `self CONTAINS`;
+///   `CONTAINS_ALL_TOKENS`, `CONTAINS_ANY_TOKENS` and `self CONTAINS`, for a record type that
+///   is *searchable* (from its first word search on: ``QueryFilter/wordSearchTypes(_:recordType:schema:)``);
 /// - each `LOCATION` field as a point on the unit sphere and a cell of a space-filling curve
-///   (``GeoPoint``), for `NEAR` and sorting by distance.
+///   (``GeoPoint``), for `NEAR` and sorting by distance, for every record type.
 ///
 /// `NESTED` values (JSON in a string on the wire) and lists of locations are not indexed.
 public struct SearchIndex: Sendable, Equatable {
@@ -18,13 +19,16 @@ public struct SearchIndex: Sendable, Equatable {
     /// Whether the record adds no row.
     public var isEmpty: Bool { tokens.isEmpty && places.isEmpty }
 
-    /// The index entries of `fields` (in no particular order).
-    public init(fields: some Sequence<(key: String, value: FieldValue)>) {
+    /// The index entries of `fields` (in no particular order); their words only if `words`
+    /// (the record's type is searchable).
+    public init(fields: some Sequence<(key: String, value: FieldValue)>, words: Bool = true) {
         for (field, value) in fields {
             switch value {
             case .string(let text):
+                guard words else { continue }
                 for token in TextTokens.tokens(of: text) { tokens.append((field, token)) }
             case .list(.string, let elements):
+                guard words else { continue }
                 var seen: [String] = []
                 for case .string(let text) in elements {
                     for token in TextTokens.tokens(of: text) where !seen.contains(token) {
@@ -42,10 +46,11 @@ public struct SearchIndex: Sendable, Equatable {
 
     /// Whether any of `fields` is indexed (a string, a list of strings or a location), without
     /// working the entries out.
-    public static func indexes(_ fields: some Sequence<FieldValue>) -> Bool {
+    public static func indexes(_ fields: some Sequence<FieldValue>, words: Bool = true) -> Bool {
         fields.contains { value in
             switch value {
-            case .string, .list(.string, _), .location: true
+            case .string, .list(.string, _): words
+            case .location: true
             default: false
             }
         }

@@ -154,6 +154,35 @@ public struct QueryFilter: Sendable, Hashable {
     /// Not `filter` (extension).
     public static func not(_ filter: QueryFilter) -> QueryFilter { QueryFilter(.not, [filter]) }
 
+    /// The record types whose words `filters` (a query of `recordType`) search: the queried
+    /// type for a word search of its own fields, the types a key path reaches for one through
+    /// references (every type for `….allTokens`). Their words must be indexed
+    /// (``SearchIndex``) before the query runs.
+    public static func wordSearchTypes(_ filters: [QueryFilter], recordType: String, schema: QuerySchema) throws -> Set<String> {
+        var types: Set<String> = []
+        func visit(_ filter: QueryFilter) throws {
+            if let inner = filter.recordSyncFilters { try inner.forEach(visit); return }
+            guard filter.comparator == .containsAllTokens || filter.comparator == .containsAnyTokens else { return }
+            guard let path = filter.fieldName, path.contains(".") else { types.insert(recordType); return }
+            var schema = schema, rest = path
+            while rest.contains(".") {
+                let step = try schema.step(rest)
+                if !step.rest.contains(".") { types.formUnion(step.targetTypes); return }
+                schema = step.targetSchema
+                rest = step.rest
+            }
+        }
+        try filters.forEach(visit)
+        return types
+    }
+
+    /// Whether `filters` hold a word search.
+    public static func searchWords(_ filters: [QueryFilter]) -> Bool {
+        filters.contains { filter in
+            filter.comparator == .containsAllTokens || filter.comparator == .containsAnyTokens || searchWords(filter.recordSyncFilters ?? [])
+        }
+    }
+
     /// The number of comparisons in the filter, compound filters counted by their comparisons.
     public var comparisonCount: Int {
         recordSyncFilters.map { $0.reduce(0) { $0 + $1.comparisonCount } } ?? 1

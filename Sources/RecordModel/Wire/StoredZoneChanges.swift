@@ -93,10 +93,10 @@ extension StoredZoneChanges: Encodable {
 }
 
 /// What a client cache needs of a record's fields besides their text: each field's type, the
-/// references they hold (in ``Record/references`` order), and their search rows.
+/// references they hold (in ``Record/references`` order), and the fields with search rows.
 package struct FieldsSummary: Sendable {
     package var types: [(field: String, type: FieldType)]
     package var references: [(field: String, reference: Reference)]
-    /// The search rows of the fields (``SearchIndex``).
-    package var search: SearchIndex
+    /// The fields that may have search rows (``SearchIndex``): texts and locations.
+    package var searchable: [(key: String, value: FieldValue)]
 }
