@@ -117,8 +117,21 @@ import Testing
                 #expect(get.lines.map { $0.contains(#""recordType":"Artist""#) } == [true, false])
                 let missing = await recordctl(["records", "get", "w1", "nope"] + flags)
                 #expect(missing.status == 2 && missing.errors.hasPrefix("nope: NOT_FOUND"))
+                // The changes with the records their references reach (not already among them),
+                // those first and marked.
+                let token = try #require(await recordctl(["changes", "--json"] + flags).lines.last?.split(separator: " ").last.map(String.init))
+                let third = directory + "/third.json"
+                try Data(#"[{"recordName": "w3", "recordType": "Artwork", "fields": {"title": "Three", "artist": {"ref": "monet", "action": "deleteSelf"}}}]"#.utf8)
+                    .write(to: URL(fileURLWithPath: third))
+                #expect(await recordctl(["records", "modify", "--file", third] + flags).status == 0)
+                let changes = await recordctl(["changes", "--since", token, "--include", "artist", "--json"] + flags)
+                #expect(changes.status == 0, "\(changes.errors)")
+                #expect(changes.lines.count == 3 && changes.lines[1].contains(#""recordName":"w3""#), "\(changes.output)")
+                #expect(changes.lines.first?.hasPrefix(#"{"included":true,"#) == true && changes.lines.first?.contains(#""recordName":"monet""#) == true, "\(changes.output)")
+                #expect(changes.lines.dropFirst().filter { $0.contains(#""included""#) }.isEmpty, "\(changes.output)")
+                #expect(await recordctl(["changes", "--include", "artist", "--depth", "0"] + flags).status == 64)
                 let delete = await recordctl(["records", "delete", "monet"] + flags)
-                #expect(delete.lines == ["deleted monet (cascade: w1, w2)"])
+                #expect(delete.lines == ["deleted monet (cascade: w1, w2, w3)"])
             }
         }
     }
