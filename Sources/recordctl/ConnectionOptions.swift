@@ -34,21 +34,24 @@ struct ConnectionOptions: ParsableArguments {
     /// The database the settings name.
     func makeDatabase() throws -> Database {
         let settings = try resolvedSettings()
-        guard let server = settings.server.value, let url = URL(string: server), url.scheme != nil else {
-            throw RecordSyncError(.badRequest, "no server: give --server, RECORDCTL_SERVER or a profile")
+        guard let server = settings.server.value else {
+            throw UsageError("no server: give --server, RECORDCTL_SERVER or a profile")
+        }
+        guard let url = URL(string: server), ["http", "https"].contains(url.scheme?.lowercased()), url.host?.isEmpty == false else {
+            throw UsageError("server '\(server)' (\(settings.server.source)) is not an http:// or https:// URL with a host, e.g. http://127.0.0.1:8080")
         }
         guard let token = settings.token.value else {
-            throw RecordSyncError(.badRequest, "no token: give --token, RECORDCTL_TOKEN or a profile")
+            throw UsageError("no token: give --token, RECORDCTL_TOKEN or a profile")
         }
         guard let environment = Container.Environment(rawValue: settings.environment.value ?? "development") else {
-            throw RecordSyncError(.badRequest, "environment must be development or production")
+            throw UsageError("environment must be development or production")
         }
         let container = Container(serverURL: url, identifier: settings.container.value ?? "iCloud.recordctl",
                                   environment: environment, credentials: .bearerToken(token))
         switch settings.database.value ?? "private" {
         case "private": return container.privateCloudDatabase
         case "public": return container.publicCloudDatabase
-        case let other: throw RecordSyncError(.badRequest, "database must be private or public, not '\(other)'")
+        case let other: throw UsageError("database must be private or public, not '\(other)'")
         }
     }
 }

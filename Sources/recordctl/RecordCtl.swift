@@ -26,13 +26,25 @@ struct RecordCtl: AsyncParsableCommand {
 enum ExitStatus {
     static let serverError: Int32 = 1
     static let partialFailure: Int32 = 2
+    /// `EX_USAGE`, as ArgumentParser exits on a flag it cannot parse.
+    static let usage: Int32 = 64
+}
+
+/// A problem with what the command was given (its flags, environment or profile), found after
+/// parsing: exit status 64, never reported as the server's.
+struct UsageError: Error {
+    var message: String
+    init(_ message: String) { self.message = message }
 }
 
 /// Runs a command body, turning a `RecordSyncError` into one line on standard error
-/// (`CODE: reason`) and exit status 1.
+/// (`CODE: reason`) and exit status 1, and a ``UsageError`` into one line and exit status 64.
 func reportingErrors(_ body: () async throws -> Void) async throws {
     do {
         try await body()
+    } catch let error as UsageError {
+        Console.error("usage: \(error.message)")
+        throw ExitCode(ExitStatus.usage)
     } catch let error as RecordSyncError {
         Console.error("\(error.code.rawValue): \(error.reason)")
         throw ExitCode(ExitStatus.serverError)

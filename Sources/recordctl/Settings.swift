@@ -32,10 +32,10 @@ struct Settings {
             do {
                 profile = try JSONDecoder().decode(Profile.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
             } catch {
-                throw RecordSyncError(.badRequest, "profile \(path) is not a JSON object with server, token, container, database, environment")
+                throw UsageError("profile \(path) is not a JSON object with server, token, container, database, environment")
             }
         } else if flags.profile != nil {
-            throw RecordSyncError(.badRequest, "profile \(path) does not exist")
+            throw UsageError("profile \(path) does not exist")
         }
         func pick(_ flag: String?, _ variable: String?, _ file: String?) -> Value {
             if let flag { return Value(value: flag, source: "flag") }

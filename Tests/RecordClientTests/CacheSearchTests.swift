@@ -41,6 +41,16 @@ import Testing
                         #expect(answers.last == remote, "\(query.wire)")
                     }
                     #expect(answers == [["lilies"], ["mona"], ["mona", "lilies"]])
+                    // The type is searchable now: a record fetched later (a page read for the cache
+                    // alone, its words read from the fields' text) is found by its words.
+                    var sunrise = Record(recordType: "Artwork", recordID: Record.ID(recordName: "sunrise", zoneID: Gallery.zone))
+                    sunrise["title"] = .string("Sunrise on the water")
+                    _ = try await database.modifyRecords(saving: [sunrise], deleting: [])
+                    try await engine.fetchChanges()
+                    let found = try await engine.cache.records(matching: Self.searches[0], inZoneWith: Gallery.zone).map(\.recordName)
+                    #expect(Set(found) == ["lilies", "sunrise"])
+                    answers = []
+                    for query in Self.searches { answers.append(try await database.allRecords(matching: query, inZoneWith: Gallery.zone).map(\.recordName)) }
                 }
                 // The cache as the release before the search tables left it: migration v1 only.
                 let queue = try DatabaseQueue(path: path)

@@ -341,11 +341,15 @@ public final class RecordCache: Sendable {
         /// The row is inserted if no row of its name is cached (the usual case in a first
         /// fetch: one statement); otherwise the cached row is replaced and its references
         /// cleared first.
-        /// `searchFields` are the fields that may have search rows (``RecordModel/FieldsSummary``'s).
+        /// `searchFields` are the fields that may have search rows: at least its locations
+        /// (``RecordModel/FieldsSummary``'s); a searchable type's words are read from the record's
+        /// fields, or from `fieldsText` when the page was read for the cache alone.
         mutating func write(_ record: RecordModel.Record, zone: Int64, fieldsText: String?,
                             references: [(field: String, reference: Reference)], searchFields: [(key: String, value: FieldValue)]) throws {
-            let search = SearchIndex(fields: searchFields, words: searchable.contains(record.recordType))
             let fields = try fieldsText ?? RecordRow.encodeFields(record.fields)
+            let words = searchable.contains(record.recordType)
+            let search = !words ? SearchIndex(fields: searchFields, words: false)
+                : record.fields.isEmpty && fieldsText != nil ? SearchIndex(fields: try RecordRow.decodeFields(fields)) : SearchIndex(fields: record.fields)
             wrote = true
             let bind = { (row: inout SQLiteBinder) in
                 RecordCache.bindRow(&row, record, zone: zone, tag: record.recordChangeTag, fields: fields, serverJSON: nil)

@@ -44,8 +44,8 @@ public struct ZoneChangesPage: Sendable, Hashable {
     /// types of the page's fields by record type: worked out when the answer is decoded, so
     /// that the cache's writer does not (empty and `nil` for a page made otherwise).
     var references: [[(field: String, reference: Reference)]] = []
-    /// For each of ``changes``, the fields that may have search rows (text and locations),
-    /// read likewise (empty for a page made otherwise).
+    /// For each of ``changes``, its `LOCATION` fields (every field, for a page decoded whole),
+    /// read likewise (empty for a page made otherwise); words are read by the cache's writer.
     var searchFields: [[(key: String, value: FieldValue)]] = []
     var fieldTypes: [String: [String: FieldType]]?
     /// Whether ``changes`` carry no fields, only ``fieldsText`` (read for the cache alone).
@@ -124,7 +124,7 @@ extension ZoneChangesPage {
         )
         includedRecords = answer.includedRecords ?? []
         references = answer.entries.map { $0.fieldsSummary?.references ?? $0.record.references }
-        searchFields = answer.entries.map { $0.fieldsSummary?.searchable ?? $0.record.fields.map { ($0.key, $0.value) } }
+        searchFields = answer.entries.map { $0.fieldsSummary?.locations ?? $0.record.fields.map { ($0.key, $0.value) } }
         fieldsSkimmed = skimmingFields
         fieldTypes = Self.fieldTypes(of: answer.entries.lazy.filter { !$0.record.deleted }.map { entry in
             (entry.record.recordType, entry.fieldsSummary?.types ?? entry.record.fields.map { ($0.key, $0.value.type) })

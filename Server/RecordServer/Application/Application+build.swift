@@ -50,6 +50,14 @@ public func buildApplication(
         .register(on: router)
     AssetRoutes(store: store, incoming: (configuration.dataDirectory as NSString).appendingPathComponent("assets/incoming"))
         .register(on: router)
+    // Ready only when the store answers: for load balancers and orchestrators.
+    let healthTimeout = configuration.healthTimeout
+    router.get("/healthz") { _, _ in
+        let ready = await store.storageAnswers(within: healthTimeout)
+        let body = ready ? #"{"status":"ready"}"# : #"{"status":"unavailable","reason":"the store did not answer"}"#
+        return Response(status: ready ? .ok : .serviceUnavailable, headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
+                        body: ResponseBody(byteBuffer: ByteBuffer(string: body)))
+    }
 
     let logger = configuration.logger
     var frameworkLogger = logger

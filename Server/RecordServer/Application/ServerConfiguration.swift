@@ -36,6 +36,8 @@ public struct ServerConfiguration: Sendable {
     public var webcourierWait: Duration = .seconds(30)
     /// How long a notification nobody polled for is kept (and a webcourier token nobody polls).
     public var notificationRetention: Duration = .seconds(24 * 60 * 60)
+    /// How long `GET /healthz` waits for the store to answer a read before it answers 503.
+    public var healthTimeout: Duration = .seconds(2)
     /// The logger for the server's own messages.
     public var logger = Logger(label: "recordserver")
 

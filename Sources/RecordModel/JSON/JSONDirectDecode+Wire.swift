@@ -379,7 +379,7 @@ extension FieldsSummary {
     init?(skimming parser: inout JSONParser) throws {
         var types: [(field: String, type: FieldType)] = []
         var holding: [(field: String, value: FieldValue)] = []
-        var searchable: [(key: String, value: FieldValue)] = []
+        var locations: [(key: String, value: FieldValue)] = []
         var names: Set<String> = []
         var repeated = false
         try parser.forEachMember { parser, name in
@@ -394,19 +394,20 @@ extension FieldsSummary {
                 }
             }
             type = WireForm.type(type: type, extensionType: extensionType)
-            // Decoded only when it holds references or search rows.
-            if let type, type.scalar != .reference, !(type.scalar == .string || type == FieldType(.location)) {
+            // Decoded only when it holds references or a location (a text's words are indexed
+            // only for the few searchable types: the cache reads them from the text then).
+            if let type, type.scalar != .reference, type != FieldType(.location) {
                 types.append((name, type))
             } else {
                 parser = start
                 let value = try FieldValue(direct: &parser)
                 types.append((name, value.type))
                 if !value.references.isEmpty { holding.append((name, value)) }
-                if SearchIndex.indexes(CollectionOfOne(value)) { searchable.append((name, value)) }
+                if case .location = value { locations.append((name, value)) }
             }
         }
         if repeated { return nil }
-        self.init(types: types, references: Record.references(in: holding), searchable: searchable)
+        self.init(types: types, references: Record.references(in: holding), locations: locations)
     }
 }
 

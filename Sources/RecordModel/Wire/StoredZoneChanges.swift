@@ -93,10 +93,11 @@ extension StoredZoneChanges: Encodable {
 }
 
 /// What a client cache needs of a record's fields besides their text: each field's type, the
-/// references they hold (in ``Record/references`` order), and the fields with search rows.
+/// references they hold (in ``Record/references`` order), and its `LOCATION` fields.
 package struct FieldsSummary: Sendable {
     package var types: [(field: String, type: FieldType)]
     package var references: [(field: String, reference: Reference)]
-    /// The fields that may have search rows (``SearchIndex``): texts and locations.
-    package var searchable: [(key: String, value: FieldValue)]
+    /// The `LOCATION` fields, indexed for every record type (``SearchIndex``); a text's words,
+    /// indexed for searchable types only, are read from the fields' text when needed.
+    package var locations: [(key: String, value: FieldValue)]
 }
