@@ -17,11 +17,15 @@ struct RecordServerCommand: AsyncParsableCommand {
     )
 
     /// Logs go to standard error whatever the subcommand (`user add` prints its token, and
-    /// nothing else, on standard output).
+    /// nothing else, on standard output): as text, or JSON lines with `serve --log-format json`.
     static func main() async {
-        LoggingSystem.bootstrap(StreamLogHandler.standardError)
         do {
             var command = try parseAsRoot()
+            if (command as? Serve)?.logFormat == .json {
+                LoggingSystem.bootstrap(JSONLogHandler.init)
+            } else {
+                LoggingSystem.bootstrap(StreamLogHandler.standardError)
+            }
             if var command = command as? any AsyncParsableCommand {
                 try await command.run()
             } else {
@@ -94,8 +98,13 @@ extension RecordServerCommand {
         @Option(help: "The largest request body accepted, in bytes.")
         var maxBodyBytes: Int = 16 * 1024 * 1024
 
-        @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
+        @Option(help: "Log level: trace, debug, info, notice, warning, error, critical. At info, one line per request (its id, method, path, status, milliseconds).")
         var logLevel: String = "info"
+
+        enum LogFormat: String, ExpressibleByArgument, CaseIterable { case text, json }
+
+        @Option(help: "Log lines as text, or as one JSON object a line (time, level, label, message and the message's fields).")
+        var logFormat: LogFormat = .text
 
         @Option(help: "The largest asset accepted, in bytes.")
         var maxAssetBytes: Int64 = 50 * 1024 * 1024

@@ -43,6 +43,8 @@ public func buildApplication(
     onListening: (@Sendable (_ port: Int) async -> Void)? = nil
 ) -> some ApplicationProtocol {
     let router = Router()
+    // Outermost: it sees the answer the client gets, errors turned into answers included.
+    router.add(middleware: RequestLogMiddleware(logger: configuration.logger))
     router.add(middleware: ErrorMiddleware())
     let readAhead = ChangePageReadAhead<PreparedResponse>()
     DatabaseRoutes(store: store, limits: configuration.limits, maximumBodyBytes: configuration.maximumBodyBytes, readAhead: readAhead,

@@ -10,10 +10,10 @@ final class ServerProcess: Sendable {
     let child: ChildProcess
     let port: Int
 
-    /// Starts the server with `data` as its data directory and waits until it logs
+    /// Starts the server with `data` as its data directory (and `arguments`) and waits until it logs
     /// `listening on http://HOST:PORT`.
-    init(data: String) async throws {
-        child = try ChildProcess("recordserver", ["--port", "0", "--data", data])
+    init(data: String, arguments: [String] = []) async throws {
+        child = try ChildProcess("recordserver", ["--port", "0", "--data", data] + arguments)
         guard let line = try await child.waitFor(#"listening on http://127\.0\.0\.1:\d+"#),
               let port = Int(line.split(separator: ":").last ?? "") else {
             _ = await child.stop(signal: SIGKILL)
