@@ -130,6 +130,16 @@ final class PostgresTransaction: StorageTransaction {
             .map { let (id, recordName) = try $0.decode((Int64, String).self); return User(id: id, name: name, userRecordName: recordName) }
     }
 
+    func users() throws -> [(user: User, createdAt: Int64, tokens: Int)] {
+        try rows("""
+            SELECT u.id, u.name, u.record_name, u.created_at, (SELECT COUNT(*) FROM tokens t WHERE t.user_id = u.id)
+            FROM users u ORDER BY u.name
+            """).map {
+            let (id, name, recordName, createdAt, tokens) = try $0.decode((Int64, String, String, Int64, Int64).self)
+            return (User(id: id, name: name, userRecordName: recordName), createdAt, Int(tokens))
+        }
+    }
+
     func insertUser(named name: String, recordName: String, createdAt: Int64) throws -> User {
         let id = try rows("INSERT INTO users(name, record_name, created_at) VALUES (\(name), \(recordName), \(createdAt)) RETURNING id")[0].decode(Int64.self)
         return User(id: id, name: name, userRecordName: recordName)

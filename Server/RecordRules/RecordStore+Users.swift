@@ -36,6 +36,12 @@ extension RecordStore {
         }
     }
 
+    /// Every user, by name, with when they were created (milliseconds since 1970) and how many
+    /// tokens they hold (`recordserver user list`).
+    public func users() async throws -> [(user: User, createdAt: Int64, tokens: Int)] {
+        try await engine.read { transaction in try transaction.users() }
+    }
+
     /// The user holding the token with this hash, or `nil`.
     public func user(forTokenHash tokenHash: Data) async throws -> User? {
         try await engine.read { transaction in try transaction.user(forTokenHash: tokenHash) }

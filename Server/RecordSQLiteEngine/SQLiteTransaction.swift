@@ -48,6 +48,13 @@ final class SQLiteTransaction: StorageTransaction {
             .map { User(id: $0[0], name: name, userRecordName: $0[1]) }
     }
 
+    func users() throws -> [(user: User, createdAt: Int64, tokens: Int)] {
+        try Row.fetchAll(db, sql: """
+            SELECT u.id, u.name, u.record_name, u.created_at, (SELECT COUNT(*) FROM tokens t WHERE t.user_id = u.id)
+            FROM users u ORDER BY u.name
+            """).map { (User(id: $0[0], name: $0[1], userRecordName: $0[2]), $0[3], $0[4]) }
+    }
+
     func insertUser(named name: String, recordName: String, createdAt: Int64) throws -> User {
         try db.execute(sql: "INSERT INTO users(name, record_name, created_at) VALUES (?, ?, ?)", arguments: [name, recordName, createdAt])
         return User(id: db.lastInsertedRowID, name: name, userRecordName: recordName)

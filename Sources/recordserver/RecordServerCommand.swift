@@ -159,7 +159,7 @@ extension RecordServerCommand {
         static let configuration = CommandConfiguration(
             commandName: "user",
             abstract: "Manage users and their bearer tokens.",
-            subcommands: [Add.self, Token.self, Profile.self]
+            subcommands: [Add.self, List.self, Token.self, Profile.self]
         )
 
         /// `user add NAME`: creates a user and prints its token.
@@ -182,6 +182,23 @@ extension RecordServerCommand {
                 let profile = UserProfile(email: email, givenName: givenName, familyName: familyName, discoverable: email != nil && !hidden)
                 _ = try await store.createUser(named: name, tokenHash: Credentials.hash(token), profile: profile)
                 print(token)
+            }
+        }
+
+        /// `user list`: every user, one a line.
+        struct List: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "List the users: name, user record name, when created (UTC) and how many tokens each holds, tab-separated, by name."
+            )
+            @OptionGroup var dataOptions: DataOptions
+
+            func run() async throws {
+                let store = try await openStore(dataOptions.configuration())
+                for (user, createdAt, tokens) in try await store.users() {
+                    let created = Date(timeIntervalSince1970: Double(createdAt) / 1000).formatted(.iso8601)
+                    print([user.name, user.userRecordName, created, "\(tokens) token\(tokens == 1 ? "" : "s")"].joined(separator: "\t"))
+                }
+                await (store.engine as? PostgresEngine)?.shutdown()
             }
         }
 

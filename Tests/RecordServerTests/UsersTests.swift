@@ -82,6 +82,25 @@ import TestSupport
         }
     }
 
+    /// `recordserver user list`, on SQLite and (when a server is given) PostgreSQL.
+    @Test func theOperatorListsUsersWithTheirTokenCounts() async throws {
+        try await withTemporaryDirectory { directory in
+            var places = [["--data", "\(directory)/data"]]
+            if TestPostgres.url != nil { places.append(["--database", try await TestPostgres.databaseURL(for: directory)]) }
+            for place in places {
+                #expect(try await ChildProcess.run("recordserver", ["user", "list"] + place).output == "", "\(place)")
+                for name in ["zoe", "adam"] { #expect(try await ChildProcess.run("recordserver", ["user", "add", name] + place).status == 0) }
+                #expect(try await ChildProcess.run("recordserver", ["user", "token", "zoe"] + place).status == 0)
+                let listed = try await ChildProcess.run("recordserver", ["user", "list"] + place)
+                #expect(listed.status == 0)
+                let rows = listed.output.split(separator: "\n").map { $0.split(separator: "\t").map(String.init) }
+                #expect(rows.map { $0.first } == ["adam", "zoe"], "\(listed.output)")
+                #expect(rows.map { $0.last } == ["1 token", "2 tokens"], "\(listed.output)")
+                #expect(rows.allSatisfy { $0.count == 4 && $0[1].hasPrefix("_") && $0[2].hasSuffix("Z") }, "\(listed.output)")
+            }
+        }
+    }
+
     @Test func theOperatorSetsProfilesFromTheCommandLine() async throws {
         try await withTemporaryDirectory { directory in
             let data = "\(directory)/data"

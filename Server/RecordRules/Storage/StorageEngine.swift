@@ -68,6 +68,9 @@ public protocol StorageTransaction: AnyObject {
     func insertToken(hash: Data, userKey: Int64, createdAt: Int64) throws
     /// The user holding the token whose SHA-256 is `hash`, or `nil`.
     func user(forTokenHash hash: Data) throws -> User?
+    /// Every user, by name, with when they were created (milliseconds since 1970) and how many
+    /// tokens they hold.
+    func users() throws -> [(user: User, createdAt: Int64, tokens: Int)]
     /// A user's profile (email, names, discoverability); the empty profile for an unknown key.
     func profile(ofUser key: Int64) throws -> UserProfile
     /// Replaces a user's profile (its email is known to be free).
