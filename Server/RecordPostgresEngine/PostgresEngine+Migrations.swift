@@ -219,6 +219,20 @@ extension PostgresEngine {
             "CREATE INDEX search_locations_by_cell ON search_locations(zone_id, field, cell) INCLUDE (x, y, z, name)",
             "CREATE TABLE search_types(container_id BIGINT NOT NULL, record_type TEXT COLLATE \"C\" NOT NULL, PRIMARY KEY(container_id, record_type))",
         ]),
+        // Named tokens with an optional expiry, and the count of revocations (the SQLite
+        // engine's `v10-named-tokens`).
+        ("v7", [
+            "ALTER TABLE tokens ADD COLUMN name TEXT COLLATE \"C\" NOT NULL DEFAULT ''",
+            "ALTER TABLE tokens ADD COLUMN expires_at BIGINT",
+            """
+            UPDATE tokens SET name = 'token-' || numbered.n FROM (
+                SELECT hash, row_number() OVER (PARTITION BY user_id ORDER BY created_at, hash) AS n FROM tokens) numbered
+            WHERE numbered.hash = tokens.hash
+            """,
+            "CREATE UNIQUE INDEX tokens_by_user ON tokens(user_id, name)",
+            "CREATE TABLE token_revocations(id INT PRIMARY KEY CHECK (id = 1), seq BIGINT NOT NULL)",
+            "INSERT INTO token_revocations(id, seq) VALUES (1, 0)",
+        ]),
     ]
 
     /// Work in Swift that a migration does after its statements, in its transaction.

@@ -84,6 +84,28 @@ extension PostgresTransaction {
         }
         return gone
     }
+
+    func assetChecksums(inZones zones: [Int64], receiptsOfUser user: Int64) throws -> [String] {
+        try rows("""
+            SELECT checksum FROM asset_receipts WHERE user_id = \(user)
+            UNION SELECT a.checksum FROM records r JOIN asset_refs a ON a.record_name = r.name AND a.zone_id = r.zone_id WHERE r.zone_id = ANY(\(zones))
+            ORDER BY 1
+            """).map { try $0.decode(String.self) }
+    }
+
+    func collectUnheldAssetBlobs(_ checksums: [String]) throws -> [String] {
+        guard !checksums.isEmpty else { return [] }
+        let gone = try rows("""
+            DELETE FROM asset_blobs b WHERE checksum = ANY(\(checksums))
+                AND NOT EXISTS (SELECT 1 FROM asset_refs a WHERE a.checksum = b.checksum)
+                AND NOT EXISTS (SELECT 1 FROM asset_receipts r WHERE r.checksum = b.checksum)
+            RETURNING checksum
+            """).map { try $0.decode(String.self) }
+        if !gone.isEmpty {
+            try execute("DELETE FROM asset_chunks WHERE checksum = ANY(\(gone))")
+        }
+        return gone
+    }
 }
 
 /// Asset bytes as rows of chunks (256 KiB each) in the database every server shares.

@@ -73,6 +73,23 @@ extension PostgresTransaction {
         try execute("DELETE FROM tombstones WHERE zone_id = \(zone)")
     }
 
+    func privateDatabases(ofUser key: Int64) throws -> [Int64] {
+        try rows("SELECT id FROM databases WHERE kind = 'private' AND owner_id = \(key) ORDER BY id").map { try $0.decode(Int64.self) }
+    }
+
+    func zones(in database: Int64) throws -> [StoredZone] {
+        try rows("SELECT id, name, uid, seq, deleted FROM zones WHERE database_id = \(database) ORDER BY name").map {
+            let (key, name, uid, sequence, deleted) = try $0.decode((Int64, String, UUID, Int64, Bool).self)
+            return StoredZone(key: key, name: name, uid: uid, sequence: sequence, deleted: deleted)
+        }
+    }
+
+    func deleteDatabase(_ database: Int64) throws {
+        try execute("DELETE FROM zone_incarnations WHERE zone_id IN (SELECT id FROM zones WHERE database_id = \(database))")
+        try execute("DELETE FROM zones WHERE database_id = \(database)")
+        try execute("DELETE FROM databases WHERE id = \(database)")
+    }
+
     func insertIncarnation(_ uid: UUID, of zone: Int64) throws {
         try execute("INSERT INTO zone_incarnations(uid, zone_id) VALUES (\(uid), \(zone))")
     }

@@ -145,13 +145,45 @@ final class PostgresTransaction: StorageTransaction {
         return User(id: id, name: name, userRecordName: recordName)
     }
 
-    func insertToken(hash: Data, userKey: Int64, createdAt: Int64) throws {
-        try execute(try "INSERT INTO tokens(hash, user_id, created_at) VALUES (\(hash), \(userKey), \(createdAt))")
+    func insertToken(hash: Data, userKey: Int64, name: String, createdAt: Int64, expiresAt: Int64?) throws {
+        try execute(try "INSERT INTO tokens(hash, user_id, name, created_at, expires_at) VALUES (\(hash), \(userKey), \(name), \(createdAt), \(expiresAt))")
     }
 
-    func user(forTokenHash hash: Data) throws -> User? {
-        try rows(try "SELECT u.id, u.name, u.record_name FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = \(hash)").first
-            .map { let (id, name, recordName) = try $0.decode((Int64, String, String).self); return User(id: id, name: name, userRecordName: recordName) }
+    func token(forHash hash: Data) throws -> (user: User, expiresAt: Int64?)? {
+        try rows(try "SELECT u.id, u.name, u.record_name, t.expires_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = \(hash)").first
+            .map {
+                let (id, name, recordName, expiresAt) = try $0.decode((Int64, String, String, Int64?).self)
+                return (User(id: id, name: name, userRecordName: recordName), expiresAt)
+            }
+    }
+
+    func tokens(ofUser key: Int64) throws -> [StoredToken] {
+        try rows("SELECT name, created_at, expires_at FROM tokens WHERE user_id = \(key) ORDER BY name").map {
+            let (name, createdAt, expiresAt) = try $0.decode((String, Int64, Int64?).self)
+            return StoredToken(name: name, createdAt: createdAt, expiresAt: expiresAt)
+        }
+    }
+
+    func deleteToken(named name: String, ofUser key: Int64) throws -> Bool {
+        try execute("DELETE FROM tokens WHERE user_id = \(key) AND name = \(name)") > 0
+    }
+
+    func revocationSequence() throws -> Int64 {
+        try rows("SELECT seq FROM token_revocations WHERE id = 1").first?.decode(Int64.self) ?? 0
+    }
+
+    func advanceRevocationSequence() throws {
+        try execute("UPDATE token_revocations SET seq = seq + 1 WHERE id = 1")
+    }
+
+    func deleteUser(_ key: Int64) throws {
+        try execute("DELETE FROM tokens WHERE user_id = \(key)")
+        try execute("DELETE FROM subscriptions WHERE user_id = \(key)")
+        try execute("DELETE FROM push_deliveries WHERE token IN (SELECT token FROM push_tokens WHERE user_id = \(key))")
+        try execute("DELETE FROM push_tokens WHERE user_id = \(key)")
+        try execute("DELETE FROM notifications WHERE user_id = \(key)")
+        try execute("DELETE FROM asset_receipts WHERE user_id = \(key)")
+        try execute("DELETE FROM users WHERE id = \(key)")
     }
 
     func profile(ofUser key: Int64) throws -> UserProfile {

@@ -5,34 +5,90 @@ extension RecordStore {
     /// Creates a user holding one token, with a profile (an email given makes the user
     /// discoverable unless the profile says otherwise).
     ///
-    /// - Parameter tokenHash: SHA-256 of the bearer token (tokens are never stored).
-    /// - Throws: `EXISTS` if the name or the email is taken; `BAD_REQUEST` for a bad name or email.
-    public func createUser(named name: String, tokenHash: Data, profile: UserProfile = UserProfile()) async throws -> User {
+    /// - Parameters:
+    ///   - tokenHash: SHA-256 of the bearer token (tokens are never stored).
+    ///   - tokenName: The token's name (one per device); `nil`: `token-1`.
+    ///   - expiresAt: When the token stops working (milliseconds since 1970); `nil`: never.
+    /// - Throws: `EXISTS` if the name or the email is taken; `BAD_REQUEST` for a bad name,
+    ///   token name, expiry or email.
+    public func createUser(named name: String, tokenHash: Data, tokenName: String? = nil, expiresAt: Int64? = nil,
+                           profile: UserProfile = UserProfile()) async throws -> User {
         if let problem = NameRules.problem(withName: name, kind: "user name") {
             throw RecordSyncError(.badRequest, problem)
         }
         let profile = try Self.checked(profile)
+        let now = Self.now()
+        try Self.checkToken(name: tokenName, expiresAt: expiresAt, now: now)
         return try await engine.write { transaction in
             if try transaction.user(named: name) != nil {
                 throw RecordSyncError(.exists, "user \(NameRules.quoted(name)) exists; use 'user token' for another token")
             }
             let recordName = "_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
-            let now = Self.now()
             let user = try transaction.insertUser(named: name, recordName: recordName, createdAt: now)
-            try transaction.insertToken(hash: tokenHash, userKey: user.id, createdAt: now)
+            try transaction.insertToken(hash: tokenHash, userKey: user.id, name: tokenName ?? "token-1", createdAt: now, expiresAt: expiresAt)
             try Self.store(profile, of: user, in: transaction)
             return .commit(user)
         }
     }
 
-    /// Adds another token to an existing user. Throws `NOT_FOUND` if there is no such user.
-    public func addToken(forUserNamed name: String, tokenHash: Data) async throws -> User {
+    /// Adds another token to an existing user and answers its name.
+    ///
+    /// - Parameters:
+    ///   - tokenName: The token's name (one per device); `nil`: the first free `token-N`.
+    ///   - expiresAt: When the token stops working (milliseconds since 1970); `nil`: never.
+    /// - Throws: `NOT_FOUND` if there is no such user; `EXISTS` if they hold a token of that
+    ///   name; `BAD_REQUEST` for a bad name or an expiry already past.
+    @discardableResult
+    public func addToken(forUserNamed name: String, tokenHash: Data, tokenName: String? = nil, expiresAt: Int64? = nil) async throws -> String {
+        let now = Self.now()
+        try Self.checkToken(name: tokenName, expiresAt: expiresAt, now: now)
+        return try await engine.write { transaction in
+            guard let user = try transaction.user(named: name) else {
+                throw RecordSyncError(.notFound, "there is no user \(NameRules.quoted(name))")
+            }
+            let held = Set(try transaction.tokens(ofUser: user.id).map(\.name))
+            let tokenName = tokenName ?? (1...).lazy.map { "token-\($0)" }.first { !held.contains($0) }!
+            if held.contains(tokenName) {
+                throw RecordSyncError(.exists, "user \(NameRules.quoted(name)) already holds a token named \(NameRules.quoted(tokenName)); revoke it first or choose another name")
+            }
+            try transaction.insertToken(hash: tokenHash, userKey: user.id, name: tokenName, createdAt: now, expiresAt: expiresAt)
+            return .commit(tokenName)
+        }
+    }
+
+    private static func checkToken(name: String?, expiresAt: Int64?, now: Int64) throws {
+        if let name, let problem = NameRules.problem(withName: name, kind: "token name") {
+            throw RecordSyncError(.badRequest, problem)
+        }
+        if let expiresAt, expiresAt <= now {
+            throw RecordSyncError(.badRequest, "the token's expiry is not in the future")
+        }
+    }
+
+    /// A user's tokens, by name. Throws `NOT_FOUND` if there is no such user.
+    public func tokens(ofUserNamed name: String) async throws -> [StoredToken] {
+        try await engine.read { transaction in
+            guard let user = try transaction.user(named: name) else {
+                throw RecordSyncError(.notFound, "there is no user \(NameRules.quoted(name))")
+            }
+            return try transaction.tokens(ofUser: user.id)
+        }
+    }
+
+    /// Revokes a user's token by name: it stops working on every server within
+    /// ``TokenCheck/revocationDelay``.
+    ///
+    /// - Throws: `NOT_FOUND` if there is no such user or they hold no token of that name.
+    public func revokeToken(named tokenName: String, ofUserNamed name: String) async throws {
         try await engine.write { transaction in
             guard let user = try transaction.user(named: name) else {
                 throw RecordSyncError(.notFound, "there is no user \(NameRules.quoted(name))")
             }
-            try transaction.insertToken(hash: tokenHash, userKey: user.id, createdAt: Self.now())
-            return .commit(user)
+            guard try transaction.deleteToken(named: tokenName, ofUser: user.id) else {
+                throw RecordSyncError(.notFound, "user \(NameRules.quoted(name)) holds no token named \(NameRules.quoted(tokenName))")
+            }
+            try transaction.advanceRevocationSequence()
+            return .commit(())
         }
     }
 
@@ -42,9 +98,60 @@ extension RecordStore {
         try await engine.read { transaction in try transaction.users() }
     }
 
-    /// The user holding the token with this hash, or `nil`.
+    /// What a bearer token is worth now: its user, or why it is refused.
+    public func checkToken(hash tokenHash: Data) async throws -> TokenCheck {
+        let now = Self.now()
+        guard let (user, expiresAt) = try await engine.read({ transaction in try transaction.token(forHash: tokenHash) }) else {
+            return .unknown
+        }
+        if let expiresAt, expiresAt <= now { return .expired(at: expiresAt) }
+        return .valid(user, expiresAt: expiresAt)
+    }
+
+    /// The user holding the token with this hash if it is valid, or `nil`.
     public func user(forTokenHash tokenHash: Data) async throws -> User? {
-        try await engine.read { transaction in try transaction.user(forTokenHash: tokenHash) }
+        if case .valid(let user, _) = try await checkToken(hash: tokenHash) { return user }
+        return nil
+    }
+
+    /// How many tokens were revoked before their time so far (grows with each revocation and
+    /// each user deleted): a server keeping tokens in memory forgets them when it changes.
+    public func revocationSequence() async throws -> Int64 {
+        try await engine.read { transaction in try transaction.revocationSequence() }
+    }
+
+    /// Deletes a user: their private databases in every container and environment (zones,
+    /// records, references, tombstones, search rows), the assets only those held, their
+    /// subscriptions, notifications, webcourier tokens, upload receipts, bearer tokens and
+    /// profile, in one transaction. Their tokens stop working as revoked ones do. Records they
+    /// created in public databases stay, still naming them as creator, and no user's token can
+    /// change them any more.
+    ///
+    /// - Throws: `NOT_FOUND` if there is no such user.
+    @discardableResult
+    public func deleteUser(named name: String) async throws -> UserDeletion {
+        let gone = try await engine.write { transaction in
+            guard let user = try transaction.user(named: name) else {
+                throw RecordSyncError(.notFound, "there is no user \(NameRules.quoted(name))")
+            }
+            var deletion = UserDeletion(user: user)
+            let databases = try transaction.privateDatabases(ofUser: user.id)
+            let zones = try databases.flatMap { try transaction.zones(in: $0) }
+            let checksums = try transaction.assetChecksums(inZones: zones.map(\.key), receiptsOfUser: user.id)
+            for zone in zones where !zone.deleted {
+                try transaction.deleteZoneContents(zone.key)
+            }
+            for database in databases { try transaction.deleteDatabase(database) }
+            try transaction.deleteUser(user.id)
+            try transaction.advanceRevocationSequence()
+            try transaction.sweepAssetRefs(now: Self.now())
+            deletion.databases = databases.count
+            deletion.zones = zones.count
+            deletion.assets = try transaction.collectUnheldAssetBlobs(checksums)
+            return .commit(deletion)
+        }
+        if !gone.assets.isEmpty { try await engine.assetBytes.removeCollected(gone.assets) }
+        return gone
     }
 
     // MARK: Profiles and discovery
@@ -140,6 +247,36 @@ extension RecordStore {
         }
         try transaction.setProfile(profile, ofUser: user.id)
     }
+}
+
+/// What a bearer token is worth at the moment it is checked.
+public enum TokenCheck: Sendable, Equatable {
+    /// It names this user, until `expiresAt` (milliseconds since 1970; `nil`: no expiry).
+    case valid(User, expiresAt: Int64?)
+    /// It expired at this time (milliseconds since 1970).
+    case expired(at: Int64)
+    /// No user holds it: never issued, revoked, or its user deleted.
+    case unknown
+
+    /// How long a server may go on accepting a token after it was revoked or its user deleted:
+    /// a server keeping tokens in memory reads ``RecordStore/revocationSequence()`` at least
+    /// this often while it serves requests.
+    public static let revocationDelay: Duration = .milliseconds(500)
+}
+
+/// What ``RecordStore/deleteUser(named:)`` removed.
+public struct UserDeletion: Sendable {
+    /// The user, as they were.
+    public var user: User
+    /// Their private databases (one per container and environment they used).
+    public var databases = 0
+    /// The zones of those, deleted ones included.
+    public var zones = 0
+    /// The checksums of the asset blobs that went with them (blobs other users' records or
+    /// uploads also hold stay).
+    public var assets: [String] = []
+
+    init(user: User) { self.user = user }
 }
 
 extension UserProfile {

@@ -323,6 +323,21 @@ extension SQLiteEngine {
                 """)
             try SearchRows.buildPlaces(in: db)
         }
+        // Tokens get a name (one per device; the ones issued before are token-1, token-2, … in
+        // the order issued) and an optional expiry; revocations are counted, so that servers
+        // holding tokens in memory notice one (the counter is the single row of
+        // token_revocations).
+        migrator.registerMigration("v10-named-tokens") { db in
+            try db.execute(sql: """
+                ALTER TABLE tokens ADD COLUMN name TEXT NOT NULL DEFAULT '';
+                ALTER TABLE tokens ADD COLUMN expires_at INTEGER;
+                UPDATE tokens SET name = 'token-' || (SELECT COUNT(*) FROM tokens t WHERE t.user_id = tokens.user_id
+                    AND (t.created_at < tokens.created_at OR (t.created_at = tokens.created_at AND t.hash <= tokens.hash)));
+                CREATE UNIQUE INDEX tokens_by_user ON tokens(user_id, name);
+                CREATE TABLE token_revocations(id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL);
+                INSERT INTO token_revocations(id, seq) VALUES (1, 0);
+                """)
+        }
         return migrator
     }
 }

@@ -76,6 +76,30 @@ extension SQLiteTransaction {
     }
 }
 
+extension SQLiteTransaction {
+    func assetChecksums(inZones zones: [Int64], receiptsOfUser user: Int64) throws -> [String] {
+        var checksums = Set(try String.fetchAll(db, sql: "SELECT checksum FROM asset_receipts WHERE user_id = ?", arguments: [user]))
+        for zone in zones {
+            checksums.formUnion(try String.fetchAll(db, sql: """
+                SELECT a.checksum FROM records r JOIN asset_refs a ON a.record_name = r.name AND a.zone_id = r.zone_id WHERE r.zone_id = ?
+                """, arguments: [zone]))
+        }
+        return checksums.sorted()
+    }
+
+    func collectUnheldAssetBlobs(_ checksums: [String]) throws -> [String] {
+        var gone: [String] = []
+        for checksum in checksums {
+            try db.execute(sql: """
+                DELETE FROM asset_blobs WHERE checksum = ?1
+                    AND NOT EXISTS (SELECT 1 FROM asset_refs WHERE checksum = ?1) AND NOT EXISTS (SELECT 1 FROM asset_receipts WHERE checksum = ?1)
+                """, arguments: [checksum])
+            if db.changesCount > 0 { gone.append(checksum) }
+        }
+        return gone
+    }
+}
+
 /// Asset bytes as files named by their SHA-256 under one directory (`ab/abcdef…`). A file is
 /// moved into place, and removed, inside a write transaction that checks its blob's row, so a
 /// collection never removes the bytes of a blob stored again meanwhile.

@@ -48,6 +48,22 @@ extension SQLiteTransaction {
         "DELETE FROM tombstones WHERE zone_id = ?",
     ]
 
+    func privateDatabases(ofUser key: Int64) throws -> [Int64] {
+        try Int64.fetchAll(db, sql: "SELECT id FROM databases WHERE kind = 'private' AND owner_id = ? ORDER BY id", arguments: [key])
+    }
+
+    func zones(in database: Int64) throws -> [StoredZone] {
+        try Row.fetchAll(db, sql: "SELECT id, name, uid, seq, deleted FROM zones WHERE database_id = ? ORDER BY name", arguments: [database])
+            .map { StoredZone(key: $0[0], name: $0[1], uid: UUID(data: $0[2]), sequence: $0[3], deleted: ($0[4] as Int64) != 0) }
+    }
+
+    func deleteDatabase(_ database: Int64) throws {
+        for sql in ["DELETE FROM zone_incarnations WHERE zone_id IN (SELECT id FROM zones WHERE database_id = ?)",
+                    "DELETE FROM zones WHERE database_id = ?", "DELETE FROM databases WHERE id = ?"] {
+            try db.execute(sql: sql, arguments: [database])
+        }
+    }
+
     func insertIncarnation(_ uid: UUID, of zone: Int64) throws {
         try db.execute(sql: "INSERT INTO zone_incarnations(uid, zone_id) VALUES (?, ?)", arguments: [uid.data, zone])
     }

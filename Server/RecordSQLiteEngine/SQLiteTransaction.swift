@@ -60,14 +60,42 @@ final class SQLiteTransaction: StorageTransaction {
         return User(id: db.lastInsertedRowID, name: name, userRecordName: recordName)
     }
 
-    func insertToken(hash: Data, userKey: Int64, createdAt: Int64) throws {
-        try db.execute(sql: "INSERT INTO tokens(hash, user_id, created_at) VALUES (?, ?, ?)", arguments: [hash, userKey, createdAt])
+    func insertToken(hash: Data, userKey: Int64, name: String, createdAt: Int64, expiresAt: Int64?) throws {
+        try db.execute(sql: "INSERT INTO tokens(hash, user_id, name, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
+                       arguments: [hash, userKey, name, createdAt, expiresAt])
     }
 
-    func user(forTokenHash hash: Data) throws -> User? {
+    func token(forHash hash: Data) throws -> (user: User, expiresAt: Int64?)? {
         try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT u.id, u.name, u.record_name FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?
-            """), arguments: [hash]).map { User(id: $0[0], name: $0[1], userRecordName: $0[2]) }
+            SELECT u.id, u.name, u.record_name, t.expires_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?
+            """), arguments: [hash]).map { (User(id: $0[0], name: $0[1], userRecordName: $0[2]), $0[3]) }
+    }
+
+    func tokens(ofUser key: Int64) throws -> [StoredToken] {
+        try Row.fetchAll(db, sql: "SELECT name, created_at, expires_at FROM tokens WHERE user_id = ? ORDER BY name", arguments: [key])
+            .map { StoredToken(name: $0[0], createdAt: $0[1], expiresAt: $0[2]) }
+    }
+
+    func deleteToken(named name: String, ofUser key: Int64) throws -> Bool {
+        try db.execute(sql: "DELETE FROM tokens WHERE user_id = ? AND name = ?", arguments: [key, name])
+        return db.changesCount > 0
+    }
+
+    func revocationSequence() throws -> Int64 {
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT seq FROM token_revocations WHERE id = 1")) ?? 0
+    }
+
+    func advanceRevocationSequence() throws {
+        try db.execute(sql: "UPDATE token_revocations SET seq = seq + 1 WHERE id = 1")
+    }
+
+    func deleteUser(_ key: Int64) throws {
+        for sql in ["DELETE FROM tokens WHERE user_id = ?", "DELETE FROM subscriptions WHERE user_id = ?",
+                    "DELETE FROM push_deliveries WHERE token IN (SELECT token FROM push_tokens WHERE user_id = ?)",
+                    "DELETE FROM push_tokens WHERE user_id = ?", "DELETE FROM notifications WHERE user_id = ?",
+                    "DELETE FROM asset_receipts WHERE user_id = ?", "DELETE FROM users WHERE id = ?"] {
+            try db.execute(sql: sql, arguments: [key])
+        }
     }
 
     func profile(ofUser key: Int64) throws -> UserProfile {

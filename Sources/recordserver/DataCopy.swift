@@ -95,7 +95,7 @@ struct DataCommand: AsyncParsableCommand {
         static let tables: [Table] = [
             Table(name: "users", columns: [.integer("id"), .text("name"), .text("record_name"), .integer("created_at"), .text("email"), .text("given_name"),
                                            .text("family_name"), .boolean("discoverable")], key: "id"),
-            Table(name: "tokens", columns: [.bytes("hash"), .integer("user_id"), .integer("created_at")], key: "hash"),
+            Table(name: "tokens", columns: [.bytes("hash"), .integer("user_id"), .integer("created_at"), .text("name"), .integer("expires_at")], key: "hash"),
             Table(name: "containers", columns: [.integer("id"), .text("name"), .text("environment")], key: "id"),
             Table(name: "databases", columns: [.integer("id"), .integer("container_id"), .text("kind"), .integer("owner_id"), .uuid("uid"), .integer("seq")], key: "id"),
             Table(name: "zones", columns: [.integer("id"), .integer("database_id"), .text("name"), .uuid("uid"), .integer("seq"), .integer("db_seq"), .boolean("deleted")], key: "id"),

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import RecordModel
 import RecordPostgresEngine
 import RecordRules
 import RecordServer
@@ -159,7 +160,12 @@ extension RecordServerCommand {
         static let configuration = CommandConfiguration(
             commandName: "user",
             abstract: "Manage users and their bearer tokens.",
-            subcommands: [Add.self, List.self, Token.self, Profile.self]
+            discussion: """
+                Each user holds named bearer tokens (one per device, say). Tokens are stored only as \
+                hashes: a token is printed once, when issued. A revoked token, or any token of a deleted \
+                user, stops working on every server sharing the data within a second.
+                """,
+            subcommands: [Add.self, List.self, Delete.self, Token.self, Tokens.self, RevokeToken.self, Profile.self]
         )
 
         /// `user add NAME`: creates a user and prints its token.
@@ -174,14 +180,42 @@ extension RecordServerCommand {
             @Option(help: "The user's family name, shown to users who find them.") var familyName: String?
             @Flag(help: "Keep the user undiscoverable although an email is given (they can opt in later).")
             var hidden = false
+            @OptionGroup var tokenOptions: TokenOptions
             @OptionGroup var dataOptions: DataOptions
 
             func run() async throws {
                 let store = try await openStore(dataOptions.configuration())
                 let token = Credentials.newToken()
                 let profile = UserProfile(email: email, givenName: givenName, familyName: familyName, discoverable: email != nil && !hidden)
-                _ = try await store.createUser(named: name, tokenHash: Credentials.hash(token), profile: profile)
+                try await reportingStoreErrors {
+                    _ = try await store.createUser(named: name, tokenHash: Credentials.hash(token), tokenName: tokenOptions.tokenName,
+                                                   expiresAt: tokenOptions.expiresAt, profile: profile)
+                }
                 print(token)
+                await (store.engine as? PostgresEngine)?.shutdown()
+            }
+        }
+
+        /// `user delete NAME --yes`: removes a user and their private data.
+        struct Delete: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Delete a user: their private databases (every container and environment), the assets only those held, their subscriptions, notifications, tokens and profile.",
+                discussion: """
+                    Records the user created in public databases stay, still naming them as creator; no user's \
+                    token can change them any more. The user's tokens stop working on every server within a \
+                    second. Prints what was removed.
+                    """
+            )
+            @Argument(help: "The user's name.") var name: String
+            @Flag(help: "Confirm: without it, nothing is deleted.") var yes = false
+            @OptionGroup var dataOptions: DataOptions
+
+            func run() async throws {
+                guard yes else { throw ValidationError("deleting user \(name) removes all their private data; give --yes to confirm") }
+                let store = try await openStore(dataOptions.configuration())
+                let deletion = try await reportingStoreErrors { try await store.deleteUser(named: name) }
+                print("deleted user \(name) (\(deletion.user.userRecordName)): \(deletion.databases) private database\(deletion.databases == 1 ? "" : "s"), \(deletion.zones) zone\(deletion.zones == 1 ? "" : "s"), \(deletion.assets.count) asset\(deletion.assets.count == 1 ? "" : "s")")
+                await (store.engine as? PostgresEngine)?.shutdown()
             }
         }
 
@@ -235,18 +269,106 @@ extension RecordServerCommand {
         /// `user token NAME`: issues another token for an existing user.
         struct Token: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
-                abstract: "Issue another bearer token for an existing user and print it."
+                abstract: "Issue another bearer token for an existing user and print it (and nothing else)."
+            )
+            @Argument(help: "The user's name.") var name: String
+            @OptionGroup var tokenOptions: TokenOptions
+            @OptionGroup var dataOptions: DataOptions
+
+            func run() async throws {
+                let store = try await openStore(dataOptions.configuration())
+                let token = Credentials.newToken()
+                try await reportingStoreErrors {
+                    _ = try await store.addToken(forUserNamed: name, tokenHash: Credentials.hash(token), tokenName: tokenOptions.tokenName,
+                                                 expiresAt: tokenOptions.expiresAt)
+                }
+                print(token)
+                await (store.engine as? PostgresEngine)?.shutdown()
+            }
+        }
+
+        /// `user tokens NAME`: a user's tokens, one a line.
+        struct Tokens: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "List a user's tokens: name, when issued and when it expires (UTC, or never), tab-separated, by name."
             )
             @Argument(help: "The user's name.") var name: String
             @OptionGroup var dataOptions: DataOptions
 
             func run() async throws {
                 let store = try await openStore(dataOptions.configuration())
-                let token = Credentials.newToken()
-                _ = try await store.addToken(forUserNamed: name, tokenHash: Credentials.hash(token))
-                print(token)
+                let tokens = try await reportingStoreErrors { try await store.tokens(ofUserNamed: name) }
+                let now = Int64(Date().timeIntervalSince1970 * 1000)
+                for token in tokens {
+                    let expiry = token.expiresAt.map { (token.expiresAt ?? 0) <= now ? "expired \(Self.date($0))" : "expires \(Self.date($0))" } ?? "never expires"
+                    print([token.name, "issued \(Self.date(token.createdAt))", expiry].joined(separator: "\t"))
+                }
+                await (store.engine as? PostgresEngine)?.shutdown()
+            }
+
+            static func date(_ milliseconds: Int64) -> String {
+                Date(timeIntervalSince1970: Double(milliseconds) / 1000).formatted(.iso8601)
             }
         }
+
+        /// `user revoke-token NAME TOKEN`: a token stops working.
+        struct RevokeToken: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                commandName: "revoke-token",
+                abstract: "Revoke one of a user's tokens by name: it stops working on every server within a second."
+            )
+            @Argument(help: "The user's name.") var name: String
+            @Argument(help: "The token's name (see 'user tokens').") var token: String
+            @OptionGroup var dataOptions: DataOptions
+
+            func run() async throws {
+                let store = try await openStore(dataOptions.configuration())
+                try await reportingStoreErrors { try await store.revokeToken(named: token, ofUserNamed: name) }
+                await (store.engine as? PostgresEngine)?.shutdown()
+            }
+        }
+    }
+}
+
+/// The name and lifetime of a token being issued.
+struct TokenOptions: ParsableArguments {
+    @Option(help: "The token's name, such as the device it is for (default: token-1, token-2, …, the first free).")
+    var tokenName: String?
+
+    @Option(help: ArgumentHelp("How long the token works: a number of seconds, or a number followed by s, m, h or d (90d).", valueName: "duration"))
+    var expiresIn: String?
+
+    func validate() throws {
+        if let expiresIn, Self.seconds(expiresIn) == nil {
+            throw ValidationError("--expires-in \(expiresIn) is not a duration (a positive number, optionally followed by s, m, h or d)")
+        }
+    }
+
+    /// When the token expires (milliseconds since 1970), or `nil`.
+    var expiresAt: Int64? {
+        expiresIn.flatMap(Self.seconds).map { Int64(Date().timeIntervalSince1970 * 1000) + $0 * 1000 }
+    }
+
+    /// `90`, `90s`, `15m`, `12h`, `30d` in seconds, or `nil`.
+    static func seconds(_ text: String) -> Int64? {
+        let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86400]
+        var digits = Substring(text)
+        var unit: Int64 = 1
+        if let last = text.last, let scale = units[last] { digits = digits.dropLast(); unit = scale }
+        guard let count = Int64(digits), count > 0 else { return nil }
+        let (seconds, overflow) = count.multipliedReportingOverflow(by: unit)
+        return overflow || seconds > 100 * 365 * 86400 ? nil : seconds
+    }
+}
+
+/// Runs `body`; a `RecordSyncError` (no such user, a name taken) ends the process with one line
+/// on standard error saying why.
+func reportingStoreErrors<T>(_ body: () async throws -> T) async throws -> T {
+    do {
+        return try await body()
+    } catch let error as RecordSyncError {
+        FileHandle.standardError.write(Data("recordserver: \(error.reason)\n".utf8))
+        throw ExitCode.failure
     }
 }
 

@@ -40,7 +40,8 @@ struct DataCopyTests {
             let data = "\(directory)/data"
             let alice = try await ChildProcess.run("recordserver", ["user", "add", "alice", "--data", data, "--email", "Alice@Example.com", "--given-name", "Alice"])
                 .output.trimmingCharacters(in: .whitespacesAndNewlines)
-            let bob = try await ChildProcess.run("recordserver", ["user", "add", "bob", "--data", data]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+            let bob = try await ChildProcess.run("recordserver", ["user", "add", "bob", "--data", data, "--token-name", "phone", "--expires-in", "30d"])
+                .output.trimmingCharacters(in: .whitespacesAndNewlines)
             let sqlite = try await ServerProcess(data: data)
             let old = URL(string: "http://127.0.0.1:\(sqlite.port)")!
 
@@ -118,6 +119,11 @@ struct DataCopyTests {
             let copy = try await ChildProcess.run("recordserver", ["data", "copy", "--from", data, "--to", target], mergeErrors: true)
             #expect(copy.status == 0, "\(copy.output)")
             #expect(copy.output.contains("records: 117 of 117"), "\(copy.output)")
+
+            // Token names and expiries come along.
+            let tokens = try await ChildProcess.run("recordserver", ["user", "tokens", "bob", "--data", data]).output
+            #expect(tokens.hasPrefix("phone\t") && tokens.contains("\texpires "), "\(tokens)")
+            #expect(try await ChildProcess.run("recordserver", ["user", "tokens", "bob", "--database", target]).output == tokens)
 
             let deployment = try await Deployment(databaseURL: target, nodes: 1)
             defer { deployment.kill() }

@@ -58,6 +58,11 @@ import Testing
             }
             let stopped = await server.stop(signal: SIGTERM)
             #expect(stopped.status == 0)
+            // The tokens issued before tokens had names are named in the order issued.
+            for user in tokens.keys {
+                let listed = try await ChildProcess.run("recordserver", ["user", "tokens", user, "--data", data]).output
+                #expect(listed.hasPrefix("token-1\tissued ") && listed.hasSuffix("\tnever expires\n"), "\(user): \(listed)")
+            }
         }
     }
 

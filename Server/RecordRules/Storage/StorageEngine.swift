@@ -64,10 +64,24 @@ public protocol StorageTransaction: AnyObject {
     func user(named name: String) throws -> User?
     /// Stores a user (the name is known to be free) and returns it with its new key.
     func insertUser(named name: String, recordName: String, createdAt: Int64) throws -> User
-    /// Stores a token hash for a user.
-    func insertToken(hash: Data, userKey: Int64, createdAt: Int64) throws
-    /// The user holding the token whose SHA-256 is `hash`, or `nil`.
-    func user(forTokenHash hash: Data) throws -> User?
+    /// Stores a token hash for a user under a name (known to be free among the user's tokens),
+    /// with when it expires (milliseconds since 1970; `nil`: never).
+    func insertToken(hash: Data, userKey: Int64, name: String, createdAt: Int64, expiresAt: Int64?) throws
+    /// The user holding the token whose SHA-256 is `hash`, with when the token expires, or `nil`.
+    func token(forHash hash: Data) throws -> (user: User, expiresAt: Int64?)?
+    /// A user's tokens, by name.
+    func tokens(ofUser key: Int64) throws -> [StoredToken]
+    /// Removes a user's token by name; `false` if they had none of that name.
+    func deleteToken(named name: String, ofUser key: Int64) throws -> Bool
+    /// A number that grows whenever a token stops being valid before its expiry (revoked, or its
+    /// user deleted), so that servers holding tokens in memory know to read them again.
+    func revocationSequence() throws -> Int64
+    /// Adds one to ``revocationSequence()``.
+    func advanceRevocationSequence() throws
+    /// Removes a user and everything stored under their key outside their databases: tokens,
+    /// profile, subscriptions, notifications and their deliveries, webcourier tokens, upload
+    /// receipts.
+    func deleteUser(_ key: Int64) throws
     /// Every user, by name, with when they were created (milliseconds since 1970) and how many
     /// tokens they hold.
     func users() throws -> [(user: User, createdAt: Int64, tokens: Int)]
@@ -105,6 +119,11 @@ public protocol StorageTransaction: AnyObject {
     /// Deletes the rows (and the receipts) of blobs orphaned before `cutoff` that no ref holds,
     /// and answers their checksums (bytes the engine keeps in its tables go with them).
     func collectAssetBlobs(orphanedBefore cutoff: Int64) throws -> [String]
+    /// The blobs that the refs of these zones and this user's upload receipts hold.
+    func assetChecksums(inZones zones: [Int64], receiptsOfUser user: Int64) throws -> [String]
+    /// Deletes the rows of those of these blobs that no ref and no receipt holds, and answers
+    /// their checksums (as ``collectAssetBlobs(orphanedBefore:)``).
+    func collectUnheldAssetBlobs(_ checksums: [String]) throws -> [String]
 
     // MARK: Subscriptions and notifications
 
@@ -162,6 +181,13 @@ public protocol StorageTransaction: AnyObject {
     func markZoneDeleted(_ zone: Int64, databaseSequence: Int64) throws
     /// Removes every record, reference and tombstone of a zone, touching no other zone.
     func deleteZoneContents(_ zone: Int64) throws
+    /// The keys of a user's private databases, in every container and environment.
+    func privateDatabases(ofUser key: Int64) throws -> [Int64]
+    /// Every zone of a database, live or deleted.
+    func zones(in database: Int64) throws -> [StoredZone]
+    /// Removes a database, its zones and their incarnations (their contents are already gone:
+    /// ``deleteZoneContents(_:)``).
+    func deleteDatabase(_ database: Int64) throws
     /// Remembers that `uid` named an incarnation of `zone`.
     func insertIncarnation(_ uid: UUID, of zone: Int64) throws
     /// The zone that `uid` named an incarnation of, or `nil`.
@@ -491,5 +517,22 @@ public struct ValidatingBlocker: Sendable, Hashable {
         self.operation = operation
         self.source = source
         self.target = target
+    }
+}
+
+/// A bearer token as stored (its hash, never the token itself, stays inside the engine).
+public struct StoredToken: Sendable, Hashable {
+    /// The name the operator gave it (one per device), unique among its user's tokens.
+    public var name: String
+    /// When it was issued, in milliseconds since 1970.
+    public var createdAt: Int64
+    /// When it stops working, in milliseconds since 1970; `nil`: never.
+    public var expiresAt: Int64?
+
+    /// A stored token's values.
+    public init(name: String, createdAt: Int64, expiresAt: Int64?) {
+        self.name = name
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
     }
 }

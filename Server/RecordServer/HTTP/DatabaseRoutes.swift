@@ -250,8 +250,13 @@ struct DatabaseRoutes: Sendable {
     func scope(of request: Request, context: BasicRequestContext, database given: String? = nil) async throws -> DatabaseScope {
         let token = try Credentials.token(in: request)
         let hash = Credentials.hash(token)
-        guard let user = try await tokens.user(forTokenHash: hash, lookUp: { try await store.user(forTokenHash: hash) }) else {
-            throw RecordSyncError(.authenticationFailed, "the token is not valid")
+        let user: User
+        switch try await tokens.check(hash, revocations: { try await store.revocationSequence() }, lookUp: { try await store.checkToken(hash: hash) }) {
+        case .valid(let valid, _): user = valid
+        case .expired(let at):
+            let date = Date(timeIntervalSince1970: Double(at) / 1000).formatted(.iso8601)
+            throw RecordSyncError(.authenticationFailed, "the token expired at \(date)")
+        case .unknown: throw RecordSyncError(.authenticationFailed, "the token is not valid (never issued, revoked, or its user deleted)")
         }
         let container = context.parameters.get("container") ?? ""
         if let problem = NameRules.problem(withName: container, kind: "container") {

@@ -5,34 +5,73 @@ import RecordRules
 /// the store every time (that read, on a database reader, was about 0.5–1 ms of every request
 /// under load).
 ///
-/// Only tokens that were found are kept, each for at most ``lifetime``: a token issued a moment
-/// ago (by `recordserver user token`, in another process) works as soon as it is used. Tokens
-/// cannot be revoked yet; a way to revoke one must also remove it here.
+/// Only valid tokens are kept, each for at most ``lifetime`` and never past its expiry: a token
+/// issued a moment ago (by `recordserver user token`, in another process) works as soon as it
+/// is used. While requests come, the store's count of revocations is read at most every
+/// ``revocationCheck``; when it has changed (a token revoked or a user deleted, by any process
+/// on the same storage) every kept token is forgotten, so a revoked token stops working within
+/// about that long on every server.
 final class TokenCache: @unchecked Sendable {
     /// How long a found token is trusted without reading it again.
     let lifetime: Duration
+    /// How often, at most, the store's count of revocations is read.
+    let revocationCheck: Duration
     /// How many tokens are kept; past it, the cache starts over.
     let capacity: Int
 
     private let lock = NSLock()
     private var users: [Data: (user: User, until: ContinuousClock.Instant)] = [:]
+    /// The store's count of revocations when last read, and when that read began.
+    private var revocations: Int64?
+    private var checkedAt: ContinuousClock.Instant?
+    /// Grows whenever the kept tokens are forgotten: a lookup that began before does not keep
+    /// what it found.
+    private var generation = 0
 
-    init(lifetime: Duration = .seconds(60), capacity: Int = 10_000) {
+    init(lifetime: Duration = .seconds(60), revocationCheck: Duration = TokenCheck.revocationDelay, capacity: Int = 10_000) {
         self.lifetime = lifetime
+        self.revocationCheck = revocationCheck
         self.capacity = capacity
     }
 
-    /// The user of the token whose hash is `tokenHash`: from the cache, else from `lookUp`
-    /// (kept if found).
-    func user(forTokenHash tokenHash: Data, lookUp: () async throws -> User?) async throws -> User? {
+    /// What the token whose hash is `tokenHash` is worth: from the cache, else from `lookUp`
+    /// (kept if valid). `revocations` reads the store's count of revocations.
+    func check(_ tokenHash: Data, revocations: () async throws -> Int64, lookUp: () async throws -> TokenCheck) async throws -> TokenCheck {
         let now = ContinuousClock.now
-        let cached = lock.withLock { users[tokenHash].flatMap { $0.until > now ? $0.user : nil } }
-        if let cached { return cached }
-        guard let user = try await lookUp() else { return nil }
-        lock.withLock {
-            if users.count >= capacity { users.removeAll(keepingCapacity: true) }
-            users[tokenHash] = (user, now + lifetime)
+        let due = lock.withLock {
+            guard checkedAt.map({ now - $0 >= revocationCheck }) ?? true else { return false }
+            checkedAt = now
+            return true
         }
-        return user
+        if due {
+            do {
+                let count = try await revocations()
+                lock.withLock {
+                    if count != self.revocations {
+                        if self.revocations != nil { users.removeAll(keepingCapacity: true) }
+                        self.revocations = count
+                        self.generation += 1
+                    }
+                }
+            } catch {
+                lock.withLock { checkedAt = nil }
+                throw error
+            }
+        }
+        let (cached, generation) = lock.withLock { (users[tokenHash].flatMap { $0.until > now ? $0.user : nil }, self.generation) }
+        if let cached { return .valid(cached, expiresAt: nil) }
+        let check = try await lookUp()
+        guard case .valid(let user, let expiresAt) = check else { return check }
+        var until = now + lifetime
+        if let expiresAt {
+            let left = Duration.milliseconds(expiresAt - Int64(Date().timeIntervalSince1970 * 1000))
+            until = min(until, now + left)
+        }
+        lock.withLock {
+            guard generation == self.generation else { return }
+            if users.count >= capacity { users.removeAll(keepingCapacity: true) }
+            users[tokenHash] = (user, until)
+        }
+        return check
     }
 }
