@@ -46,8 +46,10 @@ extension RecordStore {
     private static func apply(_ operation: ModifyZonesRequest.Operation, database: Int64, scope: DatabaseScope, in transaction: any StorageTransaction) throws -> ZoneResult {
         let zoneID = operation.zone.zoneID
         let name = zoneID.zoneName
-        if let problem = NameRules.problem(withName: name, kind: "zoneName") {
-            return .failure(RecordSyncError(.badRequest, problem, zoneID: zoneID))
+        do {
+            _ = try addressable(zoneID, in: scope)
+        } catch let error as RecordSyncError {
+            return .failure(error)
         }
         if name == ZoneID.defaultZoneName {
             return .failure(RecordSyncError(.badRequest, "_defaultZone cannot be created or deleted", zoneID: zoneID))

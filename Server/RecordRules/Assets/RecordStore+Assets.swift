@@ -37,11 +37,7 @@ extension RecordStore {
     /// valid for ``StoreLimits/assetUploadLifetime``.
     public func assetUploadURLs(_ request: AssetUploadRequest, in scope: DatabaseScope, base: String) async throws -> AssetUploadResponse {
         try limits.checkCount(request.tokens.count, of: "tokens")
-        let zoneName = request.zoneID?.zoneName ?? ZoneID.defaultZoneName
-        if let problem = NameRules.problem(withName: zoneName, kind: "zoneName") { throw RecordSyncError(.badRequest, problem) }
-        if let owner = request.zoneID?.ownerRecordName, owner != "__defaultOwner__", owner != scope.ownerRecordName {
-            throw RecordSyncError(.badRequest, "zoneID.ownerRecordName names another user; upload to your own zones")
-        }
+        let zoneName = try Self.addressable(request.zoneID, in: scope).zoneName
         let expiry = Self.now() + limits.assetUploadLifetime.milliseconds
         let key = try await assetSigner.signingKey()
         var tokens: [AssetUploadResponse.Token] = []

@@ -74,18 +74,21 @@ extension RecordStore {
         return try zone(zoneID, stored: try transaction.zone(named: zoneID.zoneName, in: database), database: database, scope: scope)
     }
 
-    /// `zoneID` (the default zone if `nil`) if a request in `scope` may name it.
+    /// `zoneID` (the default zone if `nil`) if a request in `scope` may name it: an
+    /// `ownerRecordName`, when given, is the caller's own or `__defaultOwner__` (CloudKit's
+    /// name for the current user, and the public database's zones' owner). A zone ID naming
+    /// another user is refused, never read as the caller's own zone of that name.
     ///
-    /// - Throws: `BAD_REQUEST` for a bad name; `ZONE_NOT_FOUND` for another owner's zone in a
-    ///   private database.
+    /// - Throws: `BAD_REQUEST` for a bad name; `ZONE_NOT_FOUND` for a zone ID naming another
+    ///   user as its owner.
     static func addressable(_ zoneID: ZoneID?, in scope: DatabaseScope) throws -> ZoneID {
         let zoneID = zoneID ?? .defaultZone
         if let problem = NameRules.problem(withName: zoneID.zoneName, kind: "zoneName") {
             throw RecordSyncError(.badRequest, problem, zoneID: zoneID)
         }
-        if let owner = zoneID.ownerRecordName, scope.kind == .private,
-           owner != scope.user.userRecordName, owner != "__defaultOwner__" {
-            throw RecordSyncError(.zoneNotFound, "zone \(NameRules.quoted(zoneID.zoneName)) of owner \(NameRules.quoted(owner)) is not in your private database", zoneID: zoneID)
+        if let owner = zoneID.ownerRecordName, owner != scope.user.userRecordName, owner != "__defaultOwner__" {
+            let database = scope.kind == .private ? "your private database" : "the public database, whose zones no user owns"
+            throw RecordSyncError(.zoneNotFound, "zone \(NameRules.quoted(zoneID.zoneName)) of owner \(NameRules.quoted(owner)) is not in \(database)", zoneID: zoneID)
         }
         return zoneID
     }

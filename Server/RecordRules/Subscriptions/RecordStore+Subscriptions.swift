@@ -71,9 +71,7 @@ extension RecordStore {
         let at = "operations[\(index)].subscription"
         if let zoneID = subscription.zoneID {
             if let problem = NameRules.problem(withName: zoneID.zoneName, kind: "\(at).zoneID.zoneName") { throw RecordSyncError(.badRequest, problem) }
-            if let owner = zoneID.ownerRecordName, owner != "__defaultOwner__", owner != scope.ownerRecordName {
-                throw RecordSyncError(.badRequest, "\(at).zoneID names another user's zone")
-            }
+            _ = try addressable(zoneID, in: scope)
             subscription.zoneID = ZoneID(zoneName: zoneID.zoneName, ownerRecordName: scope.ownerRecordName)
         }
         switch subscription.subscriptionType {
