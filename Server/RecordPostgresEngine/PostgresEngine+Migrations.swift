@@ -233,6 +233,17 @@ extension PostgresEngine {
             "CREATE TABLE token_revocations(id INT PRIMARY KEY CHECK (id = 1), seq BIGINT NOT NULL)",
             "INSERT INTO token_revocations(id, seq) VALUES (1, 0)",
         ]),
+        // Server-to-server keys and the signatures seen lately (the SQLite engine's
+        // `v11-server-keys`).
+        ("v8", [
+            """
+            CREATE TABLE server_keys(id TEXT COLLATE "C" PRIMARY KEY, user_id BIGINT NOT NULL REFERENCES users(id), name TEXT COLLATE "C" NOT NULL,
+                public_key BYTEA NOT NULL, created_at BIGINT NOT NULL)
+            """,
+            "CREATE UNIQUE INDEX server_keys_by_user ON server_keys(user_id, name)",
+            "CREATE TABLE signatures_seen(hash BYTEA PRIMARY KEY, seen_at BIGINT NOT NULL)",
+            "CREATE INDEX signatures_seen_by_age ON signatures_seen(seen_at)",
+        ]),
     ]
 
     /// Work in Swift that a migration does after its statements, in its transaction.

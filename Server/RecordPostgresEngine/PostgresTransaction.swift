@@ -178,12 +178,44 @@ final class PostgresTransaction: StorageTransaction {
 
     func deleteUser(_ key: Int64) throws {
         try execute("DELETE FROM tokens WHERE user_id = \(key)")
+        try execute("DELETE FROM server_keys WHERE user_id = \(key)")
         try execute("DELETE FROM subscriptions WHERE user_id = \(key)")
         try execute("DELETE FROM push_deliveries WHERE token IN (SELECT token FROM push_tokens WHERE user_id = \(key))")
         try execute("DELETE FROM push_tokens WHERE user_id = \(key)")
         try execute("DELETE FROM notifications WHERE user_id = \(key)")
         try execute("DELETE FROM asset_receipts WHERE user_id = \(key)")
         try execute("DELETE FROM users WHERE id = \(key)")
+    }
+
+    func insertServerKey(_ key: StoredServerKey, userKey: Int64) throws {
+        try execute(try """
+            INSERT INTO server_keys(id, user_id, name, public_key, created_at) VALUES (\(key.id), \(userKey), \(key.name), \(key.publicKey), \(key.createdAt))
+            """)
+    }
+
+    func serverKey(id: String) throws -> (key: StoredServerKey, user: User)? {
+        try rows("""
+            SELECT k.name, k.public_key, k.created_at, u.id, u.name, u.record_name FROM server_keys k JOIN users u ON u.id = k.user_id WHERE k.id = \(id)
+            """).first.map {
+            let (name, publicKey, createdAt, userKey, userName, recordName) = try $0.decode((String, Data, Int64, Int64, String, String).self)
+            return (StoredServerKey(id: id, name: name, publicKey: publicKey, createdAt: createdAt), User(id: userKey, name: userName, userRecordName: recordName))
+        }
+    }
+
+    func serverKeys(ofUser key: Int64) throws -> [StoredServerKey] {
+        try rows("SELECT id, name, public_key, created_at FROM server_keys WHERE user_id = \(key) ORDER BY name").map {
+            let (id, name, publicKey, createdAt) = try $0.decode((String, String, Data, Int64).self)
+            return StoredServerKey(id: id, name: name, publicKey: publicKey, createdAt: createdAt)
+        }
+    }
+
+    func deleteServerKey(named name: String, ofUser key: Int64) throws -> Bool {
+        try execute("DELETE FROM server_keys WHERE user_id = \(key) AND name = \(name)") > 0
+    }
+
+    func noteSignature(_ hash: Data, now: Int64, forgetBefore: Int64) throws -> Bool {
+        try execute("DELETE FROM signatures_seen WHERE seen_at < \(forgetBefore)")
+        return try execute(try "INSERT INTO signatures_seen(hash, seen_at) VALUES (\(hash), \(now)) ON CONFLICT DO NOTHING") > 0
     }
 
     func profile(ofUser key: Int64) throws -> UserProfile {

@@ -338,6 +338,23 @@ extension SQLiteEngine {
                 INSERT INTO token_revocations(id, seq) VALUES (1, 0);
                 """)
         }
+        // Server-to-server keys (each signs for a user, in public databases) and the signatures
+        // seen lately, so that none is accepted twice.
+        migrator.registerMigration("v11-server-keys") { db in
+            try db.execute(sql: """
+                CREATE TABLE server_keys(
+                    id TEXT PRIMARY KEY,
+                    user_id INTEGER NOT NULL REFERENCES users(id),
+                    name TEXT NOT NULL,
+                    public_key BLOB NOT NULL,
+                    created_at INTEGER NOT NULL) WITHOUT ROWID;
+                CREATE UNIQUE INDEX server_keys_by_user ON server_keys(user_id, name);
+                CREATE TABLE signatures_seen(
+                    hash BLOB PRIMARY KEY,
+                    seen_at INTEGER NOT NULL) WITHOUT ROWID;
+                CREATE INDEX signatures_seen_by_age ON signatures_seen(seen_at);
+                """)
+        }
         return migrator
     }
 }

@@ -90,12 +90,41 @@ final class SQLiteTransaction: StorageTransaction {
     }
 
     func deleteUser(_ key: Int64) throws {
-        for sql in ["DELETE FROM tokens WHERE user_id = ?", "DELETE FROM subscriptions WHERE user_id = ?",
+        for sql in ["DELETE FROM tokens WHERE user_id = ?", "DELETE FROM server_keys WHERE user_id = ?", "DELETE FROM subscriptions WHERE user_id = ?",
                     "DELETE FROM push_deliveries WHERE token IN (SELECT token FROM push_tokens WHERE user_id = ?)",
                     "DELETE FROM push_tokens WHERE user_id = ?", "DELETE FROM notifications WHERE user_id = ?",
                     "DELETE FROM asset_receipts WHERE user_id = ?", "DELETE FROM users WHERE id = ?"] {
             try db.execute(sql: sql, arguments: [key])
         }
+    }
+
+    func insertServerKey(_ key: StoredServerKey, userKey: Int64) throws {
+        try db.execute(sql: "INSERT INTO server_keys(id, user_id, name, public_key, created_at) VALUES (?, ?, ?, ?, ?)",
+                       arguments: [key.id, userKey, key.name, key.publicKey, key.createdAt])
+    }
+
+    func serverKey(id: String) throws -> (key: StoredServerKey, user: User)? {
+        try Row.fetchOne(db, sql: """
+            SELECT k.name, k.public_key, k.created_at, u.id, u.name, u.record_name FROM server_keys k JOIN users u ON u.id = k.user_id WHERE k.id = ?
+            """, arguments: [id]).map {
+            (StoredServerKey(id: id, name: $0[0], publicKey: $0[1], createdAt: $0[2]), User(id: $0[3], name: $0[4], userRecordName: $0[5]))
+        }
+    }
+
+    func serverKeys(ofUser key: Int64) throws -> [StoredServerKey] {
+        try Row.fetchAll(db, sql: "SELECT id, name, public_key, created_at FROM server_keys WHERE user_id = ? ORDER BY name", arguments: [key])
+            .map { StoredServerKey(id: $0[0], name: $0[1], publicKey: $0[2], createdAt: $0[3]) }
+    }
+
+    func deleteServerKey(named name: String, ofUser key: Int64) throws -> Bool {
+        try db.execute(sql: "DELETE FROM server_keys WHERE user_id = ? AND name = ?", arguments: [key, name])
+        return db.changesCount > 0
+    }
+
+    func noteSignature(_ hash: Data, now: Int64, forgetBefore: Int64) throws -> Bool {
+        try db.execute(sql: "DELETE FROM signatures_seen WHERE seen_at < ?", arguments: [forgetBefore])
+        try db.execute(sql: "INSERT INTO signatures_seen(hash, seen_at) VALUES (?, ?) ON CONFLICT DO NOTHING", arguments: [hash, now])
+        return db.changesCount > 0
     }
 
     func profile(ofUser key: Int64) throws -> UserProfile {

@@ -19,7 +19,7 @@ struct DataCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Copy a SQLite data directory into a PostgreSQL database.",
             discussion: """
-                Copies everything: users and their token hashes, containers, databases and zones with \
+                Copies everything: users with their token hashes and server-to-server keys, containers, databases and zones with \
                 their identities and feed positions, the schema, records with their change tags, \
                 references and tombstones. Tokens and change tags issued before the copy stay valid \
                 after it. The copy is one transaction: if it is interrupted, the target is left as it \
@@ -96,6 +96,8 @@ struct DataCommand: AsyncParsableCommand {
             Table(name: "users", columns: [.integer("id"), .text("name"), .text("record_name"), .integer("created_at"), .text("email"), .text("given_name"),
                                            .text("family_name"), .boolean("discoverable")], key: "id"),
             Table(name: "tokens", columns: [.bytes("hash"), .integer("user_id"), .integer("created_at"), .text("name"), .integer("expires_at")], key: "hash"),
+            Table(name: "server_keys", columns: [.text("id"), .integer("user_id"), .text("name"), .bytes("public_key"), .integer("created_at")], key: "id"),
+            Table(name: "signatures_seen", columns: [.bytes("hash"), .integer("seen_at")], key: "hash"),
             Table(name: "containers", columns: [.integer("id"), .text("name"), .text("environment")], key: "id"),
             Table(name: "databases", columns: [.integer("id"), .integer("container_id"), .text("kind"), .integer("owner_id"), .uuid("uid"), .integer("seq")], key: "id"),
             Table(name: "zones", columns: [.integer("id"), .integer("database_id"), .text("name"), .uuid("uid"), .integer("seq"), .integer("db_seq"), .boolean("deleted")], key: "id"),

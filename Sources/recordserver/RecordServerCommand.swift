@@ -165,7 +165,7 @@ extension RecordServerCommand {
                 hashes: a token is printed once, when issued. A revoked token, or any token of a deleted \
                 user, stops working on every server sharing the data within a second.
                 """,
-            subcommands: [Add.self, List.self, Delete.self, Token.self, Tokens.self, RevokeToken.self, Profile.self]
+            subcommands: [Add.self, List.self, Delete.self, Token.self, Tokens.self, RevokeToken.self, Key.self, Keys.self, RevokeKey.self, Profile.self]
         )
 
         /// `user add NAME`: creates a user and prints its token.
@@ -326,6 +326,68 @@ extension RecordServerCommand {
                 try await reportingStoreErrors { try await store.revokeToken(named: token, ofUserNamed: name) }
                 await (store.engine as? PostgresEngine)?.shutdown()
             }
+        }
+    }
+}
+
+extension RecordServerCommand.UserCommand {
+    /// `user key NAME --public-key FILE`: registers a server-to-server key.
+    struct Key: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Register a server-to-server key that signs requests as the user, in public databases only, and print its key ID.",
+            discussion: """
+                Make a key pair with 'openssl ecparam -name prime256v1 -genkey -noout -out key.pem' and its public \
+                half with 'openssl ec -in key.pem -pubout -out public.pem'; give public.pem here. Requests carry the \
+                printed ID in X-Apple-CloudKit-Request-KeyID, as CloudKit's do (docs/protocol.md).
+                """
+        )
+        @Argument(help: "The user the key signs as.") var name: String
+        @Option(help: ArgumentHelp("The P-256 public key, in PEM form.", valueName: "file")) var publicKey: String
+        @Option(help: "The key's name (default: key-1, key-2, …, the first free).") var keyName: String?
+        @OptionGroup var dataOptions: DataOptions
+
+        func run() async throws {
+            guard let pem = try? String(contentsOfFile: publicKey, encoding: .utf8) else {
+                throw ValidationError("cannot read --public-key \(publicKey)")
+            }
+            let store = try await openStore(dataOptions.configuration())
+            let id = try await reportingStoreErrors { try await store.addServerKey(forUserNamed: name, keyName: keyName, publicKeyPEM: pem) }
+            print(id)
+            await (store.engine as? PostgresEngine)?.shutdown()
+        }
+    }
+
+    /// `user keys NAME`: a user's server-to-server keys.
+    struct Keys: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List a user's server-to-server keys: name, key ID, when registered (UTC), tab-separated, by name."
+        )
+        @Argument(help: "The user's name.") var name: String
+        @OptionGroup var dataOptions: DataOptions
+
+        func run() async throws {
+            let store = try await openStore(dataOptions.configuration())
+            for key in try await reportingStoreErrors({ try await store.serverKeys(ofUserNamed: name) }) {
+                print([key.name, key.id, "registered \(Tokens.date(key.createdAt))"].joined(separator: "\t"))
+            }
+            await (store.engine as? PostgresEngine)?.shutdown()
+        }
+    }
+
+    /// `user revoke-key NAME KEY`: a key stops signing.
+    struct RevokeKey: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "revoke-key",
+            abstract: "Remove one of a user's server-to-server keys by name: requests it signs are refused from then on, on every server."
+        )
+        @Argument(help: "The user's name.") var name: String
+        @Argument(help: "The key's name (see 'user keys').") var key: String
+        @OptionGroup var dataOptions: DataOptions
+
+        func run() async throws {
+            let store = try await openStore(dataOptions.configuration())
+            try await reportingStoreErrors { try await store.revokeServerKey(named: key, ofUserNamed: name) }
+            await (store.engine as? PostgresEngine)?.shutdown()
         }
     }
 }

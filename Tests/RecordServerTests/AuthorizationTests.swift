@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -9,7 +10,8 @@ import Testing
 /// Who may do what, over every endpoint the server has (the table below must name each one of
 /// `DatabaseRoutes.endpoints`): no credentials, a revoked token and an expired one are refused;
 /// another user's token on a zone ID naming this user is refused and changes nothing; another
-/// user's public record cannot be changed.
+/// user's public record cannot be changed; a bad, stale or replayed server-to-server signature
+/// is refused.
 @Suite struct AuthorizationTests {
     /// A request body per endpoint; `zoneID` is put where the endpoint takes one (`nil`: the
     /// endpoint takes none, so there is no zone to name).
@@ -91,6 +93,35 @@ import Testing
             }
             // Carol's own token still works.
             #expect(try await carol.post("users/current", "").status == 200)
+        }
+    }
+
+    /// Server-to-server requests to every endpoint of the public database: one signed by
+    /// another key, one dated beyond the skew, and one whose signature was already used are
+    /// each `AUTHENTICATION_FAILED`.
+    @Test func badStaleAndReplayedSignaturesAreRefusedEverywhere() async throws {
+        try await withServer { server in
+            _ = try await server.user("bot")
+            let key = P256.Signing.PrivateKey()
+            let id = try await server.store.addServerKey(forUserNamed: "bot", publicKeyPEM: key.publicKey.pemRepresentation)
+            var checked = 0
+            for endpoint in DatabaseRoutes.endpoints {
+                for method in endpoint.methods {
+                    let path = "/database/1/iCloud.test.Gallery/development/public/\(endpoint.path)"
+                    let body = method == .get ? "" : "{}"
+                    let once = try ServerKeyTests.signature(key, id: id, path: path, body: body)
+                    _ = try await server.send(method, path, headers: once, body: method == .get ? nil : body)
+                    let cases = [("another key's", try ServerKeyTests.signature(P256.Signing.PrivateKey(), id: id, path: path, body: body)),
+                                 ("stale", try ServerKeyTests.signature(key, id: id, path: path, body: body, date: Date().addingTimeInterval(-600))),
+                                 ("replayed", once)]
+                    for (kind, headers) in cases {
+                        let reply = try await server.send(method, path, headers: headers, body: method == .get ? nil : body)
+                        #expect(reply.status == 401 && reply.code == "AUTHENTICATION_FAILED", "\(kind): \(method) \(path): \(reply.status) \(reply.json)")
+                    }
+                    checked += 1
+                }
+            }
+            #expect(checked == DatabaseRoutes.endpoints.map(\.methods.count).reduce(0, +))
         }
     }
 

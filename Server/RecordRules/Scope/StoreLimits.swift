@@ -29,6 +29,11 @@ public struct StoreLimits: Sendable {
     /// more is `LIMIT_EXCEEDED`.
     public var maximumMatchSteps: Int = MatchBudget.defaultSteps
 
+    /// How far a signed request's `X-Apple-CloudKit-Request-ISO8601Date` may be from the
+    /// server's clock, either way; also how long its signature is remembered, so that it is
+    /// never accepted twice.
+    public var signedRequestSkew: Duration = .seconds(5 * 60)
+
     /// Creates limits with the defaults.
     public init() {}
 

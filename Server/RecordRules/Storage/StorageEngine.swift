@@ -79,9 +79,20 @@ public protocol StorageTransaction: AnyObject {
     /// Adds one to ``revocationSequence()``.
     func advanceRevocationSequence() throws
     /// Removes a user and everything stored under their key outside their databases: tokens,
-    /// profile, subscriptions, notifications and their deliveries, webcourier tokens, upload
-    /// receipts.
+    /// server-to-server keys, profile, subscriptions, notifications and their deliveries,
+    /// webcourier tokens, upload receipts.
     func deleteUser(_ key: Int64) throws
+    /// Stores a server-to-server key (its ID and name known to be free).
+    func insertServerKey(_ key: StoredServerKey, userKey: Int64) throws
+    /// The server-to-server key with this ID and the user it signs for, or `nil`.
+    func serverKey(id: String) throws -> (key: StoredServerKey, user: User)?
+    /// A user's server-to-server keys, by name.
+    func serverKeys(ofUser key: Int64) throws -> [StoredServerKey]
+    /// Removes a user's server-to-server key by name; `false` if they had none of that name.
+    func deleteServerKey(named name: String, ofUser key: Int64) throws -> Bool
+    /// Remembers a signed request's signature (its SHA-256) as seen at `now`, forgetting those
+    /// seen before `forgetBefore`; `false` if it was already remembered.
+    func noteSignature(_ hash: Data, now: Int64, forgetBefore: Int64) throws -> Bool
     /// Every user, by name, with when they were created (milliseconds since 1970) and how many
     /// tokens they hold.
     func users() throws -> [(user: User, createdAt: Int64, tokens: Int)]
@@ -534,5 +545,26 @@ public struct StoredToken: Sendable, Hashable {
         self.name = name
         self.createdAt = createdAt
         self.expiresAt = expiresAt
+    }
+}
+
+/// A server-to-server key as stored: the public half of a key pair whose private half signs
+/// requests (`X-Apple-CloudKit-Request-SignatureV1`).
+public struct StoredServerKey: Sendable, Hashable {
+    /// The key's ID (`X-Apple-CloudKit-Request-KeyID`): the SHA-256 of its public key, in hex.
+    public var id: String
+    /// The name the operator gave it, unique among its user's keys.
+    public var name: String
+    /// The P-256 public key, in its X9.63 form.
+    public var publicKey: Data
+    /// When it was registered, in milliseconds since 1970.
+    public var createdAt: Int64
+
+    /// A stored key's values.
+    public init(id: String, name: String, publicKey: Data, createdAt: Int64) {
+        self.id = id
+        self.name = name
+        self.publicKey = publicKey
+        self.createdAt = createdAt
     }
 }

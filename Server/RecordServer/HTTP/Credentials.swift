@@ -1,7 +1,9 @@
 import Crypto
 import Foundation
+import HTTPTypes
 import Hummingbird
 import RecordModel
+import RecordRules
 
 /// Bearer tokens: how they are made, hashed for storage, and found in a request.
 public enum Credentials {
@@ -18,6 +20,22 @@ public enum Credentials {
     public static func hash(_ token: String) -> Data {
         Data(SHA256.hash(data: Data(token.utf8)))
     }
+
+    /// The server-to-server signature a request carries, or `nil` when it has no
+    /// `X-Apple-CloudKit-Request-KeyID`.
+    ///
+    /// - Throws: `AUTHENTICATION_FAILED` when the key ID comes without the date or signature.
+    static func signedRequest(_ request: Request, body: Data) throws -> SignedRequest? {
+        guard let keyID = request.headers[keyIDHeader] else { return nil }
+        guard let date = request.headers[dateHeader], let signature = request.headers[signatureHeader] else {
+            throw RecordSyncError(.authenticationFailed, "a signed request needs X-Apple-CloudKit-Request-ISO8601Date and X-Apple-CloudKit-Request-SignatureV1 beside X-Apple-CloudKit-Request-KeyID")
+        }
+        return SignedRequest(keyID: keyID, date: date, signature: signature, body: body, subpath: request.uri.path)
+    }
+
+    static let keyIDHeader = HTTPField.Name("X-Apple-CloudKit-Request-KeyID")!
+    static let dateHeader = HTTPField.Name("X-Apple-CloudKit-Request-ISO8601Date")!
+    static let signatureHeader = HTTPField.Name("X-Apple-CloudKit-Request-SignatureV1")!
 
     /// The token a request carries: `Authorization: Bearer TOKEN`, else the `ckWebAuthToken`
     /// query parameter, else `ckAPIToken`.

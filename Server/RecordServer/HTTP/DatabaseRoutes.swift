@@ -175,13 +175,13 @@ struct DatabaseRoutes: Sendable {
 
     private func handle(_ request: Request, context: BasicRequestContext, database: String? = nil, _ endpoint: Endpoint) async throws -> Response {
         do {
-            let scope = try await self.scope(of: request, context: context, database: database)
             var body: Data
             do {
                 body = Data(buffer: try await request.body.collect(upTo: maximumBodyBytes))
             } catch {
                 throw RecordSyncError(.limitExceeded, "the request body is larger than the limit of \(maximumBodyBytes) bytes")
             }
+            let scope = try await self.scope(of: request, context: context, database: database, body: body)
             body = try Self.decoded(body, encoding: request.headers[.contentEncoding], limit: maximumBodyBytes)
             let base = publicURL ?? Self.base(of: request)
             let context = JSONBody.Context(acceptsGzip: JSONBody.acceptsGzip(request.headers[.acceptEncoding]), base: base,
@@ -246,8 +246,18 @@ struct DatabaseRoutes: Sendable {
         return "\(scheme == "https" ? "https" : "http")://\(host)"
     }
 
-    /// The database a request addresses and the user making it.
-    func scope(of request: Request, context: BasicRequestContext, database given: String? = nil) async throws -> DatabaseScope {
+    /// The database a request addresses and the user making it: the holder of its bearer
+    /// token, or of the server-to-server key that signed it (`body` as it came), which reaches
+    /// public databases only.
+    func scope(of request: Request, context: BasicRequestContext, database given: String? = nil, body: Data = Data()) async throws -> DatabaseScope {
+        if let signed = try Credentials.signedRequest(request, body: body) {
+            let user = try await store.verify(signed)
+            let scope = try scope(of: context, user: user, database: given)
+            guard scope.kind == .public else {
+                throw RecordSyncError(.accessDenied, "server-to-server keys reach only the public database")
+            }
+            return scope
+        }
         let token = try Credentials.token(in: request)
         let hash = Credentials.hash(token)
         let user: User
@@ -258,6 +268,11 @@ struct DatabaseRoutes: Sendable {
             throw RecordSyncError(.authenticationFailed, "the token expired at \(date)")
         case .unknown: throw RecordSyncError(.authenticationFailed, "the token is not valid (never issued, revoked, or its user deleted)")
         }
+        return try scope(of: context, user: user, database: given)
+    }
+
+    /// The database the path addresses, for `user`.
+    private func scope(of context: BasicRequestContext, user: User, database given: String?) throws -> DatabaseScope {
         let container = context.parameters.get("container") ?? ""
         if let problem = NameRules.problem(withName: container, kind: "container") {
             throw RecordSyncError(.badRequest, problem)
