@@ -274,8 +274,12 @@ final class PostgresTransaction: StorageTransaction {
 
     /// Locks the database's row until commit: the rules take the database's number last, just
     /// before committing, so writers of different zones hold it only for their commit.
-    func advanceDatabaseSequence(_ database: Int64) throws -> Int64 {
-        try rows("UPDATE databases SET seq = seq + 1 WHERE id = \(database) RETURNING seq").first?.decode(Int64.self) ?? 0
+    func databaseKeys() throws -> [Int64] {
+        try rows("SELECT id FROM databases ORDER BY id").map { try $0.decode(Int64.self) }
+    }
+
+    func advanceDatabaseSequence(_ database: Int64, by step: Int64) throws -> Int64 {
+        try rows("UPDATE databases SET seq = seq + \(step) WHERE id = \(database) RETURNING seq").first?.decode(Int64.self) ?? 0
     }
 
     func zoneChanges(in database: Int64, after sequence: Int64, deletionFloor: Int64, limit: Int) throws -> [ZoneChangeRow] {

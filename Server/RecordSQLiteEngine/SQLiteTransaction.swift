@@ -174,8 +174,12 @@ final class SQLiteTransaction: StorageTransaction {
         return StoredDatabase(key: db.lastInsertedRowID, containerKey: container, uid: uid, sequence: 0)
     }
 
-    func advanceDatabaseSequence(_ database: Int64) throws -> Int64 {
-        try db.cachedStatement(sql: "UPDATE databases SET seq = seq + 1 WHERE id = ?").execute(arguments: [database])
+    func databaseKeys() throws -> [Int64] {
+        try Int64.fetchAll(db, sql: "SELECT id FROM databases ORDER BY id")
+    }
+
+    func advanceDatabaseSequence(_ database: Int64, by step: Int64) throws -> Int64 {
+        try db.cachedStatement(sql: "UPDATE databases SET seq = seq + ? WHERE id = ?").execute(arguments: [step, database])
         return try Int64.fetchOne(db.cachedStatement(sql: "SELECT seq FROM databases WHERE id = ?"), arguments: [database]) ?? 0
     }
 

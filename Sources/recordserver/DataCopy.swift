@@ -10,8 +10,8 @@ import RecordSQLiteEngine
 struct DataCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "data",
-        abstract: "Move a deployment's data between storage engines.",
-        subcommands: [Copy.self]
+        abstract: "Back up, restore, and move a deployment's data between storage engines.",
+        subcommands: [Backup.self, Restore.self, NewHistory.self, Copy.self]
     )
 
     /// `data copy --from DIR --to URL`: a SQLite data directory into PostgreSQL.

@@ -168,9 +168,11 @@ public protocol StorageTransaction: AnyObject {
     func database(at address: DatabaseAddress) throws -> StoredDatabase?
     /// Stores the database at `address` (creating its container row if needed) with feed number 0.
     func insertDatabase(at address: DatabaseAddress, uid: UUID) throws -> StoredDatabase
-    /// Adds one to a database's zone-feed number and returns the new number. A write transaction
+    /// Adds `step` to a database's zone-feed number and returns the new number. A write transaction
     /// that calls this holds the database's number until it ends.
-    func advanceDatabaseSequence(_ database: Int64) throws -> Int64
+    func advanceDatabaseSequence(_ database: Int64, by step: Int64) throws -> Int64
+    /// The keys of every database, public and private, of every container and environment.
+    func databaseKeys() throws -> [Int64]
     /// The zones of a database whose place in the database feed is after `sequence`, in feed
     /// order, at most `limit`; deleted zones only if their place is also after `deletionFloor`.
     func zoneChanges(in database: Int64, after sequence: Int64, deletionFloor: Int64, limit: Int) throws -> [ZoneChangeRow]
@@ -328,6 +330,11 @@ public protocol StorageTransaction: AnyObject {
 }
 
 extension StorageTransaction {
+    /// Adds one to a database's zone-feed number and returns the new number.
+    public func advanceDatabaseSequence(_ database: Int64) throws -> Int64 {
+        try advanceDatabaseSequence(database, by: 1)
+    }
+
     public func database(at address: DatabaseAddress, withZoneNamed name: String) throws -> (database: StoredDatabase, zone: StoredZone?)? {
         guard let database = try database(at: address) else { return nil }
         return (database, try zone(named: name, in: database.key))
