@@ -35,6 +35,11 @@ public struct Container: Sendable {
     /// The most bytes of downloaded assets kept in ``assetDirectory``; the least recently used
     /// go first when a download passes it.
     public var maximumAssetBytes: Int64 = 1 << 30
+    /// A PEM file of certificate authorities to trust besides the system's: for a server
+    /// serving HTTPS with a certificate of the deployment's own authority. Used by requests
+    /// that go through AsyncHTTPClient (Linux without a session); a session given to
+    /// ``init(serverURL:identifier:environment:credentials:session:)`` decides trust itself.
+    public var certificateAuthority: String?
 
     /// Creates a container handle. Nothing is sent until a database is used.
     ///

@@ -42,6 +42,9 @@ public final class PostgresEngine: StorageEngine {
     public static let threadCount = 64
     /// The log of the driver.
     let logger: Logger
+    /// Transactions asking for and holding the pool's connections.
+    let counter: PoolCounter
+    public var poolUse: PoolUse? { counter.use }
     /// The connections (by id) that have created the temporary tables cascades use.
     let preparedConnections = NIOLockedValueBox<Set<Int>>([])
     /// How often a write made stale by a concurrent commit is run again before it fails.
@@ -67,6 +70,7 @@ public final class PostgresEngine: StorageEngine {
         try await Self.migrate(location, logger: logger)
         var configuration = try location.clientConfiguration
         configuration.options.maximumConnections = max(1, maximumConnections)
+        counter = PoolCounter(capacity: max(1, maximumConnections))
         configuration.options.minimumConnections = 0
         // The pool's own log, errors only: it warns of a lease made before `run()` has begun,
         // which the first transaction of a short-lived process can be (it waits, and works).
@@ -180,14 +184,18 @@ public final class PostgresEngine: StorageEngine {
     /// ``PostgresRetry``).
     private func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresTransaction) throws -> T) async throws -> T {
         try await Self.translatingErrors {
-            try await client.withConnection { connection in
-                try await Self.threads.runIfActive { [self] in
-                    let transaction = PostgresTransaction(connection: connection, engine: self)
-                    do {
-                        return try body(transaction)
-                    } catch {
-                        if !connection.isClosed { try? transaction.rollback() }
-                        throw error
+            try await counter.asking {
+                try await client.withConnection { connection in
+                    try await Self.threads.runIfActive { [self] in
+                        try counter.holding {
+                            let transaction = PostgresTransaction(connection: connection, engine: self)
+                            do {
+                                return try body(transaction)
+                            } catch {
+                                if !connection.isClosed { try? transaction.rollback() }
+                                throw error
+                            }
+                        }
                     }
                 }
             }

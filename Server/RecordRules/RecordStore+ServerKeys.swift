@@ -120,7 +120,9 @@ extension RecordStore {
               publicKey.isValidSignature(ecdsa, for: request.message) else {
             throw RecordSyncError(.authenticationFailed, "the signature does not match the request (sign date:base64(SHA-256(body)):path with the key's private half)")
         }
-        let hash = Data(SHA256.hash(data: signature))
+        // Remembered in its one low-s form: (r, s) and (r, n - s) both verify, and a replay
+        // must not pass by flipping s.
+        let hash = Data(SHA256.hash(data: Self.lowS(ecdsa.rawRepresentation)))
         let fresh = try await engine.write { transaction in
             .commit(try transaction.noteSignature(hash, now: now, forgetBefore: now - 2 * skew))
         }
@@ -128,6 +130,27 @@ extension RecordStore {
             throw RecordSyncError(.authenticationFailed, "this signature was used before; sign each request afresh")
         }
         return found.user
+    }
+
+    /// The order of P-256's group.
+    static let p256Order: [UInt8] = [0xFF, 0xFF, 0xFF, 0xFF, 0x00, 0x00, 0x00, 0x00, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+                                     0xBC, 0xE6, 0xFA, 0xAD, 0xA7, 0x17, 0x9E, 0x84, 0xF3, 0xB9, 0xCA, 0xC2, 0xFC, 0x63, 0x25, 0x51]
+
+    /// A raw signature `r ‖ s` (32 bytes each) with `s` replaced by `n - s` when that is smaller:
+    /// the one form of the two that verify.
+    static func lowS(_ raw: Data) -> Data {
+        guard raw.count == 64 else { return raw }
+        let r = [UInt8](raw.prefix(32)), s = [UInt8](raw.suffix(32))
+        var flipped = [UInt8](repeating: 0, count: 32)
+        var borrow = 0
+        for index in stride(from: 31, through: 0, by: -1) {
+            var digit = Int(p256Order[index]) - Int(s[index]) - borrow
+            borrow = digit < 0 ? 1 : 0
+            if digit < 0 { digit += 256 }
+            flipped[index] = UInt8(digit)
+        }
+        // Big-endian byte arrays of equal length compare as numbers.
+        return Data(r + (flipped.lexicographicallyPrecedes(s) ? flipped : s))
     }
 
     /// Milliseconds since 1970 of an ISO 8601 date and time (fractional seconds allowed).

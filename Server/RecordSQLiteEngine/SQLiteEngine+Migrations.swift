@@ -355,6 +355,28 @@ extension SQLiteEngine {
                 CREATE INDEX signatures_seen_by_age ON signatures_seen(seen_at);
                 """)
         }
+        // A user's key is never given again once the user is deleted (AUTOINCREMENT): what is
+        // keyed by it elsewhere (push listeners in a running server, a request authenticated
+        // a moment before the delete) must never reach a later user. PostgreSQL's identity
+        // never reuses one.
+        migrator.registerMigration("v12-user-keys-never-reused") { db in
+            try db.execute(sql: """
+                CREATE TABLE users_v12(
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    name TEXT NOT NULL UNIQUE,
+                    record_name TEXT NOT NULL UNIQUE,
+                    created_at INTEGER NOT NULL,
+                    email TEXT,
+                    given_name TEXT,
+                    family_name TEXT,
+                    discoverable INTEGER NOT NULL DEFAULT 0);
+                INSERT INTO users_v12(id, name, record_name, created_at, email, given_name, family_name, discoverable)
+                    SELECT id, name, record_name, created_at, email, given_name, family_name, discoverable FROM users;
+                DROP TABLE users;
+                ALTER TABLE users_v12 RENAME TO users;
+                CREATE UNIQUE INDEX users_by_email ON users(email) WHERE email IS NOT NULL;
+                """)
+        }
         return migrator
     }
 }

@@ -16,6 +16,9 @@ public final class SQLiteEngine: StorageEngine {
     private let checkpointer: WALCheckpointer
     /// Asset bytes: files under `assets/` beside the database file.
     public let assetBytes: any AssetByteStore
+    /// Transactions asking for and holding the pool's connections (its readers and writer).
+    let counter: PoolCounter
+    public var poolUse: PoolUse? { counter.use }
 
     /// Opens (creating if needed) the database at `path` and brings its schema up to date.
     ///
@@ -32,13 +35,14 @@ public final class SQLiteEngine: StorageEngine {
         // Not DatabasePool(path:configuration:): its writer would commit with synchronous = NORMAL.
         pool = try DatabasePool.durable(path: path, configuration: configuration)
         try Self.migrator.migrate(pool)
+        counter = PoolCounter(capacity: pool.configuration.maximumReaderCount + 1)
         assetBytes = SQLiteAssetFiles(directory: ((path as NSString).deletingLastPathComponent as NSString).appendingPathComponent("assets"), pool: pool)
     }
 
     /// Runs `body` on one of the pool's readers (a snapshot); GRDB's errors become `INTERNAL_ERROR`.
     public func read<T: Sendable>(_ body: @escaping @Sendable (any StorageTransaction) throws -> T) async throws -> T {
         do {
-            return try await pool.read { db in try body(SQLiteTransaction(db)) }
+            return try await counter.asking { try await pool.read { [counter] db in try counter.holding { try body(SQLiteTransaction(db)) } } }
         } catch let error as DatabaseError {
             throw RecordSyncError(.internalError, "storage error: \(error.resultCode)")
         }
@@ -48,7 +52,7 @@ public final class SQLiteEngine: StorageEngine {
     /// `INTERNAL_ERROR`.
     public func write<T: Sendable>(_ body: @escaping @Sendable (any StorageTransaction) throws -> WriteOutcome<T>) async throws -> T {
         do {
-            return try await pool.writeWithoutTransaction { db in
+            return try await counter.asking { try await pool.writeWithoutTransaction { [counter] db in try counter.holding {
                 var value: T?
                 try db.inTransaction(.immediate) {
                     switch try body(SQLiteTransaction(db)) {
@@ -62,7 +66,7 @@ public final class SQLiteEngine: StorageEngine {
                 }
                 guard let value else { throw RecordSyncError(.internalError, "the transaction gave no answer") }
                 return value
-            }
+            } } }
         } catch let error as DatabaseError {
             throw RecordSyncError(.internalError, "storage error: \(error.resultCode)")
         }

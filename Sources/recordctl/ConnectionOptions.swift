@@ -23,6 +23,9 @@ struct ConnectionOptions: ParsableArguments {
     @Option(help: "Profile file (JSON with server, token, container, database, environment).")
     var profile: String?
 
+    @Option(help: ArgumentHelp("A PEM file of certificate authorities to trust besides the system's, for an https server with a certificate of its own authority (env RECORDCTL_CA_CERT).", valueName: "file"))
+    var caCert: String?
+
     @Flag(help: "Print exact JSON instead of a table.")
     var json = false
 
@@ -46,8 +49,12 @@ struct ConnectionOptions: ParsableArguments {
         guard let environment = Container.Environment(rawValue: settings.environment.value ?? "development") else {
             throw UsageError("environment must be development or production")
         }
-        let container = Container(serverURL: url, identifier: settings.container.value ?? "iCloud.recordctl",
+        var container = Container(serverURL: url, identifier: settings.container.value ?? "iCloud.recordctl",
                                   environment: environment, credentials: .bearerToken(token))
+        if let authority = caCert ?? ProcessInfo.processInfo.environment["RECORDCTL_CA_CERT"].flatMap({ $0.isEmpty ? nil : $0 }) {
+            guard FileManager.default.isReadableFile(atPath: authority) else { throw UsageError("cannot read the certificate authority file '\(authority)'") }
+            container.certificateAuthority = authority
+        }
         switch settings.database.value ?? "private" {
         case "private": return container.privateCloudDatabase
         case "public": return container.publicCloudDatabase

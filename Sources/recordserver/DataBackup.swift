@@ -165,19 +165,32 @@ extension DataCommand {
                 try await engine.pool.writeWithoutTransaction { try $0.checkpoint(.truncate) }
                 try engine.pool.close()
             }
+            // The data in place moves aside first, and comes back if the restore cannot finish;
+            // it is removed only once the restored data is in place.
             let fileManager = FileManager.default
-            for name in ["records.sqlite", "records.sqlite-wal", "records.sqlite-shm", "assets"] {
-                let old = (data as NSString).appendingPathComponent(name)
-                if fileManager.fileExists(atPath: old) { try fileManager.removeItem(atPath: old) }
+            let aside = (data as NSString).appendingPathComponent("replaced-\(UUID().uuidString)")
+            try fileManager.createDirectory(atPath: aside, withIntermediateDirectories: true)
+            let names = ["records.sqlite", "records.sqlite-wal", "records.sqlite-shm", "assets"]
+            var movedAside: [String] = []
+            var movedIn: [String] = []
+            do {
+                for name in names where fileManager.fileExists(atPath: (data as NSString).appendingPathComponent(name)) {
+                    try fileManager.moveItem(atPath: (data as NSString).appendingPathComponent(name), toPath: (aside as NSString).appendingPathComponent(name))
+                    movedAside.append(name)
+                }
+                for name in names where fileManager.fileExists(atPath: (staging as NSString).appendingPathComponent(name)) {
+                    try fileManager.moveItem(atPath: (staging as NSString).appendingPathComponent(name), toPath: (data as NSString).appendingPathComponent(name))
+                    movedIn.append(name)
+                }
+            } catch {
+                for name in movedIn { try? fileManager.removeItem(atPath: (data as NSString).appendingPathComponent(name)) }
+                for name in movedAside {
+                    try? fileManager.moveItem(atPath: (aside as NSString).appendingPathComponent(name), toPath: (data as NSString).appendingPathComponent(name))
+                }
+                try? fileManager.removeItem(atPath: aside)
+                throw CopyError("the restore could not put its files in place (the data before it is back): \(error)")
             }
-            for suffix in ["-wal", "-shm"] where fileManager.fileExists(atPath: restored + suffix) {
-                try fileManager.moveItem(atPath: restored + suffix, toPath: database + suffix)
-            }
-            try fileManager.moveItem(atPath: restored, toPath: database)
-            let assets = (staging as NSString).appendingPathComponent("assets")
-            if fileManager.fileExists(atPath: assets) {
-                try fileManager.moveItem(atPath: assets, toPath: (data as NSString).appendingPathComponent("assets"))
-            }
+            try fileManager.removeItem(atPath: aside)
             FileHandle.standardError.write(Data("restored \(from) into \(data); \(renewed) zone\(renewed == 1 ? "" : "s") start a new history (clients fetch them afresh)\n".utf8))
             withExtendedLifetime(lock) {}
         }

@@ -116,6 +116,27 @@ extension RecordServerCommand {
         @Option(help: "The URL clients reach this server at (https://records.example.com), for asset URLs; default: each request's scheme and Host.")
         var publicURL: String?
 
+        @Option(help: ArgumentHelp("Serve HTTPS with this certificate (PEM; intermediates after it), with --tls-key.", valueName: "file"))
+        var tlsCert: String?
+
+        @Option(help: ArgumentHelp("The private key of --tls-cert (PEM).", valueName: "file"))
+        var tlsKey: String?
+
+        @Option(help: "Requests a second each user may send to this server (past it: THROTTLED, 429, with retryAfter); default: no limit.")
+        var rateLimit: Double?
+
+        @Option(help: "Requests a user may send at once after a quiet time (with --rate-limit; default: one second's worth).")
+        var rateBurst: Double?
+
+        @Option(help: "Seconds a connection may stay idle (between requests, or while its request is being read) before it is closed; 0: never. Requests being answered, push streams and long polls are never cut.")
+        var idleTimeout: Double = 75
+
+        @Option(help: "The largest request header block, in bytes; larger is refused.")
+        var maxHeaderBytes: Int = 32 * 1024
+
+        @Option(help: ArgumentHelp("A token GET /metrics requires (Authorization: Bearer TOKEN); also read from RECORDSYNC_METRICS_TOKEN. Without one, /metrics is open.", valueName: "token"))
+        var metricsToken: String?
+
         func validate() throws {
             guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
             guard maxOperations > 0 else { throw ValidationError("--max-operations must be positive") }
@@ -124,6 +145,13 @@ extension RecordServerCommand {
             guard maxAssetBytes > 0 else { throw ValidationError("--max-asset-bytes must be positive") }
             guard assetGracePeriod > 0 else { throw ValidationError("--asset-grace-period must be positive") }
             if let publicURL, URL(string: publicURL)?.scheme == nil { throw ValidationError("--public-url \(publicURL) is not a URL") }
+            if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("--tls-cert and --tls-key go together") }
+            if let rateLimit, !(rateLimit > 0 && rateLimit <= 1_000_000) { throw ValidationError("--rate-limit must be more than 0 and at most 1000000") }
+            if let rateBurst, !(rateBurst >= 1 && rateBurst <= 1_000_000) || rateLimit == nil {
+                throw ValidationError("--rate-burst needs --rate-limit and is between 1 and 1000000")
+            }
+            guard idleTimeout >= 0, idleTimeout <= 86_400 else { throw ValidationError("--idle-timeout must be between 0 and 86400 seconds") }
+            guard (1024...1 << 20).contains(maxHeaderBytes) else { throw ValidationError("--max-header-bytes must be between 1024 and 1048576") }
         }
 
         func run() async throws {
@@ -136,6 +164,18 @@ extension RecordServerCommand {
             configuration.limits.maximumAssetBytes = maxAssetBytes
             configuration.limits.assetGracePeriod = .seconds(assetGracePeriod)
             configuration.publicURL = publicURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
+            configuration.tlsCertificatePath = tlsCert
+            configuration.tlsKeyPath = tlsKey
+            configuration.rateLimit = rateLimit.map { RateLimit(rate: $0, burst: rateBurst) }
+            configuration.idleTimeout = idleTimeout > 0 ? .milliseconds(Int64(idleTimeout * 1000)) : nil
+            configuration.maximumHeaderBytes = maxHeaderBytes
+            configuration.metricsToken = metricsToken ?? ProcessInfo.processInfo.environment["RECORDSYNC_METRICS_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
+            do {
+                try checkTLSFiles(configuration)
+            } catch let error as TLSFilesError {
+                FileHandle.standardError.write(Data("recordserver: \(error.description)\n".utf8))
+                throw ExitCode.failure
+            }
             let store = try await openStore(configuration)
             // A SQLite directory is marked in use, so that `data copy` refuses it while it is served.
             var lock: ServerLock?
@@ -146,7 +186,7 @@ extension RecordServerCommand {
                     throw ExitCode.failure
                 }
             }
-            let app = buildApplication(configuration: configuration, store: store)
+            let app = try buildApplication(configuration: configuration, store: store)
             try await app.runService()
             // After graceful shutdown: PostgreSQL's pool and listening connection close
             // (their tasks are the engine's, ended here).

@@ -16,7 +16,10 @@ import TestSupport
         private let lock = NSLock()
         private var batches: Set<Int> = []
         private var sent = 0
+        private var stopped = false
         func note(_ batch: Int) { lock.withLock { _ = batches.insert(batch) } }
+        func stop() { lock.withLock { stopped = true } }
+        var isStopped: Bool { lock.withLock { stopped } }
         func noteSent() { lock.withLock { sent += 1 } }
         var snapshot: (acknowledged: Set<Int>, sent: Int) { lock.withLock { (batches, sent) } }
     }
@@ -66,11 +69,13 @@ import TestSupport
             let saved = try await server.post("records/modify", #"{\#(Self.zone),"operations":[{"operationType":"create","record":{"recordName":"picture","recordType":"Picture","fields":{"image":{"value":\#(value)}}}}]}"#, token: token)
             #expect(saved.status == 200)
 
-            // A writer that goes on through the backup.
+            // A writer that goes on through the backup. It is stopped by a flag, never by
+            // cancelling its task: cancelling a request under way in FoundationNetworking's
+            // URLSession can deadlock the process.
             let acknowledged = Acknowledged()
             let writer = Task {
                 var batch = 0
-                while !Task.isCancelled {
+                while !acknowledged.isStopped {
                     acknowledged.noteSent()
                     if (try? await Self.writeBatch(batch, to: server, token: token)) == true { acknowledged.note(batch) }
                     batch += 1
@@ -80,7 +85,7 @@ import TestSupport
             let before = acknowledged.snapshot.acknowledged
             let backup = try await ChildProcess.run("recordserver", ["data", "backup", "--data", data, "--to", file], mergeErrors: true)
             try await Task.sleep(for: .milliseconds(200))
-            writer.cancel()
+            acknowledged.stop()
             _ = await writer.value
             let after = acknowledged.snapshot
             // Tokens a client took after the backup, of the zone and of the database.

@@ -5,7 +5,7 @@ import FoundationNetworking
 #endif
 import HTTPTypes
 import RecordModel
-import RecordRules
+@testable import RecordRules
 import RecordServer
 import Testing
 import TestSupport
@@ -23,6 +23,20 @@ import TestSupport
         let signed = try key.signature(for: Data(message.utf8)).derRepresentation.base64EncodedString()
         return [HTTPField.Name("X-Apple-CloudKit-Request-KeyID")!: id, HTTPField.Name("X-Apple-CloudKit-Request-ISO8601Date")!: stamp,
                 HTTPField.Name("X-Apple-CloudKit-Request-SignatureV1")!: signed, .contentType: "application/json"]
+    }
+
+    /// `n - s` for a 32-byte `s`, P-256's group order `n`.
+    static func negated(_ s: Data) -> Data {
+        let bytes = [UInt8](s)
+        var result = [UInt8](repeating: 0, count: 32)
+        var borrow = 0
+        for index in stride(from: 31, through: 0, by: -1) {
+            var digit = Int(RecordStore.p256Order[index]) - Int(bytes[index]) - borrow
+            borrow = digit < 0 ? 1 : 0
+            if digit < 0 { digit += 256 }
+            result[index] = UInt8(digit)
+        }
+        return Data(result)
     }
 
     static func save(_ name: String, _ text: String) -> String {
@@ -49,6 +63,20 @@ import TestSupport
             // The same signature again: refused, whichever request carries it.
             let replayed = try await server.send(.post, path, headers: headers, body: body)
             #expect(replayed.status == 401 && replayed.code == "AUTHENTICATION_FAILED" && replayed.reason.contains("used before"), "\(replayed.json)")
+            // Nor with s flipped to n - s, which verifies as well.
+            let signatureField = HTTPField.Name("X-Apple-CloudKit-Request-SignatureV1")!
+            let sent = try #require(headers[signatureField])
+            let der = try #require(Data(base64Encoded: sent))
+            let original = try P256.Signing.ECDSASignature(derRepresentation: der)
+            let flipped = try P256.Signing.ECDSASignature(rawRepresentation: original.rawRepresentation.prefix(32) + Self.negated(original.rawRepresentation.suffix(32)))
+            #expect(flipped.rawRepresentation != original.rawRepresentation)
+            let stamp = try #require(headers[HTTPField.Name("X-Apple-CloudKit-Request-ISO8601Date")!])
+            let message = Data("\(stamp):\(Data(SHA256.hash(data: Data(body.utf8))).base64EncodedString()):\(path)".utf8)
+            #expect(key.publicKey.isValidSignature(flipped, for: message))
+            var malleated = headers
+            malleated[signatureField] = flipped.derRepresentation.base64EncodedString()
+            let again = try await server.send(.post, path, headers: malleated, body: body)
+            #expect(again.status == 401 && again.reason.contains("used before"), "\(again.json)")
 
             func refused(_ headers: HTTPFields, body: String = Self.save("news", "changed"), path: String = path, saying words: String,
                          sourceLocation: SourceLocation = #_sourceLocation) async throws {

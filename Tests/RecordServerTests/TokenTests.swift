@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -115,15 +118,24 @@ import TestSupport
             for setup in setups {
                 let laptop = try await Self.issue("alice", "laptop-2", setup.place)
                 let phone = try await Self.issue("alice", "phone", setup.place)
+                var streams: [Int32] = []
                 for node in setup.nodes {
                     for token in [laptop, phone] { #expect(try await Self.status(node, token: token) == 200) }
+                    // A push stream the phone holds open.
+                    let stream = try LimitsTests.connect(port: node.port!)
+                    LimitsTests.send(stream, "GET \(Self.base)/notifications HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(phone)\r\n\r\n")
+                    #expect(LimitsTests.receive(stream, until: "event-stream", within: .seconds(2)).hasPrefix("HTTP/1.1 200"))
+                    streams.append(stream)
                 }
+                defer { streams.forEach { close($0) } }
                 let revoked = try await Self.recordserver(["user", "revoke-token", "alice", "phone"] + setup.place)
                 #expect(revoked.status == 0, "\(revoked.output)")
-                for node in setup.nodes {
+                for (node, stream) in zip(setup.nodes, streams) {
                     let seconds = try await Self.secondsUntilRefused(node, token: phone)
                     #expect(seconds < 1, "\(setup.place): refused after \(seconds) s")
                     #expect(try await Self.status(node, token: laptop) == 200)
+                    // The stream it had open ended with it (the last chunk of its answer came).
+                    #expect(LimitsTests.receive(stream, until: "0\r\n\r\n", within: .seconds(2)).hasSuffix("0\r\n\r\n"), "\(setup.place)")
                 }
                 await setup.stop()
             }
@@ -199,6 +211,14 @@ import TestSupport
             #expect(again.userRecordName != alice.userRecordName)
             #expect(try await again.allChanges().records.isEmpty)
             #expect(try await again.post("records/changes", RecordChangesRequest(zoneID: ZoneID(zoneName: "Secret"))).code == "ZONE_NOT_FOUND")
+
+            // A deleted user's key is never given to a later user, even when it was the last one.
+            func key(_ name: String) async throws -> Int64 { try #require(try await server.store.users().first { $0.user.name == name }?.user.id) }
+            _ = try await server.user("carol")
+            let carol = try await key("carol")
+            try await server.store.deleteUser(named: "carol")
+            _ = try await server.user("dave")
+            #expect(try await key("dave") > carol)
         }
     }
 }

@@ -38,12 +38,7 @@ final class PushChannel: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     /// The client for push streams: ``HTTPTransport/client``'s settings, but 45 s of silence
     /// (three missed keep-alives, sent every 15 s) ends the stream as a dead connection. It
     /// lives as long as the process.
-    static let client: HTTPClient = {
-        var configuration = HTTPClient.Configuration(decompression: .disabled)
-        configuration.connectionPool.retryConnectionEstablishment = false
-        configuration.timeout = .init(connect: .seconds(10), read: .seconds(45), write: .seconds(45))
-        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
-    }()
+    static let client = HTTPTransport.makeClient(idle: .seconds(45), trusting: nil)
 
     /// The stream through AsyncHTTPClient: the body's bytes as they come, parsed into events.
     private func clientEvents() -> AsyncThrowingStream<ChangeNotification, any Error> {
@@ -57,7 +52,8 @@ final class PushChannel: NSObject, URLSessionDataDelegate, @unchecked Sendable {
         for (name, value) in request.allHTTPHeaderFields ?? [:] { outgoing.headers.add(name: name, value: value) }
         let reading = Task {
             do {
-                let response = try await Self.client.execute(outgoing, timeout: .hours(24 * 365))
+                let client = transport.certificateAuthority.map { HTTPTransport.clients.client(idle: .seconds(45), trusting: $0) } ?? Self.client
+                let response = try await client.execute(outgoing, timeout: .hours(24 * 365))
                 guard response.status.code == 200 else {
                     throw RecordSyncError(.networkFailure, "the notification stream answered HTTP \(response.status.code)")
                 }

@@ -75,7 +75,7 @@ extension HTTPTransport {
         }
         let response: HTTPClientResponse
         do {
-            response = try await Self.client.execute(HTTPClientRequest(url: url), timeout: .minutes(30))
+            response = try await client.execute(HTTPClientRequest(url: url), timeout: .minutes(30))
         } catch {
             throw RecordSyncError(.networkFailure, "asset download: \(error)", retryAfter: 1)
         }

@@ -5,6 +5,7 @@ import FoundationNetworking
 #endif
 import NIOCore
 import NIOFoundationCompat
+import NIOSSL
 import RecordModel
 
 /// Sends requests to one database of a RecordSync server over HTTP.
@@ -20,6 +21,9 @@ struct HTTPTransport: Sendable {
     let token: String
     /// The session requests go through, or `nil` for AsyncHTTPClient (``client``).
     let session: URLSession?
+    /// A PEM file of certificate authorities trusted besides the system's, for a server whose
+    /// certificate one of them signed (AsyncHTTPClient only: a session given decides itself).
+    var certificateAuthority: String? = nil
 
     /// The largest answer read (decompressed), well above any page the server sends.
     static let maximumAnswerBytes = 1 << 30
@@ -33,12 +37,46 @@ struct HTTPTransport: Sendable {
     /// write timeouts are idle times, reset by every byte, so a connection that stops
     /// answering mid-page fails instead of hanging (the request's own deadline ends when the
     /// answer's head arrives). It lives as long as the process, so it is never shut down.
-    static let client: HTTPClient = {
+    static let client = makeClient(idle: .seconds(120), trusting: nil)
+
+    /// The client requests without a session go through: ``client``, or one that also trusts
+    /// ``certificateAuthority``.
+    var client: HTTPClient {
+        certificateAuthority.map { Self.clients.client(idle: .seconds(120), trusting: $0) } ?? Self.client
+    }
+
+    /// A client with ``client``'s settings, `idle` as its read and write timeouts, trusting the
+    /// authorities in the PEM file `authority` besides the system's.
+    static func makeClient(idle: TimeAmount, trusting authority: String?) -> HTTPClient {
         var configuration = HTTPClient.Configuration(decompression: .disabled)
         configuration.connectionPool.retryConnectionEstablishment = false
-        configuration.timeout = .init(connect: .seconds(10), read: .seconds(120), write: .seconds(120))
+        configuration.timeout = .init(connect: .seconds(10), read: idle, write: idle)
+        if let authority {
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.additionalTrustRoots = [.file(authority)]
+            configuration.tlsConfiguration = tls
+        }
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
-    }()
+    }
+
+    /// The clients made for authorities, one per file and idle time, living as long as the
+    /// process (as ``client`` does).
+    static let clients = Clients()
+
+    final class Clients: @unchecked Sendable {
+        private let lock = NSLock()
+        private var made: [String: HTTPClient] = [:]
+
+        func client(idle: TimeAmount, trusting authority: String) -> HTTPClient {
+            lock.withLock {
+                let key = "\(idle.nanoseconds) \(authority)"
+                if let client = made[key] { return client }
+                let client = HTTPTransport.makeClient(idle: idle, trusting: authority)
+                made[key] = client
+                return client
+            }
+        }
+    }
 
     /// Sends `body` to `endpoint` and decodes the answer.
     ///
@@ -63,6 +101,32 @@ struct HTTPTransport: Sendable {
     /// Sends `body` to `endpoint` and reads the answer's bytes as they arrived (compressed or
     /// not) with `read`, which can then decompress them later or elsewhere.
     func post<Body: Encodable, Reply>(_ endpoint: String, _ body: Body, readingAsArrived read: (Answer) throws -> Reply) async throws -> Reply {
+        try await Self.waitingWhenThrottled { try await postOnce(endpoint, body, readingAsArrived: read) }
+    }
+
+    /// The most times a request the server answered `THROTTLED` is sent again, and the longest
+    /// it waits before one of them.
+    static let throttledRetries = 5
+    static let longestThrottledWait: Double = 60
+
+    /// Runs `send`; when the server answers `THROTTLED` (it did nothing), waits the
+    /// `retryAfter` it asked for and sends again, up to ``throttledRetries`` times, each wait at
+    /// most ``longestThrottledWait`` (a longer one is thrown to the caller at once).
+    static func waitingWhenThrottled<Reply>(_ send: () async throws -> Reply) async throws -> Reply {
+        var attempt = 0
+        while true {
+            do {
+                return try await send()
+            } catch let error as RecordSyncError where error.code == .throttled && attempt < throttledRetries {
+                let wait = error.retryAfter ?? 1
+                guard wait.isFinite, wait <= longestThrottledWait else { throw error }
+                attempt += 1
+                try await Task.sleep(for: .milliseconds(Int64(max(0, wait) * 1000) + 1))
+            }
+        }
+    }
+
+    private func postOnce<Body: Encodable, Reply>(_ endpoint: String, _ body: Body, readingAsArrived read: (Answer) throws -> Reply) async throws -> Reply {
         let json: Data
         do {
             json = try JSONValueEncoder().encode(body)
@@ -193,7 +257,7 @@ extension HTTPTransport {
         do {
             // The idle timeouts of ``client`` bound a stalled exchange; this bounds a slow upload
             // and the wait for a pooled connection, generously.
-            let response = try await Self.client.execute(request, timeout: .minutes(10))
+            let response = try await client.execute(request, timeout: .minutes(10))
             let data = Data(buffer: try await response.body.collect(upTo: Self.maximumAnswerBytes))
             let gzipped = response.headers.first(name: "Content-Encoding")?.lowercased() == "gzip"
             return (Int(response.status.code), Answer(bytes: data, gzipped: gzipped), response.headers.first(name: "Retry-After"))

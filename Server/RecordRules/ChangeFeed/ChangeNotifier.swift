@@ -81,10 +81,17 @@ public actor ChangeNotifier {
     }
 
     private func deliver(_ zones: [ZoneID], to key: Key) {
+        published += 1
         for continuation in listeners[key]?.values ?? [:].values {
             continuation.yield(zones)
+            delivered += 1
         }
     }
+
+    /// How many changes were published here (this server's and those relayed from others), and
+    /// how many events they made for listeners: the push fan-out, for `/metrics`.
+    public private(set) var published = 0
+    public private(set) var delivered = 0
 
     /// What the relay brought: another server's change, or word that some may have been missed
     /// (every stream ends; clients reconnect and fetch).
@@ -93,11 +100,17 @@ public actor ChangeNotifier {
         case .changed(let announcement):
             if let key = Key(announcement) { deliver(announcement.zones, to: key) }
         case .interrupted:
-            for continuations in listeners.values {
-                for continuation in continuations.values { continuation.finish() }
-            }
-            listeners = [:]
+            endStreams()
         }
+    }
+
+    /// Ends every open stream (a token was revoked or a user deleted, and a stream does not
+    /// know its token): clients connect again, and a revoked token is refused then.
+    public func endStreams() {
+        for continuations in listeners.values {
+            for continuation in continuations.values { continuation.finish() }
+        }
+        listeners = [:]
     }
 
     /// How many listeners there are (for tests and diagnostics).

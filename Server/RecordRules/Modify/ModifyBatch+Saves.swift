@@ -81,10 +81,10 @@ extension ModifyBatch {
         return (fields, namesUnknownFields)
     }
 
-    /// Whether a reference's `ownerRecordName` names this zone's owner (or is a placeholder).
+    /// Whether a reference's `ownerRecordName` may name this zone's owner (the rule of a
+    /// request's own zone ID, ``RecordStore/isOwner(_:ofZonesIn:)``).
     private func isThisZonesOwner(_ owner: String?) -> Bool {
-        guard let owner, owner != "__defaultOwner__" else { return true }
-        return owner == zone.zoneID.ownerRecordName
+        owner.map { RecordStore.isOwner($0, ofZonesIn: scope) } ?? true
     }
 
     /// The typed value of a raw field: by the type the request gives, else the schema's,

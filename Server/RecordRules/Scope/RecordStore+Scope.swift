@@ -86,11 +86,18 @@ extension RecordStore {
         if let problem = NameRules.problem(withName: zoneID.zoneName, kind: "zoneName") {
             throw RecordSyncError(.badRequest, problem, zoneID: zoneID)
         }
-        if let owner = zoneID.ownerRecordName, owner != scope.user.userRecordName, owner != "__defaultOwner__" {
+        if let owner = zoneID.ownerRecordName, !Self.isOwner(owner, ofZonesIn: scope) {
             let database = scope.kind == .private ? "your private database" : "the public database, whose zones no user owns"
             throw RecordSyncError(.zoneNotFound, "zone \(NameRules.quoted(zoneID.zoneName)) of owner \(NameRules.quoted(owner)) is not in \(database)", zoneID: zoneID)
         }
         return zoneID
+    }
+
+    /// Whether a zone ID's `ownerRecordName` may name a zone of `scope`'s database: the
+    /// caller's own record name, or `__defaultOwner__` (CloudKit's name for the current user,
+    /// and the public database's zones' owner).
+    static func isOwner(_ owner: String, ofZonesIn scope: DatabaseScope) -> Bool {
+        owner == scope.user.userRecordName || owner == "__defaultOwner__"
     }
 
     /// The zone `stored` (the zone named as `zoneID`) if it is live, else `ZONE_NOT_FOUND`.

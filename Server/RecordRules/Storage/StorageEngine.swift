@@ -34,9 +34,15 @@ public protocol StorageEngine: Sendable {
 
     /// Where asset bytes live.
     var assetBytes: any AssetByteStore { get }
+
+    /// How the engine's connections are used now, if it counts them.
+    var poolUse: PoolUse? { get }
 }
 
 extension StorageEngine {
+    /// An engine that does not count its connections.
+    public var poolUse: PoolUse? { nil }
+
     /// One server owns the storage: nothing to relay.
     public var changeRelay: (any ChangeRelay)? { nil }
 

@@ -1,6 +1,9 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
 import Logging
+import NIOSSL
 import NIOCore
 import RecordPostgresEngine
 import RecordRules
@@ -33,22 +36,69 @@ public func buildApplication(
     onListening: (@Sendable (_ port: Int) async -> Void)? = nil
 ) async throws -> some ApplicationProtocol {
     let store = RecordStore(engine: try await openEngine(configuration), limits: configuration.limits)
-    return buildApplication(configuration: configuration, store: store, onListening: onListening)
+    return try buildApplication(configuration: configuration, store: store, onListening: onListening)
+}
+
+/// The HTTP server: HTTPS with the configuration's certificate and key, else plain HTTP.
+///
+/// - Throws: ``TLSFilesError`` when the files cannot be read or do not make a pair.
+func httpServer(_ configuration: ServerConfiguration) throws -> HTTPServerBuilder {
+    let http1 = HTTP1Channel.Configuration(
+        idleTimeout: configuration.idleTimeout.map { .nanoseconds($0.components.seconds * 1_000_000_000 + $0.components.attoseconds / 1_000_000_000) },
+        httpDecoderConfiguration: .init(maxHeaderFieldSize: configuration.maximumHeaderBytes, maxHeaderListSize: configuration.maximumHeaderBytes))
+    guard configuration.tlsCertificatePath != nil || configuration.tlsKeyPath != nil else { return .http1(configuration: http1) }
+    guard let certificatePath = configuration.tlsCertificatePath, let keyPath = configuration.tlsKeyPath else {
+        throw TLSFilesError(description: "HTTPS needs both a certificate and its private key (--tls-cert and --tls-key)")
+    }
+    let tls: TLSConfiguration
+    do {
+        let chain = try NIOSSLCertificate.fromPEMFile(certificatePath).map(NIOSSLCertificateSource.certificate)
+        guard !chain.isEmpty else { throw TLSFilesError(description: "\(certificatePath) holds no certificate") }
+        let key = try NIOSSLPrivateKey(file: keyPath, format: .pem)
+        var configured = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key))
+        configured.minimumTLSVersion = .tlsv12
+        tls = configured
+        // Fails here, not at the first connection, when the key is not the certificate's.
+        _ = try NIOSSLContext(configuration: tls)
+    } catch let error as TLSFilesError {
+        throw error
+    } catch {
+        throw TLSFilesError(description: "cannot serve HTTPS with \(certificatePath) and \(keyPath): \(error)")
+    }
+    return try .tls(.http1(configuration: http1), tlsConfiguration: tls)
+}
+
+/// Checks that the certificate and key the configuration names (if any) can serve HTTPS.
+///
+/// - Throws: ``TLSFilesError`` saying why not.
+public func checkTLSFiles(_ configuration: ServerConfiguration) throws {
+    _ = try httpServer(configuration)
+}
+
+/// Why the certificate and key given for HTTPS cannot be used.
+public struct TLSFilesError: Error, CustomStringConvertible {
+    public var description: String
 }
 
 /// Builds the server over a given store (any engine).
+///
+/// - Throws: ``TLSFilesError`` when HTTPS is configured with files that cannot be used.
 public func buildApplication(
     configuration: ServerConfiguration,
     store: RecordStore,
     onListening: (@Sendable (_ port: Int) async -> Void)? = nil
-) -> some ApplicationProtocol {
+) throws -> some ApplicationProtocol {
+    let server = try httpServer(configuration)
+    let scheme = configuration.tlsCertificatePath == nil ? "http" : "https"
     let router = Router()
+    let metrics = ServerMetrics()
     // Outermost: it sees the answer the client gets, errors turned into answers included.
-    router.add(middleware: RequestLogMiddleware(logger: configuration.logger))
+    router.add(middleware: RequestLogMiddleware(logger: configuration.logger, metrics: metrics))
     router.add(middleware: ErrorMiddleware())
     let readAhead = ChangePageReadAhead<PreparedResponse>()
     DatabaseRoutes(store: store, limits: configuration.limits, maximumBodyBytes: configuration.maximumBodyBytes, readAhead: readAhead,
-                   publicURL: configuration.publicURL, webcourierWait: configuration.webcourierWait)
+                   publicURL: configuration.publicURL, scheme: scheme, webcourierWait: configuration.webcourierWait, metrics: metrics,
+                   rateLimiter: configuration.rateLimit.map { RateLimiter($0) })
         .register(on: router)
     AssetRoutes(store: store, incoming: (configuration.dataDirectory as NSString).appendingPathComponent("assets/incoming"))
         .register(on: router)
@@ -60,6 +110,21 @@ public func buildApplication(
         return Response(status: ready ? .ok : .serviceUnavailable, headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
                         body: ResponseBody(byteBuffer: ByteBuffer(string: body)))
     }
+    // Prometheus's text format; with a metrics token, for its holder only.
+    let metricsToken = configuration.metricsToken.map { Data("Bearer \($0)".utf8) }
+    router.get("/metrics") { request, _ in
+        if let metricsToken {
+            let given = Data((request.headers[.authorization] ?? "").utf8)
+            // Compared in constant time: the token guards what the server reveals of its load.
+            guard given.count == metricsToken.count, zip(given, metricsToken).reduce(0, { $0 | ($1.0 ^ $1.1) }) == 0 else {
+                return Response(status: .unauthorized, headers: [.contentType: "text/plain; charset=utf-8", .wwwAuthenticate: "Bearer"],
+                                body: ResponseBody(byteBuffer: ByteBuffer(string: "metrics need the metrics token: Authorization: Bearer TOKEN\n")))
+            }
+        }
+        let text = await metrics.exposition(of: store)
+        return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],
+                        body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+    }
 
     let logger = configuration.logger
     var frameworkLogger = logger
@@ -67,13 +132,14 @@ public func buildApplication(
     let host = configuration.host
     return Application(
         router: router,
+        server: server,
         configuration: .init(address: .hostname(host, port: configuration.port), serverName: "recordserver"),
         services: [KeepAlive(notifier: store.notifier, interval: configuration.keepAliveInterval), readAhead,
                    Collector(store: store, interval: configuration.assetCollectionInterval, notificationRetention: configuration.notificationRetention,
                              logger: logger)],
         onServerRunning: { channel in
             let port = channel.localAddress?.port ?? configuration.port
-            logger.notice("listening on http://\(host):\(port)")
+            logger.notice("listening on \(scheme)://\(host):\(port)")
             await onListening?(port)
         },
         logger: frameworkLogger
@@ -98,7 +164,7 @@ public func withRunningServer<T: Sendable>(
     _ body: @escaping @Sendable (_ url: URL) async throws -> T
 ) async throws -> T {
     let (ports, announce) = AsyncStream.makeStream(of: Int.self)
-    let app = buildApplication(configuration: configuration, store: store) { port in announce.yield(port) }
+    let app = try buildApplication(configuration: configuration, store: store) { port in announce.yield(port) }
     let services = ServiceGroup(configuration: .init(services: [app], logger: configuration.logger))
     return try await withThrowingTaskGroup(of: T?.self) { group in
         group.addTask {

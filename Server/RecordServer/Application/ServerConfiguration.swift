@@ -38,6 +38,23 @@ public struct ServerConfiguration: Sendable {
     public var notificationRetention: Duration = .seconds(24 * 60 * 60)
     /// How long `GET /healthz` waits for the store to answer a read before it answers 503.
     public var healthTimeout: Duration = .seconds(2)
+    /// A PEM file holding the certificate (and any intermediates after it) to serve HTTPS
+    /// with, and one holding its private key; both `nil`: plain HTTP (behind a proxy that
+    /// ends TLS, say).
+    public var tlsCertificatePath: String?
+    public var tlsKeyPath: String?
+    /// A bearer token `GET /metrics` requires (`Authorization: Bearer TOKEN`); `nil`: anyone
+    /// who reaches the server reads its metrics.
+    public var metricsToken: String?
+    /// How fast each user may send requests to this server (`THROTTLED`, 429, with
+    /// `retryAfter`, past it); `nil`: no limit.
+    public var rateLimit: RateLimit?
+    /// How long a connection may stay idle (between requests, or while its request is read)
+    /// before it is closed; a request being answered, a push stream or a long poll, is never
+    /// cut. `nil`: never.
+    public var idleTimeout: Duration? = .seconds(75)
+    /// The largest header block a request may carry, in bytes (also the largest single field).
+    public var maximumHeaderBytes: Int = 32 * 1024
     /// The logger for the server's own messages.
     public var logger = Logger(label: "recordserver")
 

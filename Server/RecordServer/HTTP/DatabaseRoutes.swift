@@ -16,8 +16,15 @@ struct DatabaseRoutes: Sendable {
     let readAhead: ChangePageReadAhead<PreparedResponse>
     /// The URL asset URLs begin with, or `nil` for each request's own (``base(of:)``).
     let publicURL: String?
+    /// The scheme this server is reached by when no proxy says otherwise: `https` when it
+    /// serves TLS itself.
+    let scheme: String
     /// How long a webcourier poll waits for a notification.
     let webcourierWait: Duration
+    /// Where change-feed pages are counted.
+    let metrics: ServerMetrics
+    /// How fast each user may send requests, or `nil`.
+    let rateLimiter: RateLimiter?
 
     /// The URL the request reached this server at, for the asset URLs an answer carries.
     static var base: String { JSONBody.context.base }
@@ -47,7 +54,9 @@ struct DatabaseRoutes: Sendable {
         }),
         ("records/changes", [.post], { routes, body, scope in
             let request = try JSONBody.decode(RecordChangesRequest.self, from: body)
-            return try await routes.readAhead.answer(request, in: scope, from: routes.store, gzip: JSONBody.acceptsGzip).response
+            let answer = try await routes.readAhead.answer(request, in: scope, from: routes.store, gzip: JSONBody.acceptsGzip).response
+            routes.metrics.changePage(feed: "zone")
+            return answer
         }),
         ("changes/zone", [.post], { routes, body, scope in
             let request = try JSONBody.decode(ZoneChangesRequest.self, from: body)
@@ -64,15 +73,20 @@ struct DatabaseRoutes: Sendable {
                     results.append(.failure(error))
                 }
             }
+            routes.metrics.changePage(feed: "zone", count: results.count)
             return try JSONBody.response(ZoneChangesResponse(zones: results), numbersAsStrings: numbersAsStrings)
         }),
         ("changes/database", [.post], { routes, body, scope in
             let request = body.isEmpty ? DatabaseChangesRequest() : try JSONBody.decode(DatabaseChangesRequest.self, from: body)
-            return try JSONBody.response(try await routes.store.databaseChanges(request, in: scope))
+            let answer = try JSONBody.response(try await routes.store.databaseChanges(request, in: scope))
+            routes.metrics.changePage(feed: "database")
+            return answer
         }),
         ("zones/changes", [.post], { routes, body, scope in
             let request = body.isEmpty ? ZonesChangesRequest() : try JSONBody.decode(ZonesChangesRequest.self, from: body)
-            return try JSONBody.response(try await routes.store.zonesChanges(request, in: scope))
+            let answer = try JSONBody.response(try await routes.store.zonesChanges(request, in: scope))
+            routes.metrics.changePage(feed: "database")
+            return answer
         }),
         ("zones/list", [.get, .post], { routes, _, scope in
             try JSONBody.response(ZonesResponse(zones: try await routes.store.listZones(in: scope).map(ZoneResult.success)))
@@ -144,7 +158,11 @@ struct DatabaseRoutes: Sendable {
     func register(on router: Router<BasicRequestContext>) {
         router.get("/database/1/:container/:environment/:database/notifications") { request, context in
             do {
-                return await NotificationRoute(notifier: self.store.notifier).respond(to: try await self.scope(of: request, context: context))
+                let scope = try await self.scope(of: request, context: context)
+                // The request read to its end: a connection whose request is still being read
+                // counts as idle, and would be closed under a stream that goes on.
+                try await Self.drain(request)
+                return await NotificationRoute(notifier: self.store.notifier).respond(to: scope)
             } catch let error as RecordSyncError {
                 return JSONBody.response(for: error)
             }
@@ -159,7 +177,8 @@ struct DatabaseRoutes: Sendable {
                 }
             }
         }
-        router.get("/webcourier/1/:token") { _, context in
+        router.get("/webcourier/1/:token") { request, context in
+            try await Self.drain(request)
             let payload = try await self.store.nextNotification(forPushToken: context.parameters.get("token") ?? "", wait: self.webcourierWait)
             return Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
                             body: ResponseBody(byteBuffer: ByteBuffer(string: payload ?? "")))
@@ -182,8 +201,12 @@ struct DatabaseRoutes: Sendable {
                 throw RecordSyncError(.limitExceeded, "the request body is larger than the limit of \(maximumBodyBytes) bytes")
             }
             let scope = try await self.scope(of: request, context: context, database: database, body: body)
+            if let rateLimiter, let wait = rateLimiter.admit(scope.user.id) {
+                throw RecordSyncError(.throttled, "too many requests: at most \(rateLimiter.limit.rate.formatted()) a second per user; try again in \(wait.formatted(.number.precision(.fractionLength(0...2)))) s",
+                                      retryAfter: wait)
+            }
             body = try Self.decoded(body, encoding: request.headers[.contentEncoding], limit: maximumBodyBytes)
-            let base = publicURL ?? Self.base(of: request)
+            let base = publicURL ?? Self.base(of: request, scheme: scheme)
             let context = JSONBody.Context(acceptsGzip: JSONBody.acceptsGzip(request.headers[.acceptEncoding]), base: base,
                                            assetLinks: try await store.assetLinks(base: base))
             return try await JSONBody.$context.withValue(context) {
@@ -194,6 +217,16 @@ struct DatabaseRoutes: Sendable {
                 context.logger.error("request failed", metadata: ["error.reason": "\(error.reason)"])
             }
             return JSONBody.response(for: error)
+        }
+    }
+
+    /// Reads what is left of a request that carries no body worth reading (a `GET`), so that
+    /// the connection is no longer reading a request while the answer goes on.
+    static func drain(_ request: Request) async throws {
+        do {
+            _ = try await request.body.collect(upTo: 64 * 1024)
+        } catch {
+            throw RecordSyncError(.limitExceeded, "this request takes no body")
         }
     }
 
@@ -239,11 +272,11 @@ struct DatabaseRoutes: Sendable {
     }
 
     /// `scheme://host` as the request reached the server: `X-Forwarded-Proto` (from a proxy)
-    /// or `http`, and the `Host` header.
-    static func base(of request: Request) -> String {
+    /// or this server's own scheme, and the `Host` header.
+    static func base(of request: Request, scheme own: String) -> String {
         let scheme = request.headers[values: .init("X-Forwarded-Proto")!].first?.split(separator: ",").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
         let host = request.head.authority ?? "localhost"
-        return "\(scheme == "https" ? "https" : "http")://\(host)"
+        return "\(scheme.map { $0 == "https" ? "https" : "http" } ?? own)://\(host)"
     }
 
     /// The database a request addresses and the user making it: the holder of its bearer
@@ -261,7 +294,8 @@ struct DatabaseRoutes: Sendable {
         let token = try Credentials.token(in: request)
         let hash = Credentials.hash(token)
         let user: User
-        switch try await tokens.check(hash, revocations: { try await store.revocationSequence() }, lookUp: { try await store.checkToken(hash: hash) }) {
+        switch try await tokens.check(hash, revocations: { try await store.revocationSequence() }, revoked: { await store.notifier.endStreams() },
+                                      lookUp: { try await store.checkToken(hash: hash) }) {
         case .valid(let valid, _): user = valid
         case .expired(let at):
             let date = Date(timeIntervalSince1970: Double(at) / 1000).formatted(.iso8601)

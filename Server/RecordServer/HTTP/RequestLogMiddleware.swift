@@ -4,7 +4,8 @@ import Hummingbird
 import Logging
 
 /// One log line per request, at `info`: its id, method, path, status and the time until the
-/// answer's head in milliseconds (a streamed body, a push stream or a download, goes on after).
+/// answer's head in milliseconds (a streamed body, a push stream or a download, goes on after);
+/// and the request counted and timed in ``ServerMetrics``.
 ///
 /// The id is the client's `X-Request-ID` when that is 1 to 64 letters, digits, `-`, `_` or `.`
 /// (a balancer's), else a new one; the answer carries it back in `X-Request-ID`. Paths are
@@ -12,6 +13,8 @@ import Logging
 /// URLs elided: a log line never holds a credential.
 struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
     let logger: Logger
+    /// Where each request is also counted and timed.
+    let metrics: ServerMetrics
 
     static var requestIDField: HTTPField.Name { HTTPField.Name("X-Request-ID")! }
 
@@ -21,17 +24,19 @@ struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
         do {
             var response = try await next(request, context)
             response.headers[Self.requestIDField] = id
-            log(request, id: id, status: Int(response.status.code), since: started)
+            log(request, context: context, id: id, status: Int(response.status.code), since: started)
             return response
         } catch {
-            log(request, id: id, status: Int((error as? any HTTPResponseError)?.status.code ?? 500), since: started)
+            log(request, context: context, id: id, status: Int((error as? any HTTPResponseError)?.status.code ?? 500), since: started)
             throw error
         }
     }
 
-    private func log(_ request: Request, id: String, status: Int, since started: ContinuousClock.Instant) {
-        guard logger.logLevel <= .info else { return }
+    private func log(_ request: Request, context: Context, id: String, status: Int, since started: ContinuousClock.Instant) {
         let elapsed = ContinuousClock.now - started
+        // The route's pattern, not the path: a bounded label.
+        metrics.request(endpoint: context.endpointPath ?? "unmatched", method: request.method.rawValue, status: status, duration: elapsed)
+        guard logger.logLevel <= .info else { return }
         let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
         logger.info("request", metadata: [
             "request_id": .string(id),

@@ -10,7 +10,8 @@ import RecordRules
 /// is used. While requests come, the store's count of revocations is read at most every
 /// ``revocationCheck``; when it has changed (a token revoked or a user deleted, by any process
 /// on the same storage) every kept token is forgotten, so a revoked token stops working within
-/// about that long on every server.
+/// about that long on every server, and the server ends its open push streams (their clients
+/// connect again, and a revoked token is refused then).
 final class TokenCache: @unchecked Sendable {
     /// How long a found token is trusted without reading it again.
     let lifetime: Duration
@@ -35,8 +36,10 @@ final class TokenCache: @unchecked Sendable {
     }
 
     /// What the token whose hash is `tokenHash` is worth: from the cache, else from `lookUp`
-    /// (kept if valid). `revocations` reads the store's count of revocations.
-    func check(_ tokenHash: Data, revocations: () async throws -> Int64, lookUp: () async throws -> TokenCheck) async throws -> TokenCheck {
+    /// (kept if valid). `revocations` reads the store's count of revocations; `revoked` runs
+    /// when it has changed since the last read (a token was revoked or a user deleted).
+    func check(_ tokenHash: Data, revocations: () async throws -> Int64, revoked: () async -> Void = {},
+               lookUp: () async throws -> TokenCheck) async throws -> TokenCheck {
         let now = ContinuousClock.now
         let due = lock.withLock {
             guard checkedAt.map({ now - $0 >= revocationCheck }) ?? true else { return false }
@@ -46,13 +49,15 @@ final class TokenCache: @unchecked Sendable {
         if due {
             do {
                 let count = try await revocations()
-                lock.withLock {
-                    if count != self.revocations {
-                        if self.revocations != nil { users.removeAll(keepingCapacity: true) }
-                        self.revocations = count
-                        self.generation += 1
-                    }
+                let changed = lock.withLock {
+                    guard count != self.revocations else { return false }
+                    let before = self.revocations
+                    if before != nil { users.removeAll(keepingCapacity: true) }
+                    self.revocations = count
+                    self.generation += 1
+                    return before != nil
                 }
+                if changed { await revoked() }
             } catch {
                 lock.withLock { checkedAt = nil }
                 throw error

@@ -96,7 +96,7 @@ func withServer(
             configuration.logger.logLevel = .warning
             configure(&configuration)
             try await backend.withStore(directory, configuration.limits) { store in
-                let app = buildApplication(configuration: configuration, store: store)
+                let app = try buildApplication(configuration: configuration, store: store)
                 try await app.test(.live) { client in
                     try await body(TestServer(client: client, store: store, directory: directory, backend: backend))
                 }
