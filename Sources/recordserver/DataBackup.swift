@@ -51,13 +51,18 @@ extension DataCommand {
                 try? FileManager.default.removeItem(atPath: snapshot)
                 try? FileManager.default.removeItem(atPath: staging)
             }
-            let source = try SQLiteEngine(path: path)
+            // Opened as it is, never migrated: the server serving it may be of another release.
+            var configuration = Configuration()
+            configuration.busyMode = .timeout(30)
+            let source = try DatabasePool(path: path, configuration: configuration)
             let copy = try DatabaseQueue(path: snapshot)
-            try source.pool.backup(to: copy)
+            try source.backup(to: copy)
             try copy.close()
+            try source.close()
             // Every blob the snapshot names; an orphaned one may have been collected since.
             let blobs = try DatabaseQueue(path: snapshot).read { db in
-                try Row.fetchAll(db, sql: "SELECT checksum, size, orphaned_at IS NOT NULL FROM asset_blobs ORDER BY checksum")
+                guard try db.tableExists("asset_blobs") else { return [(checksum: String, size: Int64, orphaned: Bool)]() }
+                return try Row.fetchAll(db, sql: "SELECT checksum, size, orphaned_at IS NOT NULL FROM asset_blobs ORDER BY checksum")
                     .map { (checksum: $0[0] as String, size: $0[1] as Int64, orphaned: $0[2] as Bool) }
             }
             guard FileManager.default.createFile(atPath: staging, contents: nil), let output = FileHandle(forWritingAtPath: staging) else {
@@ -143,6 +148,7 @@ extension DataCommand {
             let blobs = try await DatabaseQueue(path: restored).read { db in
                 let check = try String.fetchAll(db, sql: "PRAGMA integrity_check")
                 guard check == ["ok"] else { throw CopyError("the backup's database fails SQLite's integrity check: \(check.prefix(5).joined(separator: "; "))") }
+                guard try db.tableExists("asset_blobs") else { return [(checksum: String, size: Int64, orphaned: Bool)]() }
                 return try Row.fetchAll(db, sql: "SELECT checksum, size, orphaned_at IS NOT NULL FROM asset_blobs")
                     .map { (checksum: $0[0] as String, size: $0[1] as Int64, orphaned: $0[2] as Bool) }
             }
