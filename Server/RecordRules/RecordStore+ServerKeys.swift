@@ -54,9 +54,7 @@ extension RecordStore {
         let id = SHA256.hash(data: x963).map { String(format: "%02x", $0) }.joined()
         let now = Self.now()
         return try await engine.write { transaction in
-            guard let user = try transaction.user(named: name) else {
-                throw RecordSyncError(.notFound, "there is no user \(NameRules.quoted(name))")
-            }
+            let user = try Self.existingUser(named: name, in: transaction)
             if let existing = try transaction.serverKey(id: id) {
                 throw RecordSyncError(.exists, "this key is already registered, as \(NameRules.quoted(existing.key.name)) of user \(NameRules.quoted(existing.user.name))")
             }
@@ -73,9 +71,7 @@ extension RecordStore {
     /// A user's server-to-server keys, by name. Throws `NOT_FOUND` for an unknown user.
     public func serverKeys(ofUserNamed name: String) async throws -> [StoredServerKey] {
         try await engine.read { transaction in
-            guard let user = try transaction.user(named: name) else {
-                throw RecordSyncError(.notFound, "there is no user \(NameRules.quoted(name))")
-            }
+            let user = try Self.existingUser(named: name, in: transaction)
             return try transaction.serverKeys(ofUser: user.id)
         }
     }
@@ -86,9 +82,7 @@ extension RecordStore {
     /// - Throws: `NOT_FOUND` for an unknown user or key name.
     public func revokeServerKey(named keyName: String, ofUserNamed name: String) async throws {
         try await engine.write { transaction in
-            guard let user = try transaction.user(named: name) else {
-                throw RecordSyncError(.notFound, "there is no user \(NameRules.quoted(name))")
-            }
+            let user = try Self.existingUser(named: name, in: transaction)
             guard try transaction.deleteServerKey(named: keyName, ofUser: user.id) else {
                 throw RecordSyncError(.notFound, "user \(NameRules.quoted(name)) has no key named \(NameRules.quoted(keyName))")
             }

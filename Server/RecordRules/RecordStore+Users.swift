@@ -43,9 +43,7 @@ extension RecordStore {
         let now = Self.now()
         try Self.checkToken(name: tokenName, expiresAt: expiresAt, now: now)
         return try await engine.write { transaction in
-            guard let user = try transaction.user(named: name) else {
-                throw RecordSyncError(.notFound, "there is no user \(NameRules.quoted(name))")
-            }
+            let user = try Self.existingUser(named: name, in: transaction)
             let held = Set(try transaction.tokens(ofUser: user.id).map(\.name))
             let tokenName = tokenName ?? (1...).lazy.map { "token-\($0)" }.first { !held.contains($0) }!
             if held.contains(tokenName) {
@@ -54,6 +52,14 @@ extension RecordStore {
             try transaction.insertToken(hash: tokenHash, userKey: user.id, name: tokenName, createdAt: now, expiresAt: expiresAt)
             return .commit(tokenName)
         }
+    }
+
+    /// The user named `name`, or `NOT_FOUND`.
+    static func existingUser(named name: String, in transaction: any StorageTransaction) throws -> User {
+        guard let user = try transaction.user(named: name) else {
+            throw RecordSyncError(.notFound, "there is no user \(NameRules.quoted(name))")
+        }
+        return user
     }
 
     private static func checkToken(name: String?, expiresAt: Int64?, now: Int64) throws {
@@ -68,9 +74,7 @@ extension RecordStore {
     /// A user's tokens, by name. Throws `NOT_FOUND` if there is no such user.
     public func tokens(ofUserNamed name: String) async throws -> [StoredToken] {
         try await engine.read { transaction in
-            guard let user = try transaction.user(named: name) else {
-                throw RecordSyncError(.notFound, "there is no user \(NameRules.quoted(name))")
-            }
+            let user = try Self.existingUser(named: name, in: transaction)
             return try transaction.tokens(ofUser: user.id)
         }
     }
@@ -81,9 +85,7 @@ extension RecordStore {
     /// - Throws: `NOT_FOUND` if there is no such user or they hold no token of that name.
     public func revokeToken(named tokenName: String, ofUserNamed name: String) async throws {
         try await engine.write { transaction in
-            guard let user = try transaction.user(named: name) else {
-                throw RecordSyncError(.notFound, "there is no user \(NameRules.quoted(name))")
-            }
+            let user = try Self.existingUser(named: name, in: transaction)
             guard try transaction.deleteToken(named: tokenName, ofUser: user.id) else {
                 throw RecordSyncError(.notFound, "user \(NameRules.quoted(name)) holds no token named \(NameRules.quoted(tokenName))")
             }
@@ -131,9 +133,7 @@ extension RecordStore {
     @discardableResult
     public func deleteUser(named name: String) async throws -> UserDeletion {
         let gone = try await engine.write { transaction in
-            guard let user = try transaction.user(named: name) else {
-                throw RecordSyncError(.notFound, "there is no user \(NameRules.quoted(name))")
-            }
+            let user = try Self.existingUser(named: name, in: transaction)
             var deletion = UserDeletion(user: user)
             let databases = try transaction.privateDatabases(ofUser: user.id)
             let zones = try databases.flatMap { try transaction.zones(in: $0) }
@@ -163,9 +163,7 @@ extension RecordStore {
     @discardableResult
     public func setProfile(ofUserNamed name: String, _ change: @escaping @Sendable (inout UserProfile) -> Void) async throws -> UserProfile {
         try await engine.write { transaction in
-            guard let user = try transaction.user(named: name) else {
-                throw RecordSyncError(.notFound, "there is no user \(NameRules.quoted(name))")
-            }
+            let user = try Self.existingUser(named: name, in: transaction)
             return .commit(try Self.change(user, change, in: transaction))
         }
     }
