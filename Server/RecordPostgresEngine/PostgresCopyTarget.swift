@@ -97,8 +97,11 @@ public final class PostgresCopyTarget: @unchecked Sendable {
         try run(PostgresQuery(unsafeSQL: sql, binds: binds))
     }
 
-    /// Moves each identity past the largest key copied, then commits.
+    /// Counts every user's usage from the records copied, moves each identity past the largest
+    /// key copied, then commits.
     public func commit() throws {
+        try run("DELETE FROM user_usage")
+        try run(PostgresQuery(unsafeSQL: PostgresEngine.countUsageSQL))
         for table in Self.identityTables {
             try run(PostgresQuery(unsafeSQL: """
                 SELECT setval(pg_get_serial_sequence('\(table)', 'id'), COALESCE((SELECT max(id) FROM \(table)), 0) + 1, false)

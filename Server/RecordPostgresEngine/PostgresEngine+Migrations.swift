@@ -244,7 +244,65 @@ extension PostgresEngine {
             "CREATE TABLE signatures_seen(hash BYTEA PRIMARY KEY, seen_at BIGINT NOT NULL)",
             "CREATE INDEX signatures_seen_by_age ON signatures_seen(seen_at)",
         ]),
+        // What each user's records hold (the SQLite engine's `v13-user-usage`): every record's
+        // uploaded-asset bytes, the count of what is stored, and triggers that keep the count
+        // with every statement that inserts, rewrites or deletes records (once per statement,
+        // over its transition table, so a cascade of many records is one update a user).
+        ("v9", [
+            "ALTER TABLE records ADD COLUMN asset_bytes BIGINT NOT NULL DEFAULT 0",
+            """
+            UPDATE records r SET asset_bytes = s.bytes FROM (
+                SELECT a.zone_id, a.record_name, SUM(b.size) AS bytes FROM asset_refs a JOIN asset_blobs b ON b.checksum = a.checksum
+                GROUP BY a.zone_id, a.record_name) s
+            WHERE r.zone_id = s.zone_id AND r.name = s.record_name
+            """,
+            "CREATE TABLE user_usage(user_record TEXT COLLATE \"C\" PRIMARY KEY, records BIGINT NOT NULL, bytes BIGINT NOT NULL)",
+            PostgresEngine.countUsageSQL,
+            """
+            CREATE FUNCTION recordsync_usage_inserted() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+                INSERT INTO user_usage(user_record, records, bytes)
+                    SELECT created_by, COUNT(*), SUM(octet_length(fields) + asset_bytes) FROM new_rows GROUP BY created_by ORDER BY created_by
+                ON CONFLICT (user_record) DO UPDATE SET records = user_usage.records + excluded.records, bytes = user_usage.bytes + excluded.bytes;
+                RETURN NULL;
+            END $$
+            """,
+            """
+            CREATE FUNCTION recordsync_usage_updated() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+                UPDATE user_usage u SET bytes = u.bytes + d.bytes FROM (
+                    SELECT n.created_by, SUM(octet_length(n.fields) + n.asset_bytes - octet_length(o.fields) - o.asset_bytes) AS bytes
+                    FROM new_rows n JOIN old_rows o ON o.zone_id = n.zone_id AND o.name = n.name GROUP BY n.created_by) d
+                WHERE u.user_record = d.created_by AND d.bytes <> 0;
+                RETURN NULL;
+            END $$
+            """,
+            """
+            CREATE FUNCTION recordsync_usage_deleted() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+                UPDATE user_usage u SET records = u.records - d.records, bytes = u.bytes - d.bytes FROM (
+                    SELECT created_by, COUNT(*) AS records, SUM(octet_length(fields) + asset_bytes) AS bytes FROM old_rows GROUP BY created_by) d
+                WHERE u.user_record = d.created_by;
+                RETURN NULL;
+            END $$
+            """,
+            """
+            CREATE TRIGGER records_usage_inserted AFTER INSERT ON records REFERENCING NEW TABLE AS new_rows
+                FOR EACH STATEMENT EXECUTE FUNCTION recordsync_usage_inserted()
+            """,
+            """
+            CREATE TRIGGER records_usage_updated AFTER UPDATE ON records REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+                FOR EACH STATEMENT EXECUTE FUNCTION recordsync_usage_updated()
+            """,
+            """
+            CREATE TRIGGER records_usage_deleted AFTER DELETE ON records REFERENCING OLD TABLE AS old_rows
+                FOR EACH STATEMENT EXECUTE FUNCTION recordsync_usage_deleted()
+            """,
+        ]),
     ]
+
+    /// Counts every user's usage afresh from the records stored (`user_usage` empty before).
+    static let countUsageSQL = """
+        INSERT INTO user_usage(user_record, records, bytes)
+            SELECT created_by, COUNT(*), SUM(octet_length(fields) + asset_bytes) FROM records GROUP BY created_by
+        """
 
     /// Work in Swift that a migration does after its statements, in its transaction.
     static let backfills: [String: @Sendable (PostgresConnection, Logger) async throws -> Void] = [

@@ -129,20 +129,22 @@ extension PostgresTransaction {
         if !writes.insertedRecords.isEmpty {
             let rows = writes.insertedRecords
             try send("""
-                INSERT INTO records(zone_id, name, type, tag, fields, created_at, created_by, modified_at, modified_by, seq)
+                INSERT INTO records(zone_id, name, type, tag, fields, created_at, created_by, modified_at, modified_by, seq, asset_bytes)
                 SELECT * FROM unnest(\(rows.map(\.zone)), \(rows.map(\.row.name)), \(rows.map(\.row.recordType)), \(rows.map(\.row.changeTag)),
                                      \(rows.map(\.row.fields)), \(rows.map(\.row.created.timestamp)), \(rows.map(\.row.created.userRecordName)),
-                                     \(rows.map(\.row.modified.timestamp)), \(rows.map(\.row.modified.userRecordName)), \(rows.map(\.row.sequence)))
+                                     \(rows.map(\.row.modified.timestamp)), \(rows.map(\.row.modified.userRecordName)), \(rows.map(\.row.sequence)),
+                                     \(rows.map { $0.row.assetBytes ?? 0 }))
                 """)
         }
         if !writes.updatedRecords.isEmpty {
             let rows = writes.updatedRecords
             try send("""
                 UPDATE records r SET tag = u.tag, fields = u.fields, modified_at = u.modified_at, modified_by = u.modified_by,
-                    modified_device = NULL, seq = u.seq
+                    modified_device = NULL, seq = u.seq, asset_bytes = CASE WHEN u.asset_bytes < 0 THEN r.asset_bytes ELSE u.asset_bytes END
                 FROM unnest(\(rows.map(\.zone)), \(rows.map(\.row.name)), \(rows.map(\.row.changeTag)), \(rows.map(\.row.fields)),
-                            \(rows.map(\.row.modified.timestamp)), \(rows.map(\.row.modified.userRecordName)), \(rows.map(\.row.sequence)))
-                    AS u(zone_id, name, tag, fields, modified_at, modified_by, seq)
+                            \(rows.map(\.row.modified.timestamp)), \(rows.map(\.row.modified.userRecordName)), \(rows.map(\.row.sequence)),
+                            \(rows.map { $0.row.assetBytes ?? -1 }))
+                    AS u(zone_id, name, tag, fields, modified_at, modified_by, seq, asset_bytes)
                 WHERE r.zone_id = u.zone_id AND r.name = u.name COLLATE "C"
                 """)
         }

@@ -176,7 +176,13 @@ final class PostgresTransaction: StorageTransaction {
         try execute("UPDATE token_revocations SET seq = seq + 1 WHERE id = 1")
     }
 
+    func usage(ofUser userRecordName: String) throws -> Usage {
+        try rows("SELECT records, bytes FROM user_usage WHERE user_record = \(userRecordName)").first
+            .map { row in let (records, bytes) = try row.decode((Int64, Int64).self); return Usage(records: records, bytes: bytes) } ?? .zero
+    }
+
     func deleteUser(_ key: Int64) throws {
+        try execute("DELETE FROM user_usage WHERE user_record = (SELECT record_name FROM users WHERE id = \(key))")
         try execute("DELETE FROM tokens WHERE user_id = \(key)")
         try execute("DELETE FROM server_keys WHERE user_id = \(key)")
         try execute("DELETE FROM subscriptions WHERE user_id = \(key)")

@@ -94,6 +94,13 @@ extension RecordStore {
         }
     }
 
+    /// What the records user `name` created hold (``Usage``: `recordserver user usage`).
+    public func usage(ofUserNamed name: String) async throws -> Usage {
+        try await engine.read { transaction in
+            try transaction.usage(ofUser: try Self.existingUser(named: name, in: transaction).userRecordName)
+        }
+    }
+
     /// Every user, by name, with when they were created (milliseconds since 1970) and how many
     /// tokens they hold (`recordserver user list`).
     public func users() async throws -> [(user: User, createdAt: Int64, tokens: Int)] {

@@ -377,6 +377,43 @@ extension SQLiteEngine {
                 CREATE UNIQUE INDEX users_by_email ON users(email) WHERE email IS NOT NULL;
                 """)
         }
+        // What each user's records hold (a record counts against its creator): every record's
+        // uploaded-asset bytes (from the refs its fields hold, each blob once per field), then
+        // the count of what is stored, kept current by triggers on every insert, rewrite and
+        // delete of a record (saves, cascades, zone and user deletes alike).
+        migrator.registerMigration("v13-user-usage") { db in
+            try db.execute(sql: """
+                ALTER TABLE records ADD COLUMN asset_bytes INTEGER NOT NULL DEFAULT 0;
+                UPDATE records SET asset_bytes = (
+                    SELECT SUM(b.size) FROM asset_refs a JOIN asset_blobs b ON b.checksum = a.checksum
+                    WHERE a.record_name = records.name AND a.zone_id = records.zone_id)
+                WHERE (name, zone_id) IN (SELECT record_name, zone_id FROM asset_refs);
+                CREATE TABLE user_usage(
+                    user_record TEXT PRIMARY KEY,
+                    records INTEGER NOT NULL,
+                    bytes INTEGER NOT NULL) WITHOUT ROWID;
+                \(SQLiteEngine.countUsageSQL);
+                CREATE TRIGGER records_usage_insert AFTER INSERT ON records BEGIN
+                    INSERT INTO user_usage(user_record, records, bytes) VALUES (NEW.created_by, 1, length(CAST(NEW.fields AS BLOB)) + NEW.asset_bytes)
+                    ON CONFLICT(user_record) DO UPDATE SET records = records + 1, bytes = bytes + excluded.bytes;
+                END;
+                CREATE TRIGGER records_usage_update AFTER UPDATE OF fields, asset_bytes ON records BEGIN
+                    UPDATE user_usage SET bytes = bytes + length(CAST(NEW.fields AS BLOB)) + NEW.asset_bytes
+                        - length(CAST(OLD.fields AS BLOB)) - OLD.asset_bytes
+                    WHERE user_record = NEW.created_by;
+                END;
+                CREATE TRIGGER records_usage_delete AFTER DELETE ON records BEGIN
+                    UPDATE user_usage SET records = records - 1, bytes = bytes - length(CAST(OLD.fields AS BLOB)) - OLD.asset_bytes
+                    WHERE user_record = OLD.created_by;
+                END;
+                """)
+        }
         return migrator
     }
+
+    /// Counts every user's usage afresh from the records stored (`user_usage` empty before).
+    static let countUsageSQL = """
+        INSERT INTO user_usage(user_record, records, bytes)
+            SELECT created_by, COUNT(*), SUM(length(CAST(fields AS BLOB)) + asset_bytes) FROM records GROUP BY created_by
+        """
 }

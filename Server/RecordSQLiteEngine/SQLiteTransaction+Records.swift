@@ -37,20 +37,23 @@ extension SQLiteTransaction {
 
     func insertRecord(_ row: RecordWrite, inZone zone: Int64) throws {
         try db.cachedStatement(sql: """
-            INSERT INTO records(zone_id, name, type, tag, fields, created_at, created_by, modified_at, modified_by, seq)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO records(zone_id, name, type, tag, fields, created_at, created_by, modified_at, modified_by, seq, asset_bytes)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """).run(in: db) { binder in
                 binder.bind(zone); binder.bind(row.name); binder.bind(row.recordType); binder.bind(row.changeTag); binder.bind(row.fields)
                 binder.bind(row.created.timestamp); binder.bind(row.created.userRecordName)
                 binder.bind(row.modified.timestamp); binder.bind(row.modified.userRecordName); binder.bind(row.sequence)
+                binder.bind(row.assetBytes ?? 0)
             }
     }
 
     func updateRecord(_ row: RecordWrite, inZone zone: Int64) throws {
-        try db.cachedStatement(sql: "UPDATE records SET tag = ?, fields = ?, modified_at = ?, modified_by = ?, modified_device = NULL, seq = ? WHERE zone_id = ? AND name = ?")
-            .run(in: db) { binder in
+        try db.cachedStatement(sql: """
+            UPDATE records SET tag = ?, fields = ?, modified_at = ?, modified_by = ?, modified_device = NULL, seq = ?, asset_bytes = ifnull(?, asset_bytes)
+            WHERE zone_id = ? AND name = ?
+            """).run(in: db) { binder in
                 binder.bind(row.changeTag); binder.bind(row.fields); binder.bind(row.modified.timestamp); binder.bind(row.modified.userRecordName)
-                binder.bind(row.sequence); binder.bind(zone); binder.bind(row.name)
+                binder.bind(row.sequence); binder.bind(row.assetBytes); binder.bind(zone); binder.bind(row.name)
             }
     }
 

@@ -89,8 +89,13 @@ final class SQLiteTransaction: StorageTransaction {
         try db.execute(sql: "UPDATE token_revocations SET seq = seq + 1 WHERE id = 1")
     }
 
+    func usage(ofUser userRecordName: String) throws -> Usage {
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT records, bytes FROM user_usage WHERE user_record = ?"), arguments: [userRecordName])
+            .map { Usage(records: $0[0], bytes: $0[1]) } ?? .zero
+    }
+
     func deleteUser(_ key: Int64) throws {
-        for sql in ["DELETE FROM tokens WHERE user_id = ?", "DELETE FROM server_keys WHERE user_id = ?", "DELETE FROM subscriptions WHERE user_id = ?",
+        for sql in ["DELETE FROM user_usage WHERE user_record = (SELECT record_name FROM users WHERE id = ?)","DELETE FROM tokens WHERE user_id = ?", "DELETE FROM server_keys WHERE user_id = ?", "DELETE FROM subscriptions WHERE user_id = ?",
                     "DELETE FROM push_deliveries WHERE token IN (SELECT token FROM push_tokens WHERE user_id = ?)",
                     "DELETE FROM push_tokens WHERE user_id = ?", "DELETE FROM notifications WHERE user_id = ?",
                     "DELETE FROM asset_receipts WHERE user_id = ?", "DELETE FROM users WHERE id = ?"] {

@@ -128,6 +128,12 @@ extension RecordServerCommand {
         @Option(help: "Requests a user may send at once after a quiet time (with --rate-limit; default: one second's worth).")
         var rateBurst: Double?
 
+        @Option(help: "The most records each user may have created, over every container and database (past it: QUOTA_EXCEEDED, 413); default: no limit.")
+        var quotaRecords: Int64?
+
+        @Option(help: "The most bytes each user's records may hold, their fields' JSON and their uploaded assets (past it: QUOTA_EXCEEDED, 413); default: no limit.")
+        var quotaBytes: Int64?
+
         @Option(help: "Seconds a connection may stay idle (between requests, or while its request is being read) before it is closed; 0: never. Requests being answered, push streams and long polls are never cut.")
         var idleTimeout: Double = 75
 
@@ -150,6 +156,8 @@ extension RecordServerCommand {
             if let rateBurst, !(rateBurst >= 1 && rateBurst <= 1_000_000) || rateLimit == nil {
                 throw ValidationError("--rate-burst needs --rate-limit and is between 1 and 1000000")
             }
+            if let quotaRecords, quotaRecords < 0 { throw ValidationError("--quota-records must not be negative") }
+            if let quotaBytes, quotaBytes < 0 { throw ValidationError("--quota-bytes must not be negative") }
             guard idleTimeout >= 0, idleTimeout <= 86_400 else { throw ValidationError("--idle-timeout must be between 0 and 86400 seconds") }
             guard (1024...1 << 20).contains(maxHeaderBytes) else { throw ValidationError("--max-header-bytes must be between 1024 and 1048576") }
         }
@@ -167,6 +175,7 @@ extension RecordServerCommand {
             configuration.tlsCertificatePath = tlsCert
             configuration.tlsKeyPath = tlsKey
             configuration.rateLimit = rateLimit.map { RateLimit(rate: $0, burst: rateBurst) }
+            configuration.limits.quota = Quota(records: quotaRecords, bytes: quotaBytes)
             configuration.idleTimeout = idleTimeout > 0 ? .milliseconds(Int64(idleTimeout * 1000)) : nil
             configuration.maximumHeaderBytes = maxHeaderBytes
             configuration.metricsToken = metricsToken ?? ProcessInfo.processInfo.environment["RECORDSYNC_METRICS_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
@@ -205,7 +214,7 @@ extension RecordServerCommand {
                 hashes: a token is printed once, when issued. A revoked token, or any token of a deleted \
                 user, stops working on every server sharing the data within a second.
                 """,
-            subcommands: [Add.self, List.self, Delete.self, Token.self, Tokens.self, RevokeToken.self, Key.self, Keys.self, RevokeKey.self, Profile.self]
+            subcommands: [Add.self, List.self, Usage.self, Delete.self, Token.self, Tokens.self, RevokeToken.self, Key.self, Keys.self, RevokeKey.self, Profile.self]
         )
 
         /// `user add NAME`: creates a user and prints its token.
@@ -272,6 +281,22 @@ extension RecordServerCommand {
                     let created = Date(timeIntervalSince1970: Double(createdAt) / 1000).formatted(.iso8601)
                     print([user.name, user.userRecordName, created, "\(tokens) token\(tokens == 1 ? "" : "s")"].joined(separator: "\t"))
                 }
+                await (store.engine as? PostgresEngine)?.shutdown()
+            }
+        }
+
+        /// `user usage NAME`: what the user's records hold.
+        struct Usage: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Print how many records a user created and the bytes they hold (fields' JSON and uploaded assets), tab-separated: what --quota-records and --quota-bytes limit."
+            )
+            @Argument(help: "The user's name.") var name: String
+            @OptionGroup var dataOptions: DataOptions
+
+            func run() async throws {
+                let store = try await openStore(dataOptions.configuration())
+                let usage = try await reportingStoreErrors { try await store.usage(ofUserNamed: name) }
+                print("\(usage.records) records\t\(usage.bytes) bytes")
                 await (store.engine as? PostgresEngine)?.shutdown()
             }
         }

@@ -38,6 +38,12 @@ extension RecordStore {
     public func assetUploadURLs(_ request: AssetUploadRequest, in scope: DatabaseScope, base: String) async throws -> AssetUploadResponse {
         try limits.checkCount(request.tokens.count, of: "tokens")
         let zoneName = try Self.addressable(request.zoneID, in: scope).zoneName
+        // A user whose records already hold the byte quota gets no upload URL (a save binding
+        // an upload is checked against the quota too).
+        if limits.quota.bytes != nil {
+            let user = scope.user
+            try limits.quota.checkRoom(try await engine.read { try $0.usage(ofUser: user.userRecordName) }, user: user.name)
+        }
         let expiry = Self.now() + limits.assetUploadLifetime.milliseconds
         let key = try await assetSigner.signingKey()
         var tokens: [AssetUploadResponse.Token] = []

@@ -63,7 +63,8 @@ extension ModifyBatch {
                 let fields = try Record.fieldsText(record.fields, clearingNullifyReferencesTo: targets)
                 let sequence = first + Int64(position - 1)
                 try transaction.updateRecord(RecordWrite(name: record.name, recordType: record.recordType, changeTag: ZoneFeedWriter.changeTag(sequence),
-                                                         fields: fields, created: record.created, modified: modified, sequence: sequence), inZone: zone.key)
+                                                         fields: fields, created: record.created, modified: modified, sequence: sequence,
+                                                         assetBytes: nil), inZone: zone.key)
                 if firing != nil { progress.saved.append((record.name, false)) }
                 position += 1
             }

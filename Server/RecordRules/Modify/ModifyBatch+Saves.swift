@@ -229,7 +229,8 @@ extension ModifyBatch {
         }
         let modified = Stamp(timestamp: now, userRecordName: user)
         let created = current.map { $0.created ?? modified } ?? modified
-        let row = RecordWrite(name: name, recordType: operation.recordType, changeTag: tag, fields: encoded, created: created, modified: modified, sequence: sequence)
+        let row = RecordWrite(name: name, recordType: operation.recordType, changeTag: tag, fields: encoded, created: created, modified: modified, sequence: sequence,
+                              assetBytes: Quota.assetBytes(of: fields))
         if firing != nil { progress.saved.append((name, current == nil)) }
         if current != nil {
             try transaction.updateRecord(row, inZone: zone.key)

@@ -164,6 +164,8 @@ struct ModifyBatch {
     mutating func run(_ request: ModifyRecordsRequest, validated validation: Validation? = nil) throws -> (RecordsResponse, commit: Bool) {
         progress.feed = try .locking(zone: zone.key, database: zone.databaseKey, in: transaction)
         firing = try SubscriptionFiring.load(scope: scope, zone: zone, containerKey: containerKey, in: transaction)
+        let user = scope.user.userRecordName
+        let usage = limits.quota.limits ? try transaction.usage(ofUser: user) : nil
         let groups: [[Int]]
         if let validation, try validation.stored.allSatisfy({ type, schema in try storedSchema(of: type) == schema }) {
             operations = validation.operations
@@ -201,6 +203,9 @@ struct ModifyBatch {
         guard try runDeletes(deletes) else { return (results.atomicFailure(names: names), false) }
         if let firing {
             try firing.notify(saveMatches + progress.deleteMatches, changed: progress.feed.moved, now: now, in: transaction)
+        }
+        if let usage, progress.feed.moved {
+            try limits.quota.check(from: usage, to: try transaction.usage(ofUser: user), user: scope.user.name)
         }
         try progress.feed.finish(in: transaction)
         return (results.response(), true)

@@ -34,6 +34,9 @@ public struct StoreLimits: Sendable {
     /// never accepted twice.
     public var signedRequestSkew: Duration = .seconds(5 * 60)
 
+    /// The most records and bytes one user's records may hold; none by default.
+    public var quota = Quota()
+
     /// Creates limits with the defaults.
     public init() {}
 

@@ -86,8 +86,14 @@ public protocol StorageTransaction: AnyObject {
     func advanceRevocationSequence() throws
     /// Removes a user and everything stored under their key outside their databases: tokens,
     /// server-to-server keys, profile, subscriptions, notifications and their deliveries,
-    /// webcourier tokens, upload receipts.
+    /// webcourier tokens, upload receipts, their ``usage(ofUser:)``.
     func deleteUser(_ key: Int64) throws
+    /// What the records a user created (named by their `userRecordName`) hold, in every
+    /// container and database: how many, and their bytes (each record's stored fields in UTF-8
+    /// plus its ``RecordWrite/assetBytes``). The engine keeps it current with every record it
+    /// stores, rewrites or removes, cascades and zone deletes included, and counts what was
+    /// stored before it kept it in the migration that adds it.
+    func usage(ofUser userRecordName: String) throws -> Usage
     /// Stores a server-to-server key (its ID and name known to be free).
     func insertServerKey(_ key: StoredServerKey, userKey: Int64) throws
     /// The server-to-server key with this ID and the user it signs for, or `nil`.
@@ -461,9 +467,13 @@ public struct RecordWrite {
     public var modified: Stamp
     /// Its place in the zone's feed.
     public var sequence: Int64
+    /// The bytes of the uploaded assets it holds (``UsageRules/assetBytes(of:)``), counted in
+    /// its creator's usage with its stored fields; `nil` on an update: as stored.
+    public var assetBytes: Int64?
 
     /// A row's values.
-    public init(name: String, recordType: String, changeTag: String, fields: String, created: Stamp, modified: Stamp, sequence: Int64) {
+    public init(name: String, recordType: String, changeTag: String, fields: String, created: Stamp, modified: Stamp, sequence: Int64,
+                assetBytes: Int64?) {
         self.name = name
         self.recordType = recordType
         self.changeTag = changeTag
@@ -471,6 +481,7 @@ public struct RecordWrite {
         self.created = created
         self.modified = modified
         self.sequence = sequence
+        self.assetBytes = assetBytes
     }
 }
 
