@@ -186,6 +186,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                // initial-sync's plain HTTP client (and Kinto's, beside it).
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
             path: "Sources/recordbench",
             swiftSettings: swiftSettings

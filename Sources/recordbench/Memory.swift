@@ -11,21 +11,31 @@ enum Memory {
     /// `recordbench serve DIR [--database URL]`: runs a server over the store in DIR (or the
     /// PostgreSQL database at URL) with the user `bench` (created if missing), prints
     /// `URL TOKEN` on a line, and serves until killed.
-    static func serve(directory: String, databaseURL: String? = nil) async throws {
+    ///
+    /// With `users` above 1, also `bench-1` … (each with a token after the first on the line);
+    /// with `rateLimit`, each user's requests are limited as `--rate-limit` and `--rate-burst` do.
+    static func serve(directory: String, databaseURL: String? = nil, users: Int = 1, rateLimit: RateLimit? = nil) async throws {
         var configuration = ServerConfiguration()
         configuration.port = 0
         configuration.dataDirectory = directory
         configuration.databaseURL = databaseURL
         configuration.logger.logLevel = .critical
+        configuration.rateLimit = rateLimit
         let store = RecordStore(engine: try await openEngine(configuration), limits: configuration.limits)
-        let token = Credentials.newToken()
-        do {
-            _ = try await store.createUser(named: "bench", tokenHash: Credentials.hash(token))
-        } catch let error as RecordSyncError where error.code == .exists {
-            _ = try await store.addToken(forUserNamed: "bench", tokenHash: Credentials.hash(token))
+        var tokens: [String] = []
+        for index in 0..<max(1, users) {
+            let token = Credentials.newToken()
+            let name = index == 0 ? "bench" : "bench-\(index)"
+            do {
+                _ = try await store.createUser(named: name, tokenHash: Credentials.hash(token))
+            } catch let error as RecordSyncError where error.code == .exists {
+                _ = try await store.addToken(forUserNamed: name, tokenHash: Credentials.hash(token))
+            }
+            tokens.append(token)
         }
+        let line = tokens.joined(separator: " ")
         try await withRunningServer(configuration: configuration, store: store) { url in
-            FileHandle.standardOutput.write(Data("\(url.absoluteString) \(token)\n".utf8))
+            FileHandle.standardOutput.write(Data("\(url.absoluteString) \(line)\n".utf8))
             while true { try await Task.sleep(for: .seconds(3600)) }
         }
     }
@@ -63,13 +73,17 @@ enum Memory {
     final class ServerProcess: @unchecked Sendable {
         let process = Process()
         let container: Container
+        /// Where it listens, and a token of each of its users (`bench` first).
+        let url: URL
+        let tokens: [String]
 
-        init(_ storage: BenchStorage, executable: URL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath(), name: String = "server") async throws {
+        init(_ storage: BenchStorage, executable: URL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath(), name: String = "server",
+             arguments: [String] = []) async throws {
             let outputPath = storage.directory + "/\(name).out"
             guard FileManager.default.createFile(atPath: outputPath, contents: nil) else { throw BenchError("cannot create \(outputPath)") }
             let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
             process.executableURL = executable
-            process.arguments = ["serve", storage.directory + "/\(name)"] + (storage.databaseURL.map { ["--database", $0] } ?? [])
+            process.arguments = ["serve", storage.directory + "/\(name)"] + (storage.databaseURL.map { ["--database", $0] } ?? []) + arguments
             process.standardOutput = output
             process.standardError = output
             try process.run()
@@ -83,11 +97,13 @@ enum Memory {
                     try await Task.sleep(for: .milliseconds(20))
                 }
             }
-            guard let parts = line?.split(separator: " "), parts.count == 2, let url = URL(string: String(parts[0])) else {
+            guard let parts = line?.split(separator: " "), parts.count >= 2, let url = URL(string: String(parts[0])) else {
                 process.terminate()
                 throw BenchError("the server process did not announce its address")
             }
-            container = Container(serverURL: url, identifier: "iCloud.bench", credentials: .bearerToken(String(parts[1])))
+            self.url = url
+            tokens = parts.dropFirst().map(String.init)
+            container = Container(serverURL: url, identifier: "iCloud.bench", credentials: .bearerToken(tokens[0]))
         }
 
         func stop() {

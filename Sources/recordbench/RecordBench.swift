@@ -1,4 +1,5 @@
 import ArgumentParser
+import RecordServer
 import Foundation
 
 /// `recordbench`: measures RecordSync against its bare-SQLite floors and prints one table.
@@ -15,13 +16,13 @@ struct RecordBench: AsyncParsableCommand {
 
             Scenarios: \(Scenario.allCases.map(\.rawValue).joined(separator: ", ")).
             """,
-        subcommands: [Run.self, Serve.self],
+        subcommands: [Run.self, LoadCommand.self, Serve.self],
         defaultSubcommand: Run.self
     )
 }
 
 enum Scenario: String, CaseIterable, ExpressibleByArgument {
-    case save, changes, cascade, nullify, queryByReference = "query-by-reference", keyPath = "key-path", fullText = "full-text", near, cacheApply = "cache-apply", propagation, memory, nodes, assets
+    case save, changes, cascade, nullify, queryByReference = "query-by-reference", keyPath = "key-path", fullText = "full-text", near, cacheApply = "cache-apply", propagation, memory, nodes, assets, initialSync = "initial-sync"
 }
 
 enum BackendName: String, CaseIterable, ExpressibleByArgument {
@@ -53,6 +54,9 @@ extension RecordBench {
 
         @Option(help: ArgumentHelp("With --backend postgres: the PostgreSQL server (each bench server gets a schema of its own); else RECORDSYNC_BENCH_POSTGRES.", valueName: "url"))
         var postgres: String?
+
+        @Option(help: ArgumentHelp("initial-sync: the kinto command (Scripts/kinto-install puts one in .build/kinto/bin) to read the same 1,000 records from side by side; else RECORDSYNC_BENCH_KINTO.", valueName: "path"))
+        var kinto: String?
 
         func validate() throws {
             guard repetitions >= 1 else { throw ValidationError("--repetitions must be at least 1") }
@@ -91,6 +95,9 @@ extension RecordBench {
                 case .memory: result = try await Memory.run(sizes)
                 case .nodes: result = try await Scenarios.nodes(sizes)
                 case .assets: result = try await AssetsScenario.run(sizes, repetitions: repetitions)
+                case .initialSync:
+                    result = try await InitialSync.run(sizes, repetitions: repetitions,
+                                                       kinto: kinto ?? ProcessInfo.processInfo.environment["RECORDSYNC_BENCH_KINTO"].flatMap { $0.isEmpty ? nil : $0 })
                 }
                 say(String(format: "  %@ in %.1f s", scenario.rawValue, (ContinuousClock.now - start).seconds))
                 results.append(result)
@@ -131,8 +138,66 @@ extension RecordBench {
         @Option(help: "Serve from this PostgreSQL database instead.")
         var database: String?
 
+        @Option(help: "Users to create (bench, bench-1, …), a token each on the line.")
+        var users: Int = 1
+
+        @Option(help: "Requests a second each user may send (as recordserver --rate-limit).")
+        var rateLimit: Double?
+
+        @Option(help: "With --rate-limit: the burst.")
+        var rateBurst: Double?
+
         func run() async throws {
-            try await Memory.serve(directory: directory, databaseURL: database)
+            try await Memory.serve(directory: directory, databaseURL: database, users: users,
+                                   rateLimit: rateLimit.map { RateLimit(rate: $0, burst: rateBurst) })
+        }
+    }
+
+    /// `recordbench load`: ``Load``.
+    struct LoadCommand: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "load",
+            abstract: "Many connections running a realistic mix against a server process for a set time; counts unexpected errors and lost writes (both must be 0).")
+
+        @Option(help: "Concurrent connections (workers).")
+        var connections: Int = 64
+
+        @Option(help: "Users the workers are spread over.")
+        var users: Int = 8
+
+        @Option(help: "Seconds to run.")
+        var duration: Double = 60
+
+        @Option(help: "The seed of the mix (the same operations for the same seed).")
+        var seed: UInt64 = 1
+
+        @Option(help: "The storage engine the server runs on.")
+        var backend: BackendName = .sqlite
+
+        @Option(help: ArgumentHelp("With --backend postgres: the PostgreSQL server; else RECORDSYNC_BENCH_POSTGRES.", valueName: "url"))
+        var postgres: String?
+
+        @Flag(help: "Print the result as JSON instead of a table.")
+        var json = false
+
+        func validate() throws {
+            guard connections >= 1, users >= 1, duration > 0 else { throw ValidationError("--connections, --users and --duration must be positive") }
+            if backend == .postgres, (postgres ?? ProcessInfo.processInfo.environment["RECORDSYNC_BENCH_POSTGRES"]) == nil {
+                throw ValidationError("--backend postgres needs --postgres URL or RECORDSYNC_BENCH_POSTGRES")
+            }
+        }
+
+        func run() async throws {
+            if backend == .postgres { benchBackend = .postgres(url: postgres ?? ProcessInfo.processInfo.environment["RECORDSYNC_BENCH_POSTGRES"] ?? "") }
+            let result = try await Load.run(Load.Options(connections: connections, users: users, duration: .milliseconds(Int64(duration * 1000)), seed: seed))
+            if json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+                print(String(decoding: try encoder.encode([result]), as: UTF8.self))
+            } else {
+                print("\(result.scenario): \(String(format: "%.0f", result.figure)) \(result.unit); \(result.met ? "met" : "NOT MET"): \(result.target)\n\(result.notes)")
+            }
+            if !result.met { throw ExitCode.failure }
         }
     }
 }

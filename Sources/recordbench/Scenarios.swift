@@ -19,16 +19,20 @@ struct Scale: Sendable {
     var bigAssetBytes = 40 << 20
     /// The `nullify` scenario: this many records hold a `NULLIFY` reference to one record.
     var nullifySources = 100_000
+    /// The `initial-sync` scenario: the zone read from scratch.
+    var initialSyncRecords = 100_000
 
     static let small = Scale(saveRecords: 4_000, changesBigZone: 20_000, changesSmallZone: 1_000, cascadeChildren: 1_000,
                              cascadeGrandchildrenPerChild: 9, queryBigZone: 20_000, querySmallZone: 2_000,
                              cacheApplyRecords: 5_000, propagationRounds: 50, memoryRecords: 20_000,
-                             assetCount: 10, assetBytes: 1 << 20, bigAssetBytes: 8 << 20, nullifySources: 5_000)
+                             assetCount: 10, assetBytes: 1 << 20, bigAssetBytes: 8 << 20, nullifySources: 5_000,
+                             initialSyncRecords: 10_000)
     /// A few hundred records per scenario: checks the harness end to end (the tests use it).
     static let tiny = Scale(saveRecords: 400, changesBigZone: 2_000, changesSmallZone: 200, cascadeChildren: 50,
                             cascadeGrandchildrenPerChild: 9, queryBigZone: 2_000, querySmallZone: 1_000,
                             cacheApplyRecords: 500, propagationRounds: 5, memoryRecords: 2_000,
-                            assetCount: 3, assetBytes: 256 << 10, bigAssetBytes: 1 << 20, nullifySources: 300)
+                            assetCount: 3, assetBytes: 256 << 10, bigAssetBytes: 1 << 20, nullifySources: 300,
+                            initialSyncRecords: 1_000)
     static let full = Scale(saveRecords: 100_000, changesBigZone: 1_000_000, changesSmallZone: 1_000, cascadeChildren: 10_000,
                             cascadeGrandchildrenPerChild: 9, queryBigZone: 1_000_000, querySmallZone: 10_000,
                             cacheApplyRecords: 100_000, propagationRounds: 200, memoryRecords: 1_000_000)

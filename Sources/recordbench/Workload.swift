@@ -126,7 +126,7 @@ enum Workload {
 }
 
 /// SplitMix64: the same numbers for the same seed on every run.
-struct SplitMix {
+struct SplitMix: RandomNumberGenerator {
     var state: UInt64
     init(seed: UInt64) { state = seed }
     mutating func next() -> UInt64 {

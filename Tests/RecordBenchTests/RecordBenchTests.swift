@@ -10,7 +10,7 @@ import Testing
 @Suite(.serialized) struct RecordBenchTests {
     @Test func everyScenarioRunsAtATinyScale() async throws {
         let measurements = try await Self.everyEngineScenario()
-        #expect(measurements.map(\.scenario) == ["save", "changes", "cascade", "nullify", "query-by-reference", "key-path", "full-text", "near", "cache-apply", "propagation", "memory", "assets"])
+        #expect(measurements.map(\.scenario) == ["save", "changes", "cascade", "nullify", "query-by-reference", "key-path", "full-text", "near", "cache-apply", "propagation", "memory", "assets", "initial-sync"])
         Self.expectFigures(measurements)
     }
 
@@ -29,6 +29,7 @@ import Testing
             try await Scenarios.propagation(.tiny),
             try await Memory.run(.tiny, executable: ChildProcess.executable("recordbench")),
             try await AssetsScenario.run(.tiny, repetitions: 1, executable: ChildProcess.executable("recordbench")),
+            try await InitialSync.run(.tiny, repetitions: 1, kinto: nil),
         ]
     }
 

@@ -1,0 +1,175 @@
+import AsyncHTTPClient
+import Foundation
+import GRDB
+import NIOCore
+import PostgresNIO
+import RecordClient
+import RecordModel
+import Synchronization
+
+/// `initial-sync`: a plain HTTP client (AsyncHTTPClient, each page parsed whole by a plain JSON
+/// parser, not the client library) reads a zone from scratch through `records/changes`, page
+/// after page, as an app that does not use RecordSync's library would. The parser is
+/// `JSONValue.parse` (RecordModel's byte parser into an untyped tree); Foundation's
+/// `JSONSerialization` on Linux made the client three quarters of the time. The floor is the
+/// same rows read by one prepared
+/// statement on the server's own engine, in the same run; beside it, when a Kinto is given, a
+/// 1,000-record zone is read side by side with Kinto reading the same records through its own
+/// feed (`GET …/records?_since=0`).
+enum InitialSync {
+    /// The page size asked for (the most `records/changes` answers).
+    static let pageSize = 400
+
+    static func run(_ scale: Scale, repetitions: Int, kinto: String?) async throws -> Measurement {
+        let http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup)
+        defer { _ = http.shutdown() }
+        let count = scale.initialSyncRecords
+        return try await withBenchServer { server in
+            let database = server.container.privateCloudDatabase
+            let big = ZoneID(zoneName: "A"), small = ZoneID(zoneName: "B")
+            _ = try await database.modifyRecordZones(saving: [RecordZone(zoneID: big), RecordZone(zoneID: small)], deleting: [])
+            say("  seeding \(count) records…")
+            try await Workload.save(database, count: count, zone: big) { $0.map { Workload.artwork($0, artists: 1000) } }
+            try await Workload.save(database, count: 1_000, zone: small) { $0.map { Workload.artwork($0, artists: 1000) } }
+            try await server.storage.analyze()
+            let reader = ChangesReader(http: http, server: server)
+            // Warm both paths once.
+            _ = try await reader.read(zone: small.zoneName)
+            _ = try await Self.floor(server, zone: "B", expect: 1_000)
+
+            var figures: [Double] = [], floors: [Double] = [], pages = 0, bytes = 0, parsed: [Double] = []
+            for _ in 0..<repetitions {
+                reader.parsing.withLock { $0 = 0 }
+                let before = try await Self.floor(server, zone: "A", expect: count)
+                var read = (records: 0, pages: 0, bytes: 0)
+                let elapsed = try await seconds { read = try await reader.read(zone: big.zoneName) }
+                guard read.records == count else { throw BenchError("read \(read.records) records, not \(count)") }
+                let after = try await Self.floor(server, zone: "A", expect: count)
+                figures.append(Double(count) / elapsed)
+                parsed.append(reader.parsing.withLock { $0 } / elapsed)
+                floors.append(Double(count) / Floor.bracketed(seconds: before, after))
+                (pages, bytes) = (read.pages, read.bytes)
+            }
+            let ratio = pairedRatio(figures, over: floors)
+            // 1,000 records: RecordSync and Kinto side by side, alternating, many rounds.
+            var small1k: [Double] = []
+            for _ in 0..<31 {
+                small1k.append(try await seconds {
+                    let read = try await reader.read(zone: small.zoneName)
+                    guard read.records == 1_000 else { throw BenchError("read \(read.records) records, not 1000") }
+                })
+            }
+            var notes = String(format: "%d pages, %.0f bytes a record, %.0f%% of the time parsing JSON (client); 1,000 records in %.2f ms (p90 %.2f)",
+                               pages, Double(bytes) / Double(count), median(parsed) * 100, median(small1k) * 1000, percentile(small1k, 90) * 1000)
+            var met = ratio >= 0.30
+            if let kinto {
+                let side = try await Kinto.sideBySide(executable: kinto, http: http, records: 1_000, rounds: 31) {
+                    let read = try await reader.read(zone: small.zoneName)
+                    guard read.records == 1_000 else { throw BenchError("read \(read.records) records, not 1000") }
+                }
+                notes += String(format: "; side by side: RecordSync %.2f ms, Kinto 26.5 (memory) %.2f ms: %.2f× Kinto's time",
+                                side.recordSync * 1000, side.kinto * 1000, side.recordSync / side.kinto)
+                met = met && side.recordSync <= side.kinto
+            } else {
+                notes += "; no Kinto given (--kinto)"
+            }
+            return Measurement(scenario: "initial-sync", unit: "records/s", figure: median(figures), floor: median(floors), ratio: ratio,
+                               target: "≥ 0.30 of floor; 1k ≤ Kinto", met: met, notes: notes)
+        }
+    }
+
+    /// The floor: every row of the zone read by one prepared statement on the server's engine,
+    /// each column into a Swift value, in feed order. Returns the seconds it took.
+    static func floor(_ server: BenchServer, zone: String, expect: Int) async throws -> Double {
+        if let url = server.storage.databaseURL {
+            return try await BenchStorage.withAdminConnection(url) { connection in
+                let zoneKey = try await connection.query("SELECT id FROM zones WHERE name = \(zone)", logger: BenchStorage.logger)
+                    .collect().first!.decode(Int64.self)
+                let start = ContinuousClock.now
+                var rows = 0
+                let statement = FloorRows(zone: zoneKey)
+                for try await row in try await connection.execute(statement, logger: BenchStorage.logger) {
+                    _ = row
+                    rows += 1
+                }
+                guard rows == expect else { throw BenchError("the floor read \(rows) rows, not \(expect)") }
+                return (ContinuousClock.now - start).seconds
+            }
+        }
+        var configuration = Configuration()
+        configuration.readonly = true
+        let queue = try DatabaseQueue(path: server.directory + "/server/records.sqlite", configuration: configuration)
+        defer { try? queue.close() }
+        return try await queue.read { db in
+            let zoneKey = try Int64.fetchOne(db, sql: "SELECT id FROM zones WHERE name = ?", arguments: [zone])!
+            let start = ContinuousClock.now
+            let statement = try db.makeStatement(sql: Self.floorSQL)
+            let cursor = try Row.fetchCursor(statement, arguments: [zoneKey])
+            var rows = 0
+            while let row = try cursor.next() {
+                let name: String = row[0], type: String = row[1], tag: String = row[2], fields: String = row[3]
+                let createdAt: Int64 = row[4], createdBy: String = row[5], modifiedAt: Int64 = row[6], modifiedBy: String = row[7], seq: Int64 = row[8]
+                if name.isEmpty && type.isEmpty && tag.isEmpty && fields.isEmpty && createdBy.isEmpty && modifiedBy.isEmpty && createdAt + modifiedAt + seq == 0 { rows -= 1 }
+                rows += 1
+            }
+            guard rows == expect else { throw BenchError("the floor read \(rows) rows, not \(expect)") }
+            return (ContinuousClock.now - start).seconds
+        }
+    }
+
+    static let floorSQL = "SELECT name, type, tag, fields, created_at, created_by, modified_at, modified_by, seq FROM records WHERE zone_id = ? ORDER BY seq"
+
+    struct FloorRows: PostgresPreparedStatement {
+        static let sql = "SELECT name, type, tag, fields, created_at, created_by, modified_at, modified_by, seq FROM records WHERE zone_id = $1 ORDER BY seq"
+        typealias Row = (String, String, String, String, Int64, String, Int64, String, Int64)
+        var zone: Int64
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings()
+            bindings.append(zone)
+            return bindings
+        }
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+    }
+}
+
+/// Reads a zone's changes from scratch with plain HTTP: POST `records/changes` with the last
+/// page's `syncToken` until `moreComing` is false, each answer parsed whole.
+final class ChangesReader: Sendable {
+    /// Seconds spent parsing answers, in all.
+    let parsing = Mutex<Double>(0)
+    let http: HTTPClient
+    let url: String
+    let token: String
+
+    init(http: HTTPClient, server: BenchServer) {
+        self.http = http
+        self.url = server.url.absoluteString + "/database/1/iCloud.bench/development/private/records/changes"
+        self.token = server.token
+    }
+
+    func read(zone: String) async throws -> (records: Int, pages: Int, bytes: Int) {
+        var syncToken: String?
+        var records = 0, pages = 0, bytes = 0
+        while true {
+            var body: [String: Any] = ["zoneID": ["zoneName": zone], "resultsLimit": InitialSync.pageSize]
+            if let syncToken { body["syncToken"] = syncToken }
+            var request = HTTPClientRequest(url: url)
+            request.method = .POST
+            request.headers.add(name: "Authorization", value: "Bearer \(token)")
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(data: try JSONSerialization.data(withJSONObject: body)))
+            let response = try await http.execute(request, timeout: .seconds(60))
+            let data = try await response.body.collect(upTo: 256 << 20)
+            guard response.status == .ok else { throw BenchError("records/changes answered \(response.status): \(String(buffer: data))") }
+            bytes += data.readableBytes
+            let parseStart = ContinuousClock.now
+            let page = try JSONValue.parse(Data(buffer: data))
+            guard case .array(let list)? = page["records"] else { throw BenchError("records/changes answered no records") }
+            parsing.withLock { $0 += (ContinuousClock.now - parseStart).seconds }
+            records += list.count
+            pages += 1
+            syncToken = page["syncToken"]?.stringValue
+            if page["moreComing"] != .bool(true) { return (records, pages, bytes) }
+        }
+    }
+}
