@@ -185,7 +185,7 @@ public final class PostgresEngine: StorageEngine {
     private func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresTransaction) throws -> T) async throws -> T {
         try await Self.translatingErrors {
             try await counter.asking {
-                try await client.withConnection { connection in
+                try await leasing { connection in
                     try await Self.threads.runIfActive { [self] in
                         try counter.holding {
                             let transaction = PostgresTransaction(connection: connection, engine: self)
@@ -199,6 +199,53 @@ public final class PostgresEngine: StorageEngine {
                     }
                 }
             }
+        }
+    }
+
+    /// How long a transaction waits for a connection of the pool before it is refused: the
+    /// database unreachable (stopped, restarting, the network down) must fail requests with an
+    /// answer, not hold them until it is back.
+    static let connectionWait: Duration = .seconds(5)
+
+    enum LeaseState { case waiting, leased, gaveUp }
+
+    /// Runs `body` on a leased connection; `TRY_AGAIN_LATER` when none is leased within
+    /// ``connectionWait`` (the wait is given up; a transaction already running is never cut).
+    private func leasing<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        // Waiting, then either leased or given up, whichever comes first: a lease that arrives
+        // after the wait was given up runs nothing.
+        let lease = NIOLockedValueBox(LeaseState.waiting)
+        return try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { [client] in
+                try await client.withConnection { connection in
+                    let proceed = lease.withLockedValue { state in
+                        guard state == .waiting else { return false }
+                        state = .leased
+                        return true
+                    }
+                    guard proceed else { throw CancellationError() }
+                    return try await body(connection)
+                }
+            }
+            group.addTask {
+                try await Task.sleep(for: Self.connectionWait)
+                let gaveUp = lease.withLockedValue { state in
+                    guard state == .waiting else { return false }
+                    state = .gaveUp
+                    return true
+                }
+                if gaveUp {
+                    throw RecordSyncError(.tryAgainLater, "storage error: no connection to the database within \(Self.connectionWait) (is it running?); nothing was done", retryAfter: 5)
+                }
+                return nil
+            }
+            while let result = try await group.next() {
+                if let value = result {
+                    group.cancelAll()
+                    return value
+                }
+            }
+            throw RecordSyncError(.internalError, "storage error: the transaction gave no answer")
         }
     }
 

@@ -44,7 +44,7 @@ public final class SQLiteEngine: StorageEngine {
         do {
             return try await counter.asking { try await pool.read { [counter] db in try counter.holding { try body(SQLiteTransaction(db)) } } }
         } catch let error as DatabaseError {
-            throw RecordSyncError(.internalError, "storage error: \(error.resultCode)")
+            throw Self.storageError(error)
         }
     }
 
@@ -68,8 +68,21 @@ public final class SQLiteEngine: StorageEngine {
                 return value
             } } }
         } catch let error as DatabaseError {
-            throw RecordSyncError(.internalError, "storage error: \(error.resultCode)")
+            throw Self.storageError(error)
         }
+    }
+}
+
+extension SQLiteEngine {
+    /// What a request that met a storage failure is answered. A full disk is the operator's to
+    /// fix and passes: `TRY_AGAIN_LATER` (503) with a minute's `retryAfter`, which clients wait
+    /// out and retry (the transaction rolled back; nothing was written). Anything else is
+    /// `INTERNAL_ERROR`.
+    static func storageError(_ error: DatabaseError) -> RecordSyncError {
+        if error.resultCode == .SQLITE_FULL {
+            return RecordSyncError(.tryAgainLater, "the server's disk is full: nothing was written; try again once there is room", retryAfter: 60)
+        }
+        return RecordSyncError(.internalError, "storage error: \(error.resultCode)")
     }
 }
 

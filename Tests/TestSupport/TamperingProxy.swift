@@ -14,6 +14,27 @@ public func withTamperingProxy<T: Sendable>(
     tamper: @escaping @Sendable (_ path: String, _ body: Data) -> Data,
     _ body: @escaping @Sendable (_ url: URL) async throws -> T
 ) async throws -> T {
+    try await withProxy(to: upstream, tamper: tamper, lose: { _ in false }, body)
+}
+
+/// Runs `body` with an HTTP proxy on a loopback port in front of `upstream` that passes every
+/// `POST` on, and for those `lose` picks (given the request's path), loses the answer after
+/// the server gave it: the client gets `502 Bad Gateway` without a body it can read, as from a
+/// balancer whose connection to the server broke after the server had done the work.
+public func withLossyProxy<T: Sendable>(
+    to upstream: URL,
+    lose: @escaping @Sendable (_ path: String) -> Bool,
+    _ body: @escaping @Sendable (_ url: URL) async throws -> T
+) async throws -> T {
+    try await withProxy(to: upstream, tamper: { $1 }, lose: lose, body)
+}
+
+private func withProxy<T: Sendable>(
+    to upstream: URL,
+    tamper: @escaping @Sendable (_ path: String, _ body: Data) -> Data,
+    lose: @escaping @Sendable (_ path: String) -> Bool,
+    _ body: @escaping @Sendable (_ url: URL) async throws -> T
+) async throws -> T {
     let session = URLSession(configuration: .ephemeral)
     let router = Router()
     router.post("**") { request, _ -> Response in
@@ -34,6 +55,9 @@ public func withTamperingProxy<T: Sendable>(
                     continuation.resume(returning: (data ?? Data(), (response as? HTTPURLResponse)?.statusCode ?? 502))
                 }
             }.resume()
+        }
+        if lose(request.uri.path) {
+            return Response(status: .badGateway, headers: [.contentType: "text/plain"], body: ResponseBody(byteBuffer: ByteBuffer(string: "upstream connection lost")))
         }
         let answer = status == 200 ? tamper(request.uri.path, data) : data
         return Response(status: HTTPResponse.Status(code: status), headers: [.contentType: "application/json"],

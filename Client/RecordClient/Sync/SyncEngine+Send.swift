@@ -117,6 +117,15 @@ extension SyncEngine {
         case .conflict where error.serverRecord != nil && change.record != nil, .exists where error.serverRecord != nil && change.record != nil:
             guard var server = error.serverRecord, let local = change.record else { return false }
             server.zoneID = change.zoneID
+            // A save sent again after its answer was lost (the connection broke after the server
+            // had committed it) meets its own write: the server already holds every value the
+            // save sets. That is the save done, not a conflict.
+            if Self.holds(server, everyValueOf: local, changedKeys: change.changedKeys) {
+                try await cache.acknowledgeSave(change, serverRecord: server)
+                cache.forgetLocalAssets(of: local)
+                report.saved.append(change.recordID)
+                return false
+            }
             let conflict = Conflict(serverRecord: server, clientRecord: local, ancestorRecord: change.ancestor, changedKeys: change.changedKeys)
             if let merged = try await resolver(conflict) {
                 try await cache.rebase(change, onto: server, merged: merged)
@@ -151,6 +160,14 @@ extension SyncEngine {
         try await cache.discard(change, restoring: server)
         report.failures[change.recordID] = failure
         configuration.logger.warning("change refused", metadata: ["record.name": "\(change.name)", "sync.error": "\(error.code)"])
+    }
+
+    /// Whether `server` already holds what saving `local` sets: the changed fields of an update
+    /// (a removed one absent), or every field of a new record and no other.
+    static func holds(_ server: Record, everyValueOf local: Record, changedKeys: Set<String>?) -> Bool {
+        guard server.recordType == local.recordType else { return false }
+        guard let keys = changedKeys, local.recordChangeTag != nil else { return server.fields == local.fields }
+        return keys.allSatisfy { server.fields[$0] == local.fields[$0] }
     }
 
     /// The operation that sends a record's local edits: an `update` of the changed fields on
