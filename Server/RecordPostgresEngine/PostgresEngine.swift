@@ -217,25 +217,27 @@ public final class PostgresEngine: StorageEngine {
         let lease = NIOLockedValueBox(LeaseState.waiting)
         return try await withThrowingTaskGroup(of: T?.self) { group in
             group.addTask { [client] in
-                try await client.withConnection { connection in
+                try await client.withConnection { connection -> T? in
                     let proceed = lease.withLockedValue { state in
                         guard state == .waiting else { return false }
                         state = .leased
                         return true
                     }
-                    guard proceed else { throw CancellationError() }
+                    // Given up already: the timer's answer is the one the caller gets.
+                    guard proceed else { return nil }
                     return try await body(connection)
                 }
             }
             group.addTask {
-                try await Task.sleep(for: Self.connectionWait)
+                // Cancelled (the request was, or the transaction finished): never an answer of its own.
+                guard (try? await Task.sleep(for: Self.connectionWait)) != nil else { return nil }
                 let gaveUp = lease.withLockedValue { state in
                     guard state == .waiting else { return false }
                     state = .gaveUp
                     return true
                 }
                 if gaveUp {
-                    throw RecordSyncError(.tryAgainLater, "storage error: no connection to the database within \(Self.connectionWait) (is it running?); nothing was done", retryAfter: 5)
+                    throw RecordSyncError(.tryAgainLater, "storage error: no connection to the database within \(Self.connectionWait) (it is unreachable, or every connection is busy); nothing was done", retryAfter: 5)
                 }
                 return nil
             }
