@@ -44,7 +44,7 @@ final class PostgresChangeRelay: ChangeRelay {
         for payload in payloads(announcement) {
             do {
                 try await client.withConnection { connection in
-                    try await connection.query("SELECT pg_notify(\(Self.channel), \(payload))", logger: logger)
+                    _ = try await connection.answering("SELECT pg_notify(\(Self.channel), \(payload))", logger: logger).get()
                 }
             } catch {
                 // A hint lost: listeners on the other servers hear of the zone with its next change.

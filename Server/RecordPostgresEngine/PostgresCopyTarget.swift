@@ -121,6 +121,6 @@ public final class PostgresCopyTarget: @unchecked Sendable {
     }
 
     private func run(_ query: PostgresQuery) throws {
-        _ = try connection.query(query, logger: logger).wait()
+        _ = try connection.answering(query, logger: logger).wait()
     }
 }

@@ -102,7 +102,7 @@ public final class PostgresEngine: StorageEngine {
             if let connection = try? await opening.value, !connection.isClosed { return connection }
             readsConnection.withLockedValue { if $0 == opening { $0 = nil } }  // closed, or never opened: open another
         }
-        throw RecordSyncError(.internalError, "storage error: cannot connect to the database at \(location)")
+        throw RecordSyncError(.tryAgainLater, "storage error: cannot connect to the database at \(location); nothing was done", retryAfter: 5)
     }
 
     /// Closes the pool of connections. Transactions started afterwards fail.
@@ -139,10 +139,8 @@ public final class PostgresEngine: StorageEngine {
             let connection = try await connectionForReads()
             do {
                 return try await Self.translatingErrors {
-                    for try await row in try await connection.query(PostgresTransaction.databaseWithZone(at: address, named: name), logger: logger) {
-                        return try PostgresTransaction.databaseWithZone(from: row, named: name)
-                    }
-                    return nil
+                    let answer = try await connection.answering(PostgresTransaction.databaseWithZone(at: address, named: name), logger: logger).get()
+                    return try answer.rows.first.map { try PostgresTransaction.databaseWithZone(from: $0, named: name) }
                 }
             } catch where attempt == 1 && connection.isClosed {
                 attempt += 1
@@ -258,10 +256,31 @@ public final class PostgresEngine: StorageEngine {
             return try await body()
         } catch let error as PSQLError {
             if let retry = PostgresRetry(error) { throw retry }
+            if isConnectionLost(error) { throw connectionLost(PostgresEngineError.describe(error)) }
             throw RecordSyncError(.internalError, "storage error: \(PostgresEngineError.describe(error))")
+        } catch is PostgresConnectionLost {
+            throw connectionLost("the connection closed")
         } catch let error as PostgresDecodingError {
             throw RecordSyncError(.internalError, "storage error: cannot decode column \(error.columnName)")
         }
+    }
+}
+
+extension PostgresEngine {
+    /// Whether the connection under a statement was lost: closed by either side, the database
+    /// shutting down or not yet accepting connections (SQLSTATE class 57P), or any connection
+    /// exception (class 08).
+    static func isConnectionLost(_ error: PSQLError) -> Bool {
+        if [.serverClosedConnection, .clientClosedConnection, .connectionError, .uncleanShutdown, .poolClosed].contains(error.code) { return true }
+        guard let state = error.serverInfo?[.sqlState] else { return false }
+        return state.hasPrefix("57P") || state.hasPrefix("08")
+    }
+
+    /// TRY_AGAIN_LATER for a statement whose connection was lost: a transient failure, though
+    /// a write whose COMMIT was under way may have been done (sent again, a create then answers
+    /// EXISTS holding its values, which the client library recognises as its own).
+    static func connectionLost(_ detail: String) -> RecordSyncError {
+        RecordSyncError(.tryAgainLater, "storage error: the connection to the database was lost (\(detail)); a write under way may or may not have been done", retryAfter: 5)
     }
 }
 

@@ -35,7 +35,7 @@ final class PostgresTransaction: StorageTransaction {
     @discardableResult
     func rows(_ query: PostgresQuery) throws -> [PostgresRow] {
         try flush()
-        let result = try connection.query(query, logger: engine.logger).wait()
+        let result = try connection.answering(query, logger: engine.logger).wait()
         try settleFired()
         return result.rows
     }
@@ -50,7 +50,7 @@ final class PostgresTransaction: StorageTransaction {
     /// Runs a statement as it is (``flush()``'s own).
     @discardableResult
     func send(_ query: PostgresQuery) throws -> Int {
-        let result = try connection.query(query, logger: engine.logger).wait()
+        let result = try connection.answering(query, logger: engine.logger).wait()
         try settleFired()
         return result.metadata.rows ?? 0
     }
@@ -60,7 +60,7 @@ final class PostgresTransaction: StorageTransaction {
     /// both. Its error, if any, is thrown by the next statement waited for. Each wake-up of the
     /// waiting thread costs about as much as a small statement on the server.
     func fire(_ query: PostgresQuery) {
-        fired.append(connection.query(query, logger: engine.logger))
+        fired.append(connection.answering(query, logger: engine.logger))
     }
 
     /// Throws the error of a statement ``fire(_:)`` sent, if any (waiting for their answers).
@@ -342,3 +342,26 @@ extension PostgresBindings {
         }
     }
 }
+
+extension PostgresConnection {
+    /// `query(_:logger:)`, sure to be answered. PostgresNIO never answers a statement written to
+    /// a connection that has already closed (the database stopped between two statements of a
+    /// transaction): its handler is gone and the write fails unseen, so a thread waiting for the
+    /// answer would wait for good. A check queued on the connection's event loop behind the
+    /// write fails the answer when the connection is closed by then; a statement the open
+    /// connection took is answered, or failed when it closes, by the driver.
+    func answering(_ query: PostgresQuery, logger: Logger) -> EventLoopFuture<PostgresQueryResult> {
+        let answer = eventLoop.makePromise(of: PostgresQueryResult.self)
+        // Writes from off the event loop are queued on it in order: this check runs after the
+        // write was handled.
+        self.query(query, logger: logger).cascade(to: answer)
+        eventLoop.execute {
+            if self.isClosed { answer.fail(PostgresConnectionLost()) }
+        }
+        return answer.futureResult
+    }
+}
+
+/// The connection to the database closed under a statement (an answer failed twice is
+/// answered once: the first failure wins).
+struct PostgresConnectionLost: Error {}
