@@ -395,3 +395,52 @@ import Testing
         func leave() { current -= 1 }
     }
 }
+
+/// `SyncEngine.holds`: whether the server's record, met when a save whose answer was lost is
+/// sent again, already holds what the save set.
+@Suite struct OwnWriteTests {
+    static let zone = ZoneID(zoneName: "Gallery")
+
+    static func asset(_ checksum: String, url: String) -> FieldValue {
+        .asset(.object(["fileChecksum": .string(checksum), "size": .int(5), "downloadURL": .string(url)]))
+    }
+
+    @Test func theSameValuesInTheServersFormAreRecognised() {
+        // The server writes the zone into references and signs download URLs anew.
+        let local = Record(recordName: "w", recordType: "Artwork", zoneID: Self.zone, fields: [
+            "artist": .reference(Reference(recordName: "monet", action: .deleteSelf)),
+            "image": Self.asset("ab12", url: "https://a/1"),
+            "sketches": .list(.asset, [Self.asset("cd34", url: "https://a/2")]),
+        ])
+        var server = local
+        server.recordChangeTag = "1"
+        server["artist"] = .reference(Reference(recordName: "monet", zoneID: Self.zone, action: .deleteSelf))
+        server["image"] = Self.asset("ab12", url: "https://b/1")
+        server["sketches"] = .list(.asset, [Self.asset("cd34", url: "https://b/2")])
+        #expect(SyncEngine.holds(server, everyValueOf: local, changedKeys: nil))
+        #expect(SyncEngine.holds(server, everyValueOf: local, changedKeys: ["artist", "image"]))
+    }
+
+    @Test func otherValuesAreNot() {
+        let local = Record(recordName: "w", recordType: "Artwork", zoneID: Self.zone, fields: [
+            "artist": .reference(Reference(recordName: "monet", action: .deleteSelf)),
+            "image": Self.asset("ab12", url: "https://a/1"),
+        ])
+        var server = local
+        server["image"] = Self.asset("ef56", url: "https://a/1")
+        #expect(!SyncEngine.holds(server, everyValueOf: local, changedKeys: nil))
+        server = local
+        server["artist"] = .reference(Reference(recordName: "monet", action: .none))
+        #expect(!SyncEngine.holds(server, everyValueOf: local, changedKeys: nil))
+        server = local
+        server["artist"] = .reference(Reference(recordName: "monet", zoneID: ZoneID(zoneName: "Other"), action: .deleteSelf))
+        #expect(!SyncEngine.holds(server, everyValueOf: local, changedKeys: nil))
+        server = local
+        server["extra"] = .string("x")
+        #expect(!SyncEngine.holds(server, everyValueOf: local, changedKeys: nil))
+        // An asset still waiting to be uploaded has no checksum: not recognised.
+        var waiting = local
+        waiting["image"] = .asset(.object(["localFile": .string("/tmp/x")]))
+        #expect(!SyncEngine.holds(local, everyValueOf: waiting, changedKeys: nil))
+    }
+}

@@ -166,8 +166,29 @@ extension SyncEngine {
     /// (a removed one absent), or every field of a new record and no other.
     static func holds(_ server: Record, everyValueOf local: Record, changedKeys: Set<String>?) -> Bool {
         guard server.recordType == local.recordType else { return false }
-        guard let keys = changedKeys, local.recordChangeTag != nil else { return server.fields == local.fields }
-        return keys.allSatisfy { server.fields[$0] == local.fields[$0] }
+        let zone = local.zoneID?.zoneName ?? server.zoneID?.zoneName
+        guard let keys = changedKeys, local.recordChangeTag != nil else {
+            return Set(server.fields.keys) == Set(local.fields.keys) && local.fields.allSatisfy { same(server.fields[$0.key], as: $0.value, zone: zone) }
+        }
+        return keys.allSatisfy { same(server.fields[$0], as: local.fields[$0], zone: zone) }
+    }
+
+    /// Whether a server's value is the one a save sent: equal, or the same asset (its checksum;
+    /// the server's download URL is signed anew for each answer) or the same reference (one
+    /// without a zone ID is to the record's own `zone`, which the server may write out).
+    static func same(_ server: FieldValue?, as local: FieldValue?, zone: String?) -> Bool {
+        switch (server, local) {
+        case (.asset(let server)?, .asset(let local)?):
+            guard case .string(let checksum)? = server["fileChecksum"] else { return false }
+            return local["fileChecksum"] == .string(checksum)
+        case (.reference(let server)?, .reference(let local)?):
+            return server.recordName == local.recordName && server.action == local.action
+                && (server.zoneID?.zoneName ?? zone) == (local.zoneID?.zoneName ?? zone)
+        case (.list(let serverType, let servers)?, .list(let localType, let locals)?):
+            return serverType == localType && servers.count == locals.count && zip(servers, locals).allSatisfy { same($0, as: $1, zone: zone) }
+        default:
+            return server == local
+        }
     }
 
     /// The operation that sends a record's local edits: an `update` of the changed fields on
