@@ -1,0 +1,78 @@
+// libFuzzer harnesses for every parser of outside input. One binary holds every target;
+// RECORDSYNC_FUZZ_TARGET picks one. Each target must never crash, whatever the bytes; where a
+// parse succeeds, what it produced must hold together (round trips, two decoders agreeing, a
+// body split anywhere read the same as whole, no INTERNAL_ERROR from the rules).
+import Foundation
+
+enum FuzzTarget: String, CaseIterable {
+    /// `JSONValue.parse`: any bytes; a parsed value serialises and parses back to itself.
+    case json
+    /// A `records/modify` body, as the server decodes it (`JSONValueDecoder`) and as the direct
+    /// path does; both must agree when both accept it.
+    case modify
+    /// A `records/query` body (the query grammar: comparators, key paths, placeholders of
+    /// values), then its filters planned against a schema as the cache would.
+    case query
+    /// `RecordPredicate(format:)`: the predicate format language.
+    case predicate
+    /// Zone and database change tokens and continuation markers from strings.
+    case tokens
+    /// gzip request bodies, inflated to at most 1 MiB.
+    case gzip
+    /// A `Range` header against a body size taken from the input.
+    case range
+    /// A `multipart/form-data` upload body, fed whole and split at points the input chooses:
+    /// both must give the same file bytes, or both refuse it.
+    case multipart
+    /// Signed asset URLs: tokens verified against a real store's keys, and payloads the store
+    /// signed itself read as upload and download grants.
+    case signedurl
+    /// Server-to-server signature headers (key ID, ISO 8601 date, SignatureV1) verified against
+    /// a registered key, some signed by the harness so that valid ones and replays are reached.
+    case signature
+    /// Whole `records/modify` bodies through decoding, validation and the rules, against a real
+    /// SQLite store: answers are results or documented errors, never INTERNAL_ERROR.
+    case rules
+}
+
+let target: FuzzTarget = {
+    guard let name = ProcessInfo.processInfo.environment["RECORDSYNC_FUZZ_TARGET"], let target = FuzzTarget(rawValue: name) else {
+        fatalError("set RECORDSYNC_FUZZ_TARGET to one of \(FuzzTarget.allCases.map(\.rawValue))")
+    }
+    return target
+}()
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzOne(_ start: UnsafePointer<UInt8>, _ count: Int) -> CInt {
+    let data = Data(bytes: start, count: count)
+    switch target {
+    case .json: fuzzJSON(data)
+    case .modify: fuzzModify(data)
+    case .query: fuzzQuery(data)
+    case .predicate: fuzzPredicate(data)
+    case .tokens: fuzzTokens(data)
+    case .gzip: fuzzGzip(data)
+    case .range: fuzzRange(data)
+    case .multipart: fuzzMultipart(data)
+    case .signedurl: fuzzSignedURL(data)
+    case .signature: fuzzSignature(data)
+    case .rules: fuzzRules(data)
+    }
+    return 0
+}
+
+/// Runs async work to its end from libFuzzer's synchronous callback.
+func blocking<T: Sendable>(_ work: @escaping @Sendable () async -> T) -> T {
+    let done = DispatchSemaphore(value: 0)
+    let box = Box<T>()
+    Task {
+        box.value = await work()
+        done.signal()
+    }
+    done.wait()
+    return box.value!
+}
+
+final class Box<T>: @unchecked Sendable {
+    var value: T?
+}

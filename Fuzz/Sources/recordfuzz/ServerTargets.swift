@@ -1,0 +1,194 @@
+// Targets over the HTTP layer's and the rules' parsers: Range headers, multipart uploads, signed
+// asset URLs, server-to-server signatures, and whole records/modify bodies through the rules
+// against a real SQLite store in a directory of the run's own.
+import Crypto
+import Foundation
+import NIOCore
+import RecordModel
+@testable import RecordRules
+@testable import RecordServer
+import RecordSQLiteEngine
+
+// MARK: Range
+
+func fuzzRange(_ data: Data) {
+    // The first 8 bytes are the body's size, the rest the header.
+    guard data.count >= 8 else { return }
+    let size = Int64(abs(data.prefix(8).reduce(Int64(0)) { $0 << 8 | Int64($1) } % (1 << 40)))
+    let header = String(decoding: data.dropFirst(8), as: UTF8.self)
+    switch ByteRange.parse(header, size: size) {
+    case .whole, .unsatisfiable:
+        break
+    case .range(let range):
+        guard range.lowerBound >= 0, range.upperBound <= size, !range.isEmpty else {
+            fatalError("range \(range) for \(NameRules.quoted(header)) is not a non-empty part of a body of \(size) bytes")
+        }
+    }
+}
+
+// MARK: Multipart
+
+/// The file bytes `MultipartFile` takes out of `body` fed in pieces of the given sizes (cycled),
+/// or the error it refused the body with; `nil` for a body that is not multipart.
+func multipartFile(contentType: String, body: [UInt8], pieces: [Int]) -> Result<[UInt8], RecordSyncError>? {
+    do {
+        guard var multipart = try MultipartFile(contentType: contentType) else { return nil }
+        var out: [UInt8] = []
+        var offset = 0, index = 0
+        while offset < body.count {
+            let size = min(body.count - offset, pieces.isEmpty ? body.count : pieces[index % pieces.count])
+            index += 1
+            for piece in try multipart.take(ByteBuffer(bytes: body[offset..<(offset + size)])) { out += piece.readableBytesView }
+            offset += size
+        }
+        for piece in try multipart.finish() { out += piece.readableBytesView }
+        return .success(out)
+    } catch let error as RecordSyncError {
+        return .failure(error)
+    } catch {
+        fatalError("multipart threw \(error), not a RecordSyncError")
+    }
+}
+
+func fuzzMultipart(_ data: Data) {
+    // The first line is the Content-Type, its first byte the pieces' sizes' seed; the rest is
+    // the body.
+    let bytes = [UInt8](data)
+    guard let newline = bytes.firstIndex(of: 10), newline > 0 else { return }
+    let contentType = String(decoding: bytes[1..<newline], as: UTF8.self)
+    let body = Array(bytes[(newline + 1)...])
+    var seed = UInt64(bytes[0]) | 1
+    let pieces = (0..<8).map { _ in
+        seed = seed &* 6364136223846793005 &+ 1442695040888963407
+        return 1 + Int(seed >> 58)
+    }
+    let whole = multipartFile(contentType: contentType, body: body, pieces: [])
+    let split = multipartFile(contentType: contentType, body: body, pieces: pieces)
+    switch (whole, split) {
+    case (nil, nil):
+        break
+    case (.success(let a)?, .success(let b)?):
+        if a != b { fatalError("the file part differs when the body comes in pieces of \(pieces): \(a.count) bytes whole, \(b.count) split") }
+        if a.count > body.count { fatalError("the file part is longer than the body") }
+    case (.failure?, .failure?):
+        // The reason may differ (a part's headers too long shows at another point), not the
+        // refusal.
+        break
+    default:
+        fatalError("whole and split bodies answered differently: \(String(describing: whole)) against \(String(describing: split)), pieces \(pieces)")
+    }
+}
+
+// MARK: A store of the run's own
+
+/// A SQLite store in a fresh directory, with a user and a registered server-to-server key.
+struct FuzzStore: Sendable {
+    let store: RecordStore
+    let user: User
+    let key: P256.Signing.PrivateKey
+    let keyID: String
+
+    static let shared: FuzzStore = blocking {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("recordfuzz-\(getpid())").path
+        try? FileManager.default.removeItem(atPath: directory)
+        try! FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        atexit { try? FileManager.default.removeItem(at: FileManager.default.temporaryDirectory.appendingPathComponent("recordfuzz-\(getpid())")) }
+        var limits = StoreLimits()
+        limits.quota = Quota(records: 1 << 40, bytes: 1 << 50)
+        let store = RecordStore(engine: try! SQLiteEngine(path: directory + "/records.sqlite"), limits: limits)
+        let user = try! await store.createUser(named: "fuzz", tokenHash: Credentials.hash(Credentials.newToken()))
+        let key = P256.Signing.PrivateKey()
+        let keyID = try! await store.addServerKey(forUserNamed: "fuzz", publicKeyPEM: key.publicKey.pemRepresentation)
+        return FuzzStore(store: store, user: user, key: key, keyID: keyID)
+    }
+}
+
+// MARK: Signed asset URLs
+
+func fuzzSignedURL(_ data: Data) {
+    let fuzz = FuzzStore.shared
+    // Odd first byte: the rest is a payload the store signs, so that grants' JSON is reached;
+    // even: the rest is a token as a URL carries it.
+    let signs = data.first.map { $0 & 1 == 1 } ?? false
+    let rest = Data(data.dropFirst())
+    blocking {
+        let token: String
+        if signs {
+            let key = try! await fuzz.store.assetSigner.signingKey()
+            token = AssetSigner.sign(rest, with: key)
+            guard try! await fuzz.store.assetSigner.verify(token) == rest else { fatalError("a token the store signed did not verify to its payload") }
+        } else {
+            token = String(decoding: rest, as: UTF8.self)
+        }
+        for read in [{ _ = try await fuzz.store.uploadGrant(token) }, { _ = try await fuzz.store.downloadGrant(token) }] as [@Sendable () async throws -> Void] {
+            do {
+                try await read()
+            } catch let error as RecordSyncError {
+                if error.code == .internalError { fatalError("INTERNAL_ERROR for a signed URL: \(error)") }
+            } catch {
+                fatalError("a signed URL threw \(error), not a RecordSyncError")
+            }
+        }
+    }
+}
+
+// MARK: Server-to-server signatures
+
+func fuzzSignature(_ data: Data) {
+    let fuzz = FuzzStore.shared
+    // The first byte's bits: 1 the registered key's ID, 2 the current date, 4 signed by the
+    // harness with the registered key, 8 sent twice. Then lines: key ID, date, signature, path;
+    // the rest is the body.
+    guard let flags = data.first else { return }
+    var lines = Data(data.dropFirst()).split(separator: 10, maxSplits: 4, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+    while lines.count < 5 { lines.append("") }
+    let date = flags & 2 != 0 ? ISO8601DateFormatter().string(from: Date()) : lines[1]
+    var request = SignedRequest(keyID: flags & 1 != 0 ? fuzz.keyID : lines[0], date: date, signature: lines[2], body: Data(lines[4].utf8), subpath: lines[3])
+    let signed = flags & 4 != 0
+    if signed { request.signature = try! fuzz.key.signature(for: request.message).derRepresentation.base64EncodedString() }
+    // Only a signature made with the key can verify; one made with it over the current date
+    // must, once.
+    let mayVerify = signed && request.keyID == fuzz.keyID
+    let mustVerify = signed && flags & 3 == 3
+    let sent = request
+    blocking {
+        for attempt in 0..<(flags & 8 != 0 ? 2 : 1) {
+            do {
+                let user = try await fuzz.store.verify(sent)
+                if !mayVerify { fatalError("a request the harness did not sign with the key verified: \(sent)") }
+                if attempt == 1 { fatalError("a replayed signature verified") }
+                if user != fuzz.user { fatalError("the signature verified as another user") }
+            } catch let error as RecordSyncError {
+                if error.code != .authenticationFailed { fatalError("a signature check answered \(error), not AUTHENTICATION_FAILED") }
+                if mustVerify && attempt == 0 { fatalError("a request signed with the registered key, dated now, was refused: \(error)") }
+            } catch {
+                fatalError("a signature check threw \(error), not a RecordSyncError")
+            }
+        }
+    }
+}
+
+// MARK: records/modify through the rules
+
+func fuzzRules(_ data: Data) {
+    let fuzz = FuzzStore.shared
+    // A body starting with `P` goes to the public database (without the `P`), any other to the
+    // user's private one.
+    let isPublic = data.first == UInt8(ascii: "P")
+    let body = isPublic ? Data(data.dropFirst()) : data
+    let scope = DatabaseScope(container: "iCloud.fuzz", environment: "development", kind: isPublic ? .public : .private, user: fuzz.user)
+    blocking {
+        do {
+            let request = try JSONBody.decode(ModifyRecordsRequest.self, from: body)
+            let answer = try await fuzz.store.modifyRecords(request, in: scope)
+            for result in answer.records {
+                if case .failure(let error) = result, error.code == .internalError { fatalError("INTERNAL_ERROR for a record: \(error)") }
+            }
+            _ = try JSONBody.response(answer, numbersAsStrings: request.numbersAsStrings == true)
+        } catch let error as RecordSyncError {
+            if error.code == .internalError { fatalError("INTERNAL_ERROR for a records/modify body: \(error)") }
+        } catch {
+            fatalError("records/modify threw \(error), not a RecordSyncError")
+        }
+    }
+}
