@@ -258,8 +258,8 @@ public final class PostgresEngine: StorageEngine {
             if let retry = PostgresRetry(error) { throw retry }
             if isConnectionLost(error) { throw connectionLost(PostgresEngineError.describe(error)) }
             throw RecordSyncError(.internalError, "storage error: \(PostgresEngineError.describe(error))")
-        } catch is PostgresConnectionLost {
-            throw connectionLost("the connection closed")
+        } catch let error as PostgresConnectionLost {
+            throw connectionLost(error.description)
         } catch let error as PostgresDecodingError {
             throw RecordSyncError(.internalError, "storage error: cannot decode column \(error.columnName)")
         }
@@ -267,13 +267,22 @@ public final class PostgresEngine: StorageEngine {
 }
 
 extension PostgresEngine {
-    /// Whether the connection under a statement was lost: closed by either side, the database
-    /// shutting down or not yet accepting connections (SQLSTATE class 57P), or any connection
-    /// exception (class 08).
+    /// Whether the connection under a statement was lost: closed by the server or cut; closed
+    /// here because of that (not because the driver met something it could not read); the
+    /// database shutting down or not yet accepting connections (SQLSTATE 57P01–57P03); a
+    /// connection exception (class 08, but not 08P01, a protocol violation, which is a bug that
+    /// retrying would only hide).
     static func isConnectionLost(_ error: PSQLError) -> Bool {
-        if [.serverClosedConnection, .clientClosedConnection, .connectionError, .uncleanShutdown, .poolClosed].contains(error.code) { return true }
+        if [.serverClosedConnection, .connectionError, .uncleanShutdown].contains(error.code) { return true }
+        if error.code == .clientClosedConnection {
+            switch error.underlying {
+            case nil: return true
+            case let inner as PSQLError: return isConnectionLost(inner)
+            case let other?: return other is IOError || other is ChannelError
+            }
+        }
         guard let state = error.serverInfo?[.sqlState] else { return false }
-        return state.hasPrefix("57P") || state.hasPrefix("08")
+        return ["57P01", "57P02", "57P03"].contains(state) || (state.hasPrefix("08") && state != "08P01")
     }
 
     /// TRY_AGAIN_LATER for a statement whose connection was lost: a transient failure, though

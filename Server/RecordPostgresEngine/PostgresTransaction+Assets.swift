@@ -155,13 +155,12 @@ struct PostgresAssetChunks: AssetByteStore {
         while next <= last {
             let from = next, upTo = min(last, next + Self.chunksPerRead - 1)
             let pieces: [(Int32, ByteBuffer)] = try await PostgresEngine.translatingErrors {
-                var pieces: [(Int32, ByteBuffer)] = []
-                for try await row in try await engine.client.query("""
-                    SELECT idx, bytes FROM asset_chunks WHERE checksum = \(checksum) AND idx BETWEEN \(from) AND \(upTo) ORDER BY idx
-                    """, logger: engine.logger) {
-                    pieces.append(try row.decode((Int32, ByteBuffer).self))
+                let answer = try await engine.client.withConnection { connection in
+                    try await connection.answering("""
+                        SELECT idx, bytes FROM asset_chunks WHERE checksum = \(checksum) AND idx BETWEEN \(from) AND \(upTo) ORDER BY idx
+                        """, logger: engine.logger).get()
                 }
-                return pieces
+                return try answer.rows.map { try $0.decode((Int32, ByteBuffer).self) }
             }
             guard pieces.count == Int(upTo - from + 1) else { throw RecordSyncError(.notFound, "the asset's bytes are not stored") }
             for (index, bytes) in pieces {

@@ -347,21 +347,18 @@ extension PostgresConnection {
     /// `query(_:logger:)`, sure to be answered. PostgresNIO never answers a statement written to
     /// a connection that has already closed (the database stopped between two statements of a
     /// transaction): its handler is gone and the write fails unseen, so a thread waiting for the
-    /// answer would wait for good. A check queued on the connection's event loop behind the
-    /// write fails the answer when the connection is closed by then; a statement the open
-    /// connection took is answered, or failed when it closes, by the driver.
+    /// answer would wait for good. The statement is written from the connection's event loop,
+    /// where the channel's state cannot change under it: a closed connection fails it at once,
+    /// and an open one hands it to the driver, which answers it or fails it when it closes.
     func answering(_ query: PostgresQuery, logger: Logger) -> EventLoopFuture<PostgresQueryResult> {
-        let answer = eventLoop.makePromise(of: PostgresQueryResult.self)
-        // Writes from off the event loop are queued on it in order: this check runs after the
-        // write was handled.
-        self.query(query, logger: logger).cascade(to: answer)
-        eventLoop.execute {
-            if self.isClosed { answer.fail(PostgresConnectionLost()) }
+        eventLoop.flatSubmit {
+            guard !self.isClosed else { return self.eventLoop.makeFailedFuture(PostgresConnectionLost()) }
+            return self.query(query, logger: logger)
         }
-        return answer.futureResult
     }
 }
 
-/// The connection to the database closed under a statement (an answer failed twice is
-/// answered once: the first failure wins).
-struct PostgresConnectionLost: Error {}
+/// The connection to the database was closed when a statement was to be sent on it.
+struct PostgresConnectionLost: Error, CustomStringConvertible {
+    var description: String { "the connection to the database is closed" }
+}

@@ -173,14 +173,16 @@ extension SyncEngine {
         return keys.allSatisfy { same(server.fields[$0], as: local.fields[$0], zone: zone) }
     }
 
-    /// Whether a server's value is the one a save sent: equal, or the same asset (its checksum;
-    /// the server's download URL is signed anew for each answer) or the same reference (one
-    /// without a zone ID is to the record's own `zone`, which the server may write out).
+    /// Whether a server's value is the one a save sent: equal, or the same stored asset (the
+    /// same checksum and size; the server signs its download URL anew for each answer) or the
+    /// same reference (one without a zone ID is to the record's own `zone`, which the server
+    /// may write out).
     static func same(_ server: FieldValue?, as local: FieldValue?, zone: String?) -> Bool {
+        if server == local { return true }
         switch (server, local) {
         case (.asset(let server)?, .asset(let local)?):
-            guard case .string(let checksum)? = server["fileChecksum"] else { return false }
-            return local["fileChecksum"] == .string(checksum)
+            guard server["downloadURL"] != nil, case .string(let checksum)? = server["fileChecksum"] else { return false }
+            return local["fileChecksum"] == .string(checksum) && local["size"] == server["size"]
         case (.reference(let server)?, .reference(let local)?):
             return server.recordName == local.recordName && server.action == local.action
                 && (server.zoneID?.zoneName ?? zone) == (local.zoneID?.zoneName ?? zone)

@@ -57,6 +57,9 @@ func fuzzMultipart(_ data: Data) {
     guard let newline = bytes.firstIndex(of: 10), newline > 0 else { return }
     let contentType = String(decoding: bytes[1..<newline], as: UTF8.self)
     let body = Array(bytes[(newline + 1)...])
+    // Past 64 KiB without a boundary or a part's header end the body is refused, and whether
+    // that shows before the end depends on where the pieces fall.
+    guard body.count <= 64 * 1024 else { return }
     var seed = UInt64(bytes[0]) | 1
     let pieces = (0..<8).map { _ in
         seed = seed &* 6364136223846793005 &+ 1442695040888963407
