@@ -54,11 +54,6 @@ public final class PostgresEngine: StorageEngine {
     public var changeRelay: (any ChangeRelay)? { relay }
     /// Asset bytes: rows of this database, so every server serves every asset.
     public var assetBytes: any AssetByteStore { PostgresAssetChunks(engine: self) }
-    /// A pause before each write's commit, for tests that prove a reader never skips a change
-    /// committed late (`RECORDSYNC_TEST_COMMIT_DELAY_MS`; never set in production).
-    let commitDelay: Duration? = ProcessInfo.processInfo.environment["RECORDSYNC_TEST_COMMIT_DELAY_MS"]
-        .flatMap(Int.init).flatMap { $0 > 0 ? .milliseconds($0) : nil }
-
     /// Connects to the database `location` names, brings its schema up to date (under a lock,
     /// so that servers starting together do not race) and opens a pool of at most
     /// `maximumConnections` connections.
@@ -158,7 +153,7 @@ public final class PostgresEngine: StorageEngine {
                     try transaction.execute("BEGIN")
                     switch try body(transaction) {
                     case .commit(let value):
-                        if let delay = self.commitDelay { Thread.sleep(forTimeInterval: Double(delay.components.attoseconds) / 1e18 + Double(delay.components.seconds)) }
+                        CommitDelay.pause()
                         try transaction.execute("COMMIT")
                         return value
                     case .rollback(let value):

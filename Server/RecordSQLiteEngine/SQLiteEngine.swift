@@ -58,6 +58,7 @@ public final class SQLiteEngine: StorageEngine {
                     switch try body(SQLiteTransaction(db)) {
                     case .commit(let result):
                         value = result
+                        CommitDelay.pause()
                         return .commit
                     case .rollback(let result):
                         value = result

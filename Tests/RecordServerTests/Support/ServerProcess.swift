@@ -12,8 +12,8 @@ final class ServerProcess: Sendable {
 
     /// Starts the server with `data` as its data directory (and `arguments`) and waits until it logs
     /// `listening on http://HOST:PORT`.
-    init(data: String, arguments: [String] = []) async throws {
-        child = try ChildProcess("recordserver", ["--port", "0", "--data", data] + arguments)
+    init(data: String, arguments: [String] = [], environment: [String: String] = [:]) async throws {
+        child = try ChildProcess("recordserver", ["--port", "0", "--data", data] + arguments, environment: environment)
         guard let line = try await child.waitFor(#"listening on http://127\.0\.0\.1:\d+"#),
               let port = Int(line.split(separator: ":").last ?? "") else {
             _ = await child.stop(signal: SIGKILL)
