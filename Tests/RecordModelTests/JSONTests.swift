@@ -15,6 +15,13 @@ import Testing
         ("{}", .object([:])),
         (#""é""#, .string("é")),
         ("\u{FEFF}[1]", .array([.int(1)])),
+        // Integers of up to 18 characters are read without a string; longer ones with one.
+        ("[-0, 0, 999999999999999999, -99999999999999999, 1000000000000000000, -9223372036854775808]",
+         .array([.int(0), .int(0), .int(999_999_999_999_999_999), .int(-99_999_999_999_999_999), .int(1_000_000_000_000_000_000), .int(Int64.min)])),
+        ("-9223372036854775809", .double(-9223372036854775809)),
+        // A repeated key keeps its last value, in nested objects too (their members share a stack).
+        (#"{"a": 1, "b": {"a": 2, "a": 3, "c": {}}, "a": 4, "d": [{"e": 5}, {}]}"#,
+         .object(["a": .int(4), "b": .object(["a": .int(3), "c": .object([:])]), "d": .array([.object(["e": .int(5)]), .object([:])])])),
     ])
     func parsesValidJSON(text: String, expected: JSONValue) throws {
         #expect(try JSONValue.parse(text) == expected)
@@ -23,6 +30,7 @@ import Testing
     @Test(arguments: [
         "", "{", "[1,]", "{\"a\" 1}", "01", "1.", "-", "1e", "tru", "\"abc", "\"\u{1}\"", "\"\\x\"",
         "\"\\ud83d\"", "\"\\ude00\"", "[1] 2", "1e400", "{\"a\":1,}", "NaN",
+        "{\"a\": {\"b\": 1, }}", "{\"a\": 1 \"b\": 2}", "-a", "--1",
     ])
     func refusesInvalidJSON(text: String) {
         #expect(throws: JSONParseError.self) { try JSONValue.parse(text) }
@@ -312,5 +320,54 @@ import Testing
         do { _ = try JSONDecoder().decode(ModifyRecordsRequest.self, from: Data(body.utf8)) } catch { foundation = describe(error) }
         do { _ = try JSONValueDecoder().decode(ModifyRecordsRequest.self, from: Data(body.utf8)) } catch { tree = describe(error) }
         #expect(tree == foundation)
+    }
+}
+
+/// The compact form of a change page (`recordSyncCompact`) as the server writes it.
+@Suite struct CompactPageTests {
+    static func page(_ fields: [String?]) -> StoredZoneChanges {
+        var page = StoredZoneChanges(zoneID: ZoneID(zoneName: "Z", ownerRecordName: "_owner"), entries: fields.enumerated().map { index, text in
+            StoredZoneChanges.Entry(record: Record(recordName: "r\(index)", recordType: "T", zoneID: ZoneID(zoneName: "Z", ownerRecordName: "_owner"),
+                                                   recordChangeTag: "\(index)", created: Stamp(timestamp: 1, userRecordName: "_owner"),
+                                                   modified: Stamp(timestamp: 2, userRecordName: "_owner")), fieldsJSON: text)
+        }, syncToken: "token", moreComing: false)
+        page.compact = true
+        return page
+    }
+
+    static func written(_ page: StoredZoneChanges) throws -> JSONValue {
+        try JSONValue.parse(JSONValueEncoder().encode(page))
+    }
+
+    @Test func fieldsLoseTheirTypesToThePage() throws {
+        let json = try Self.written(Self.page([
+            #"{"f":{"type":"STRING","value":"x \"y\""},"g":{"recordSyncType":"BOOLEAN","type":"INT64","value":1},"h":{"type":"STRING"}}"#,
+            #"{"f":{"type":"STRING","value":"z"}}"#,
+        ]))
+        #expect(json["recordSyncFieldTypes"] == .object(["T": .object([
+            "f": .object(["type": .string("STRING")]),
+            "g": .object(["recordSyncType": .string("BOOLEAN"), "type": .string("INT64")]),
+            "h": .object(["type": .string("STRING")]),
+        ])]))
+        guard case .array(let records)? = json["records"] else { Issue.record("no records"); return }
+        #expect(records.map { $0["fields"] } == [
+            .object(["f": .string(#"x "y""#), "g": .int(1), "h": .null]),
+            .object(["f": .string("z")]),
+        ])
+        #expect(records.allSatisfy { $0["zoneID"] == nil && $0["recordName"] != nil && $0["created"] != nil })
+    }
+
+    /// Types the compact form cannot share (a schema never allows them) or text that is not
+    /// the wire form of fields: the page is written in CloudKit's form.
+    @Test(arguments: [
+        [#"{"f":{"type":"STRING","value":"x"}}"#, #"{"f":{"type":"INT64","value":1}}"#],
+        [#"{"f":"x"}"#],
+        [#"{"f":[1]}"#],
+    ])
+    func aPageTheCompactFormCannotHoldIsWrittenInCloudKitsForm(_ fields: [String]) throws {
+        let json = try Self.written(Self.page(fields))
+        #expect(json["recordSyncFieldTypes"] == nil)
+        guard case .array(let records)? = json["records"] else { Issue.record("no records"); return }
+        #expect(records.allSatisfy { $0["zoneID"] != nil })
     }
 }

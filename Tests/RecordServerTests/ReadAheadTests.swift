@@ -5,6 +5,7 @@ import Logging
 import RecordModel
 import ServiceLifecycle
 import TestSupport
+import Synchronization
 import Testing
 
 /// `ChangePageReadAhead`: the next change page is read before it is asked for, and a request
@@ -33,6 +34,36 @@ import Testing
     func page(since token: String?, _ readAhead: ChangePageReadAhead<PreparedResponse>, _ store: RecordStore, _ scope: DatabaseScope) async throws -> ZoneChanges {
         let answer = try await readAhead.answer(RecordChangesRequest(syncToken: token, resultsLimit: 2), in: scope, from: store, gzip: false)
         return try JSONDecoder().decode(ZoneChanges.self, from: Data(buffer: answer.body))
+    }
+
+    /// The first page of a read is answered once it is encoded, before the page read with it.
+    @Test func aPageReadAheadIsAnsweredBeforeThePageReadWithItIsEncoded() async throws {
+        try await withArtists(6) { store, scope in
+            let readAhead = ChangePageReadAhead<StoredZoneChanges>()
+            // The third page's encoding waits until the test lets it go, or gives up after 10 s.
+            let held = Mutex(true), gaveUp = Mutex(false)
+            let encode: ChangePageReadAhead<StoredZoneChanges>.Encode = { page in
+                if page.entries.first?.record.recordName == "a4" {
+                    let start = ContinuousClock.now
+                    while held.withLock({ $0 }) {
+                        if ContinuousClock.now - start > .seconds(10) { gaveUp.withLock { $0 = true }; break }
+                        Thread.sleep(forTimeInterval: 0.001)
+                    }
+                }
+                return page
+            }
+            func page(_ token: String?) async throws -> StoredZoneChanges {
+                try await readAhead.answer(RecordChangesRequest(syncToken: token, resultsLimit: 2), in: scope, from: store, variant: "test", encode: encode)
+            }
+            let first = try await page(nil)
+            let second = try await page(first.syncToken)
+            #expect(second.entries.map(\.record.recordName) == ["a2", "a3"])
+            #expect(!gaveUp.withLock { $0 }, "the second page waited for the third's encoding")
+            held.withLock { $0 = false }
+            let third = try await page(second.syncToken)
+            #expect(third.entries.map(\.record.recordName) == ["a4", "a5"])
+            #expect(readAhead.statistics.served == 2)
+        }
     }
 
     @Test func eachPageAfterTheFirstIsReadAhead() async throws {
@@ -68,7 +99,8 @@ import Testing
             let readAhead = ChangePageReadAhead<PreparedResponse>()
             let first = try await page(since: nil, readAhead, store, scope)
             await readAhead.settle()
-            #expect(readAhead.keptPageCount == 2 && readAhead.keptReads.count == 1)
+            // Each kept page has its task: the read, and the second page's encoding.
+            #expect(readAhead.keptPageCount == 2 && readAhead.keptReads.count == 2)
             let second = try await page(since: first.syncToken, readAhead, store, scope)
             await readAhead.settle()
             // The third page was kept; answering the second read the fourth and the fifth.

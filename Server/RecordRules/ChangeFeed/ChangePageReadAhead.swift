@@ -10,7 +10,10 @@ import ServiceLifecycle
 /// were part of every step of that chain. When a `records/changes` answer says more is coming,
 /// the next request is already known: the same request with the new token, from the same
 /// user. The next ``depth`` pages are read in one snapshot and encoded in the background, and
-/// kept here; when the client takes the first of them, the next ``depth`` are read, so that a
+/// kept here: the first of them can be taken as soon as it is encoded, and each after it is
+/// encoded by a task of its own (a client that asks for the next page as soon as it has read a
+/// page's head would otherwise wait for them all). When the client takes the first of them, the
+/// next ``depth`` are read, so that a
 /// read is under way while the client asks for and takes the pages already read, and the
 /// fixed cost of a read (its round trips to the database) is shared by ``depth`` pages. A
 /// request, when it comes, gets its page provided the zone's feed has not moved since it was
@@ -56,6 +59,22 @@ public final class ChangePageReadAhead<Answer: Sendable>: Service, @unchecked Se
         var id: Int
         /// The page, once read.
         var prepared: Prepared?
+        /// For a page read with the one before it and being encoded: the request for the page
+        /// after it, if more is coming. (The first page of a read has its read bring the pages
+        /// after it.)
+        var encoding: RecordChangesRequest?? = nil
+    }
+
+    /// A page read, not yet encoded.
+    private struct ReadPage {
+        var request: RecordChangesRequest
+        var page: StoredZoneChanges
+        var mark: ChangeFeedMark
+        var next: RecordChangesRequest?
+
+        func prepared(_ encode: Encode) throws -> Prepared {
+            Prepared(answer: try encode(page), mark: mark, next: next)
+        }
     }
 
     /// How long a page read ahead is kept for its request.
@@ -132,7 +151,7 @@ public final class ChangePageReadAhead<Answer: Sendable>: Service, @unchecked Se
             }
             lock.withLock { counts.readAgain += 1 }
         }
-        let prepared = try await Self.prepare(request, pages: 1, in: scope, from: store, encode: encode)[0].prepared
+        let prepared = try await Self.read(request, pages: 1, in: scope, from: store)[0].prepared(encode)
         readAhead(after: prepared, in: scope, from: store, variant: variant, encode: encode)
         return prepared.answer
     }
@@ -145,22 +164,22 @@ public final class ChangePageReadAhead<Answer: Sendable>: Service, @unchecked Se
         return try await withTaskCancellationHandler(operation: { try await read.value }, onCancel: { read.cancel() })
     }
 
-    /// Reads up to `count` consecutive pages from `request` on in one snapshot, and encodes
-    /// them; each with the request it answers.
-    private static func prepare(_ request: RecordChangesRequest, pages count: Int, in scope: DatabaseScope, from store: RecordStore,
-                                encode: Encode) async throws -> [(request: RecordChangesRequest, prepared: Prepared)] {
+    /// Reads up to `count` consecutive pages from `request` on in one snapshot; each with the
+    /// request it answers.
+    private static func read(_ request: RecordChangesRequest, pages count: Int, in scope: DatabaseScope,
+                             from store: RecordStore) async throws -> [ReadPage] {
         var asked = request
-        var prepared: [(request: RecordChangesRequest, prepared: Prepared)] = []
+        var read: [ReadPage] = []
         for (page, mark) in try await store.recordChangesPages(request, in: scope, count: count) {
             var next: RecordChangesRequest?
             if page.moreComing {
                 next = asked
                 next?.syncToken = page.syncToken
             }
-            prepared.append((asked, Prepared(answer: try encode(page), mark: mark, next: next)))
+            read.append(ReadPage(request: asked, page: page, mark: mark, next: next))
             if let next { asked = next }
         }
-        return prepared
+        return read
     }
 
     /// After `prepared` was answered: unless the pages after it that are kept reach a read
@@ -179,9 +198,14 @@ public final class ChangePageReadAhead<Answer: Sendable>: Service, @unchecked Se
             var next = prepared.next
             var ahead = 0
             while let request = next, let kept = pages[Key(scope: scope, request: request, variant: variant)] {
-                guard let read = kept.prepared else { return }  // a read under way brings the pages after it
                 ahead += 1
-                next = read.next
+                if let read = kept.prepared {
+                    next = read.next
+                } else if let encoding = kept.encoding {
+                    next = encoding
+                } else {
+                    return  // a read under way brings the pages after it
+                }
             }
             guard let request = next, ahead < depth else { return }
             if pages.count >= capacity {
@@ -194,34 +218,53 @@ public final class ChangePageReadAhead<Answer: Sendable>: Service, @unchecked Se
             nextID += 1
             let id = nextID
             // Owned by this object from here: kept in `pages` until taken, or cancelled when dropped.
+            // The first page is answered as soon as it is encoded; the others are encoded after it.
             let read = Task {
-                let read = try await Self.prepare(request, pages: depth, in: scope, from: store, encode: encode)
-                self.keep(read, readFor: key, id: id)
-                return read[0].prepared
+                let read = try await Self.read(request, pages: depth, in: scope, from: store)
+                let first = try read[0].prepared(encode)
+                self.keep(first, readFor: key, id: id)
+                self.encodeLater(read.dropFirst(), scope: scope, variant: variant, encode: encode)
+                return first
             }
             pages[key] = Kept(read: read, until: now + lifetime, id: id)
         }
         for read in dropped { read.cancel() }
     }
 
-    /// Notes that the read `id` (of the page `key` names) is done, and keeps the pages read
-    /// with it (unless the read was dropped meanwhile), while there is room. The first page is
-    /// the read's own: its request may have taken it already.
-    private func keep(_ read: [(request: RecordChangesRequest, prepared: Prepared)], readFor key: Key, id: Int) {
+    /// Notes that the read `id` of the page `key` names is done (its request may have taken it
+    /// already, and it may have been dropped).
+    private func keep(_ prepared: Prepared, readFor key: Key, id: Int) {
         guard !Task.isCancelled else { return }
+        lock.withLock {
+            guard !stopped else { return }
+            if var kept = pages[key], kept.id == id {
+                kept.prepared = prepared
+                kept.encoding = nil
+                pages[key] = kept
+            }
+        }
+    }
+
+    /// Keeps the pages read after a read's first, each encoded by a task of its own, while
+    /// there is room.
+    private func encodeLater(_ read: ArraySlice<ReadPage>, scope: DatabaseScope, variant: String, encode: @escaping Encode) {
+        guard !read.isEmpty, !Task.isCancelled else { return }
         let until = ContinuousClock.now + lifetime
         var replaced: [Task<Prepared, any Error>] = []
         lock.withLock {
             guard !stopped else { return }
-            if var first = pages[key], first.id == id {
-                first.prepared = read[0].prepared
-                pages[key] = first
-            }
-            for (request, prepared) in read.dropFirst() {
-                let page = Key(scope: key.scope, request: request, variant: key.variant)
-                if pages[page] == nil && pages.count >= capacity { break }
+            for page in read {
+                let key = Key(scope: scope, request: page.request, variant: variant)
+                if pages[key] == nil && pages.count >= capacity { break }
                 nextID += 1
-                if let old = pages.updateValue(Kept(read: nil, until: until, id: nextID, prepared: prepared), forKey: page), let read = old.read {
+                let id = nextID
+                let task = Task {
+                    let prepared = try page.prepared(encode)
+                    self.keep(prepared, readFor: key, id: id)
+                    return prepared
+                }
+                if let old = pages.updateValue(Kept(read: task, until: until, id: id, encoding: .some(page.next)), forKey: key),
+                   let read = old.read {
                     replaced.append(read)
                 }
             }
@@ -229,4 +272,3 @@ public final class ChangePageReadAhead<Answer: Sendable>: Service, @unchecked Se
         for read in replaced { read.cancel() }
     }
 }
-

@@ -61,6 +61,9 @@ struct DatabaseRoutes: Sendable {
         ("changes/zone", [.post], { routes, body, scope in
             let request = try JSONBody.decode(ZoneChangesRequest.self, from: body)
             try routes.limits.checkCount(request.zones.count, of: "zones")
+            if request.zones.contains(where: { $0.recordSyncCompact != nil }) {
+                throw RecordSyncError(.badRequest, "recordSyncCompact is taken by records/changes only, not by changes/zone")
+            }
             let numbersAsStrings = request.numbersAsStrings == true || request.zones.contains { $0.numbersAsStrings == true }
             var results: [ZoneChangesResult] = []
             for var zone in request.zones {
@@ -333,8 +336,11 @@ extension ChangePageReadAhead where Answer == PreparedResponse {
         var context = JSONBody.context
         context.acceptsGzip = gzip
         context.numbersAsStrings = request.numbersAsStrings == true
+        let compact = request.recordSyncCompact == true
         return try await answer(request, in: scope, from: store, variant: gzip ? "gzip" : "identity") { [context] page in
-            try JSONBody.$context.withValue(context) { try JSONBody.prepared(page) }
+            var page = page
+            page.compact = compact
+            return try JSONBody.$context.withValue(context) { try JSONBody.prepared(page) }
         }
     }
 }

@@ -143,6 +143,23 @@ extension Record: JSONDirectWritable {
     /// `fieldsJSON`, when given, is written as the record's fields instead of ``fields``: the
     /// stored wire form, copied as is (see ``StoredZoneChanges``).
     func write(to writer: inout JSONWriter, cascadedRecordNames: [String]?, fieldsJSON: String? = nil) throws {
+        try write(to: &writer, cascadedRecordNames: cascadedRecordNames, withZoneID: true) { writer in
+            try writeFields(to: &writer, fieldsJSON: fieldsJSON)
+        }
+    }
+
+    /// The record's fields in their wire form: `fieldsJSON` as is, or else ``fields``.
+    func writeFields(to writer: inout JSONWriter, fieldsJSON: String?) throws {
+        if let fieldsJSON {
+            writer.bytes.append(contentsOf: fieldsJSON.utf8)
+        } else {
+            try writer.sortedObject(fields) { try $1.write(to: &$0) }
+        }
+    }
+
+    /// The record with its fields written by `writeFields`, and its `zoneID` only `withZoneID`.
+    func write(to writer: inout JSONWriter, cascadedRecordNames: [String]?, withZoneID: Bool,
+               fields writeFields: (inout JSONWriter) throws -> Void) throws {
         var first = true
         writer.open()
         if let cascadedRecordNames {
@@ -153,17 +170,13 @@ extension Record: JSONDirectWritable {
         if deleted { writer.key("deleted", first: &first); writer.bytes.append(contentsOf: "true".utf8) }
         if !deleted {
             writer.key("fields", first: &first)
-            if let fieldsJSON {
-                writer.bytes.append(contentsOf: fieldsJSON.utf8)
-            } else {
-                try writer.sortedObject(fields) { try $1.write(to: &$0) }
-            }
+            try writeFields(&writer)
             if let modified { writer.key("modified", first: &first); modified.write(to: &writer) }
             if let recordChangeTag { writer.key("recordChangeTag", first: &first); writer.writeString(recordChangeTag) }
         }
         writer.key("recordName", first: &first); writer.writeString(recordName)
         writer.key("recordType", first: &first); writer.writeString(recordType)
-        if let zoneID { writer.key("zoneID", first: &first); zoneID.write(to: &writer) }
+        if withZoneID, let zoneID { writer.key("zoneID", first: &first); zoneID.write(to: &writer) }
         writer.close()
     }
 }
@@ -196,13 +209,20 @@ extension JSONWriter {
     ///
     /// Unlike other objects, its keys are not sorted: `moreComing` and `syncToken` come before
     /// `records`, so a client can ask for the next page as soon as it has read them, without
-    /// stepping over the records (``StoredZoneChanges/continuation(of:)``).
-    mutating func changePage(moreComing: Bool, syncToken: String, zoneID: ZoneID, includedRecords: [Record]?, records: (inout JSONWriter) throws -> Void) throws {
+    /// stepping over the records (``StoredZoneChanges/continuation(of:)``). A compact page's
+    /// `recordSyncFieldTypes` (each type's fields, each field's object without its value) comes
+    /// before its records too.
+    mutating func changePage(moreComing: Bool, syncToken: String, zoneID: ZoneID, fieldTypes: [String: [String: [UInt8]]]? = nil,
+                             includedRecords: [Record]?, records: (inout JSONWriter) throws -> Void) throws {
         var first = true
         open()
         key("moreComing", first: &first); bytes.append(contentsOf: (moreComing ? "true" : "false").utf8)
         key("syncToken", first: &first); writeString(syncToken)
         key("zoneID", first: &first); zoneID.write(to: &self)
+        if let fieldTypes {
+            key("recordSyncFieldTypes", first: &first)
+            sortedObject(fieldTypes) { writer, fields in writer.sortedObject(fields) { $0.bytes.append(contentsOf: $1) } }
+        }
         key("records", first: &first)
         try records(&self)
         if let includedRecords {
@@ -223,8 +243,137 @@ extension ZoneChanges: JSONDirectWritable {
 
 extension StoredZoneChanges: JSONDirectWritable {
     func write(to writer: inout JSONWriter) throws {
+        // A page the compact form cannot hold (see compactRecords) is written in CloudKit's form.
+        if compact, let (records, fieldTypes) = try? compactRecords(like: writer) {
+            try writer.changePage(moreComing: moreComing, syncToken: syncToken, zoneID: zoneID, fieldTypes: fieldTypes,
+                                  includedRecords: includedRecords) { $0.bytes.append(contentsOf: records) }
+            return
+        }
         try writer.changePage(moreComing: moreComing, syncToken: syncToken, zoneID: zoneID, includedRecords: includedRecords) { writer in
             try writer.array(entries) { try $1.record.write(to: &$0, cascadedRecordNames: nil, fieldsJSON: $1.fieldsJSON) }
+        }
+    }
+
+    /// The page's records array in the compact form, and the field types it leaves out; `nil`
+    /// when two records of one type give a field different types (which a zone's schema never
+    /// lets happen), and the page must then be written in CloudKit's form.
+    ///
+    /// Each record is written as in CloudKit's form (by `writer`'s options) without its
+    /// `zoneID`, and each field's object is replaced by its `value` (`null` if it has none).
+    func compactRecords(like writer: JSONWriter) throws -> (records: [UInt8], fieldTypes: [String: [String: [UInt8]]])? {
+        var out = writer, fields = writer
+        out.bytes = []
+        out.bytes.reserveCapacity(entries.count * 384)
+        fields.bytes = []
+        var fieldTypes: [String: [String: [UInt8]]] = [:]
+        var consistent = true
+        try out.array(entries) { out, entry in
+            try entry.record.write(to: &out, cascadedRecordNames: nil, withZoneID: false) { out in
+                fields.bytes.removeAll(keepingCapacity: true)
+                try entry.record.writeFields(to: &fields, fieldsJSON: entry.fieldsJSON)
+                if !(try Self.writeValues(of: fields.bytes, to: &out, types: &fieldTypes[entry.record.recordType, default: [:]])) {
+                    consistent = false
+                }
+            }
+        }
+        return consistent ? (out.bytes, fieldTypes) : nil
+    }
+
+    /// Writes wire-form `fields` (`{"NAME": {"type": …, "value": …}, …}`, as the server wrote
+    /// them) as `{"NAME": value, …}`, each field's object without its `value` member going to
+    /// `types`. Whether every field's object matched the one `types` had for it.
+    private static func writeValues(of fields: [UInt8], to out: inout JSONWriter, types: inout [String: [UInt8]]) throws -> Bool {
+        try fields.withUnsafeBufferPointer { buffer in
+            var parser = JSONParser(bytes: buffer)
+            var consistent = true, first = true
+            var entry: [UInt8] = []
+            out.open()
+            try parser.forEachMember { parser, name in
+                if !first { out.bytes.append(UInt8(ascii: ",")) }
+                first = false
+                out.writeString(name)
+                out.bytes.append(UInt8(ascii: ":"))
+                var value: Range<Int>?
+                entry.removeAll(keepingCapacity: true)
+                entry.append(UInt8(ascii: "{"))
+                guard try parser.peekByte() == UInt8(ascii: "{") else { throw JSONDirectMiss() }
+                parser.index += 1
+                while try parser.peekByte() != UInt8(ascii: "}") {
+                    let member = parser.index
+                    try parser.skipRaw()
+                    let isValue = parser.index - member == 7 && memcmp(buffer.baseAddress! + member, "\"value\"", 7) == 0
+                    guard try parser.peekByte() == UInt8(ascii: ":") else { throw JSONDirectMiss() }
+                    parser.index += 1
+                    parser.skipWhitespace()
+                    let start = parser.index
+                    try parser.skipRaw()
+                    if isValue {
+                        value = start..<parser.index
+                    } else {
+                        if entry.count > 1 { entry.append(UInt8(ascii: ",")) }
+                        entry.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[member..<parser.index]))
+                    }
+                    if try parser.peekByte() == UInt8(ascii: ",") { parser.index += 1; parser.skipWhitespace() }
+                }
+                parser.index += 1
+                entry.append(UInt8(ascii: "}"))
+                if let value {
+                    out.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[value]))
+                } else {
+                    out.bytes.append(contentsOf: "null".utf8)
+                }
+                if let known = types[name] {
+                    if known != entry { consistent = false }
+                } else {
+                    types[name] = entry
+                }
+            }
+            out.close()
+            return consistent
+        }
+    }
+}
+
+extension JSONParser {
+    /// Steps over the value at ``index`` without making it: for text the server wrote itself,
+    /// so strings are only scanned for their closing quote (an escape's next byte skipped).
+    /// Malformed structure throws ``JSONDirectMiss``.
+    mutating func skipRaw() throws {
+        skipWhitespace()
+        guard index < bytes.count else { throw JSONDirectMiss() }
+        switch bytes[index] {
+        case UInt8(ascii: "\""):
+            index += 1
+            while index < bytes.count, bytes[index] != UInt8(ascii: "\"") {
+                index += bytes[index] == UInt8(ascii: "\\") ? 2 : 1
+            }
+            guard index < bytes.count else { throw JSONDirectMiss() }
+            index += 1
+        case UInt8(ascii: "{"), UInt8(ascii: "["):
+            try enter()
+            defer { depth -= 1 }
+            let close = bytes[index] == UInt8(ascii: "{") ? UInt8(ascii: "}") : UInt8(ascii: "]")
+            index += 1
+            while try peekByte() != close {
+                try skipRaw()
+                switch try peekByte() {
+                case UInt8(ascii: ","), UInt8(ascii: ":"): index += 1
+                case close: break
+                default: throw JSONDirectMiss()
+                }
+            }
+            index += 1
+        default:
+            // A number or a literal: up to the next delimiter.
+            let start = index
+            while index < bytes.count {
+                switch bytes[index] {
+                case UInt8(ascii: ","), UInt8(ascii: "}"), UInt8(ascii: "]"), UInt8(ascii: ":"), 0x20, 0x0A, 0x0D, 0x09: break
+                default: index += 1; continue
+                }
+                break
+            }
+            guard index > start else { throw JSONDirectMiss() }
         }
     }
 }

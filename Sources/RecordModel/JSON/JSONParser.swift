@@ -51,6 +51,13 @@ struct JSONParser {
     let bytes: UnsafeBufferPointer<UInt8>
     var index = 0
     var depth = 0
+    /// The members of the objects being parsed, innermost last.
+    var members: [Member] = []
+
+    struct Member {
+        var key: String
+        var value: JSONValue
+    }
 
     init(bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
@@ -103,14 +110,16 @@ struct JSONParser {
         try enter()
         defer { depth -= 1 }
         index += 1
-        // No reserved capacity: a body of many empty or tiny objects must not cost more than its
-        // members need.
-        var members: [String: JSONValue] = [:]
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1
-            return .object(members)
+            return .object([:])
         }
+        // The members wait on a stack shared by every object being parsed, so the dictionary is
+        // made once at its final size (growing it member by member rehashed every key each time
+        // it doubled).
+        let base = members.count
+        defer { members.removeLast(members.count - base) }
         while true {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw error("expected a string key in an object") }
@@ -119,12 +128,18 @@ struct JSONParser {
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected ':' after an object key") }
             index += 1
             skipWhitespace()
-            members[key] = try value()
+            let value = try value()
+            members.append(Member(key: key, value: value))
             skipWhitespace()
             guard index < bytes.count else { throw error("unexpected end of the text in an object") }
             switch bytes[index] {
             case UInt8(ascii: ","): index += 1
-            case UInt8(ascii: "}"): index += 1; return .object(members)
+            case UInt8(ascii: "}"):
+                index += 1
+                var object = [String: JSONValue](minimumCapacity: members.count - base)
+                // A repeated key keeps its last value.
+                for member in members[base...] { object[member.key] = member.value }
+                return .object(object)
             default: throw error("expected ',' or '}' in an object")
             }
         }
@@ -294,6 +309,13 @@ struct JSONParser {
             if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
             guard index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) else { throw error("a number needs digits in its exponent") }
             while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) { index += 1 }
+        }
+        if isInteger, index - start <= 18 {
+            // At most 18 digits: always an Int64, read without making a string.
+            var magnitude: Int64 = 0
+            var digit = bytes[start] == UInt8(ascii: "-") ? start + 1 : start
+            while digit < index { magnitude = magnitude * 10 + Int64(bytes[digit] &- UInt8(ascii: "0")); digit += 1 }
+            return .int(bytes[start] == UInt8(ascii: "-") ? -magnitude : magnitude)
         }
         let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
         if isInteger, let integer = Int64(text) { return .int(integer) }

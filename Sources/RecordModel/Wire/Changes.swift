@@ -17,6 +17,9 @@ public struct RecordChangesRequest: Sendable, Hashable, Codable {
     public var include: [String]?
     /// How many hops `include` follows (default 1).
     public var includeDepth: Int?
+    /// Extension, `records/changes` only: the page in RecordSync's compact form (records
+    /// without `zoneID`, fields as bare values, their types once in `recordSyncFieldTypes`).
+    public var recordSyncCompact: Bool?
 
     /// Creates a request.
     public init(zoneID: ZoneID? = nil, syncToken: String? = nil, resultsLimit: Int? = nil, desiredKeys: [String]? = nil, desiredRecordTypes: [String]? = nil,

@@ -31,6 +31,8 @@ public struct StoredZoneChanges: Sendable {
     public var moreComing: Bool
     /// The records `include` reached from the page's, targets first (an extension).
     public var includedRecords: [Record]?
+    /// Whether the page is written in the compact form (``RecordChangesRequest/recordSyncCompact``).
+    public var compact = false
 
     public init(zoneID: ZoneID, entries: [Entry], syncToken: String, moreComing: Bool, includedRecords: [Record]? = nil) {
         self.zoneID = zoneID

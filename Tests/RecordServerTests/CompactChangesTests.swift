@@ -1,0 +1,137 @@
+import Foundation
+import RecordModel
+import TestSupport
+import Testing
+
+/// `records/changes` in RecordSync's compact form (`recordSyncCompact`, an extension), tested
+/// against CloudKit's form of the same pages, through real HTTP on each engine.
+@Suite struct CompactChangesTests {
+    /// A compact page in CloudKit's form: every record gets the page's `zoneID`, and every
+    /// field its type's object from `recordSyncFieldTypes` with its value put in.
+    static func expanded(_ page: JSONValue, sourceLocation: SourceLocation = #_sourceLocation) -> JSONValue {
+        guard case .object(var members) = page, case .object(let types)? = members.removeValue(forKey: "recordSyncFieldTypes"),
+              case .array(let records)? = members["records"], let zoneID = members["zoneID"] else {
+            Issue.record("not a compact page: \(page)", sourceLocation: sourceLocation)
+            return page
+        }
+        members["records"] = .array(records.map { record in
+            guard case .object(var record) = record else { return record }
+            #expect(record["zoneID"] == nil, "a compact record repeats the page's zoneID", sourceLocation: sourceLocation)
+            record["zoneID"] = zoneID
+            if case .object(let fields)? = record["fields"], case .string(let type)? = record["recordType"] {
+                var typed: [String: JSONValue] = [:]
+                for (name, value) in fields {
+                    guard case .object(var entry)? = types[type]?[name] else {
+                        Issue.record("no type for \(type).\(name)", sourceLocation: sourceLocation)
+                        continue
+                    }
+                    entry["value"] = value
+                    typed[name] = .object(entry)
+                }
+                record["fields"] = .object(typed)
+            }
+            return .object(record)
+        })
+        return .object(members)
+    }
+
+    /// Reads every page from `token` in both forms, page by page with the same tokens, and
+    /// checks that each compact page is its CloudKit page with the repeats taken out. Returns
+    /// how many records the pages held.
+    @discardableResult
+    static func compare(_ session: Session, zone: String, since token: String?, extra: String = "", pageSize: Int,
+                        sourceLocation: SourceLocation = #_sourceLocation) async throws -> Int {
+        var token = token, records = 0
+        while true {
+            let common = #""zoneID":{"zoneName":"\#(zone)"},"resultsLimit":\#(pageSize)\#(token.map { #","syncToken":"\#($0)""# } ?? "")\#(extra)"#
+            let cloudKit = try await session.post("records/changes", "{\(common)}")
+            let compact = try await session.post("records/changes", #"{\#(common),"recordSyncCompact":true}"#)
+            #expect(cloudKit.status == 200 && compact.status == 200, "\(cloudKit.reason) \(compact.reason)", sourceLocation: sourceLocation)
+            // One parser for both (JSONDecoder reads 5.0 as an integer).
+            let page = try JSONValue.parse(compact.data), cloudKitPage = try JSONValue.parse(cloudKit.data)
+            #expect(page["recordSyncFieldTypes"] != nil, sourceLocation: sourceLocation)
+            #expect(cloudKitPage["recordSyncFieldTypes"] == nil, sourceLocation: sourceLocation)
+            #expect(Self.expanded(page, sourceLocation: sourceLocation) == cloudKitPage, "compact \(String(decoding: compact.data, as: UTF8.self))\nCloudKit \(String(decoding: cloudKit.data, as: UTF8.self))", sourceLocation: sourceLocation)
+            // The compact answer also begins with moreComing and syncToken.
+            #expect(String(decoding: compact.data.prefix(14), as: UTF8.self) == #"{"moreComing":"#, sourceLocation: sourceLocation)
+            if case .array(let list)? = page["records"] { records += list.count }
+            token = page["syncToken"]?.stringValue
+            if page["moreComing"] != .bool(true) { return records }
+        }
+    }
+
+    /// Two record types with a field of every kind, some records without some fields.
+    static func seed(_ alice: Session, zone: String, from first: Int, count: Int) async throws {
+        var records: [Record] = []
+        for index in first..<(first + count) {
+            var artist = Record(recordName: "artist\(index)", recordType: "Artist", fields: [
+                "name": .string("Artist \(index) \"quoted\" é"),
+                "born": .timestamp(-1_000_000 + Int64(index)),
+                "rating": .double(Double(index) / 3),
+                "works": .int64(Int64(index * 7)),
+                "portrait": .bytes(Data([0, 1, 2, UInt8(index % 256)])),
+                "home": .location(Location(latitude: 48.8 + Double(index), longitude: 2.3, horizontalAccuracy: 5)),
+                "tags": .list(.string, [.string("a"), .string("b\(index)")]),
+                "sizes": .list(.int64, [.int64(1), .int64(Int64(index))]),
+                "active": .boolean(index % 2 == 0),
+            ])
+            if index % 3 == 0 { artist["rating"] = nil; artist["tags"] = nil }
+            records.append(artist)
+            var work = Record(recordName: "work\(index)", recordType: "Artwork", fields: [
+                "artist": .reference(Reference(recordName: "artist\(index)", action: .deleteSelf)),
+                "title": .string("Work \(index)"),
+                "year": .int64(Int64(1800 + index)),
+                "related": .reference(Reference(recordName: "artist\(first)", zoneID: ZoneID(zoneName: zone), action: .none)),
+            ])
+            if index % 4 == 1 { work["related"] = nil }
+            records.append(work)
+        }
+        try await alice.save(records, zone: zone)
+    }
+
+    @Test func compactPagesAreCloudKitPagesWithoutTheirRepeats() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            try await alice.createZones("Gallery")
+            try await Self.seed(alice, zone: "Gallery", from: 0, count: 6)
+            let token = try await alice.allChanges(zone: "Gallery").token
+            try await Self.seed(alice, zone: "Gallery", from: 6, count: 5)
+            _ = try await alice.modify([RecordOperation(.forceDelete, RecordPayload(recordName: "work2", recordType: "Artwork")),
+                                        RecordOperation(.forceDelete, RecordPayload(recordName: "artist4", recordType: "Artist"))], zone: "Gallery")
+            for pageSize in [3, 400] {
+                // From scratch, and from a token (tombstones among the changes).
+                #expect(try await Self.compare(alice, zone: "Gallery", since: nil, pageSize: pageSize) == 19)
+                // 10 saved, work2 and artist4 deleted, and work4 with artist4 (DELETE_SELF).
+                #expect(try await Self.compare(alice, zone: "Gallery", since: token, pageSize: pageSize) == 13)
+                // The answer's options apply to both forms alike.
+                try await Self.compare(alice, zone: "Gallery", since: nil, extra: #","numbersAsStrings":true"#, pageSize: pageSize)
+                try await Self.compare(alice, zone: "Gallery", since: nil, extra: #","desiredKeys":["name","artist","sizes"]"#, pageSize: pageSize)
+                try await Self.compare(alice, zone: "Gallery", since: nil, extra: #","include":["artist"]"#, pageSize: pageSize)
+            }
+            // A field's value is bare: a string is a string, a reference its object.
+            let page = try JSONValue.parse(try await alice.post("records/changes", #"{"zoneID":{"zoneName":"Gallery"},"recordSyncCompact":true}"#).data)
+            guard case .array(let records)? = page["records"] else { Issue.record("no records"); return }
+            let work = records.first { $0["recordName"] == .string("work0") }
+            #expect(work?["fields"]?["title"] == .string("Work 0"))
+            #expect(work?["fields"]?["artist"]?["recordName"] == .string("artist0"))
+            #expect(page["recordSyncFieldTypes"]?["Artwork"]?["title"] == .object(["type": .string("STRING")]))
+            #expect(page["recordSyncFieldTypes"]?["Artist"]?["active"] == .object(["type": .string("INT64"), "recordSyncType": .string("BOOLEAN")]))
+        }
+    }
+
+    @Test func theCompactFormIsAskedForOnlyWhereItIsTaken() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            try await alice.createZones("Gallery")
+            let notABool = try await alice.post("records/changes", #"{"zoneID":{"zoneName":"Gallery"},"recordSyncCompact":"yes"}"#)
+            #expect(notABool.status == 400 && notABool.code == "BAD_REQUEST", "\(notABool.reason)")
+            #expect(notABool.reason.contains("recordSyncCompact"), "\(notABool.reason)")
+            let zones = try await alice.post("changes/zone", #"{"zones":[{"zoneID":{"zoneName":"Gallery"},"recordSyncCompact":true}]}"#)
+            #expect(zones.status == 400 && zones.code == "BAD_REQUEST", "\(zones.reason)")
+            #expect(zones.reason.contains("recordSyncCompact is taken by records/changes only"), "\(zones.reason)")
+            // false is CloudKit's form.
+            let plain = try await alice.post("records/changes", #"{"zoneID":{"zoneName":"Gallery"},"recordSyncCompact":false}"#)
+            #expect(plain.status == 200 && plain.json["recordSyncFieldTypes"] == nil)
+        }
+    }
+}
