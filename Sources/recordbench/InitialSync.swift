@@ -174,14 +174,11 @@ final class ChangesReader: Sendable {
             next = head.flatMap { $0.moreComing ? fetch($0.syncToken) : nil }
             let parseStart = ContinuousClock.now
             let page = try await Self.parse(data)
-            guard case .array(let list)? = page["records"], let syncToken = page["syncToken"]?.stringValue else {
-                throw BenchError("records/changes answered no records or no syncToken")
-            }
-            guard compact == (page["recordSyncFieldTypes"] != nil) else { throw BenchError("records/changes answered the wrong form") }
+            guard compact == page.compact else { throw BenchError("records/changes answered the wrong form") }
             parsing.withLock { $0 += (ContinuousClock.now - parseStart).seconds }
-            records += list.count
+            records += page.records
             pages += 1
-            let moreComing = page["moreComing"] == .bool(true)
+            let (syncToken, moreComing) = (page.syncToken, page.moreComing)
             if let head {
                 guard head.syncToken == syncToken, head.moreComing == moreComing else { throw BenchError("the page's head read wrong") }
             } else if moreComing {
@@ -195,10 +192,40 @@ final class ChangesReader: Sendable {
     /// of the (in-process) server's tasks free.
     private static let client = DispatchQueue(label: "initial-sync client")
 
-    /// The answer parsed whole, on the client's thread.
-    static func parse(_ data: ByteBuffer) async throws -> JSONValue {
+    /// What the reader keeps of a page.
+    struct Page: Sendable {
+        var records: Int
+        var syncToken: String
+        var moreComing: Bool
+        var compact: Bool
+    }
+
+    /// The answer parsed whole, on the client's thread (which also frees the parsed tree).
+    static func parse(_ data: ByteBuffer) async throws -> Page {
         try await withCheckedThrowingContinuation { continuation in
-            client.async { continuation.resume(with: Result { try JSONValue.parse(Data(buffer: data)) }) }
+            client.async {
+                continuation.resume(with: Result {
+                    let page = try JSONValue.parse(Data(buffer: data))
+                    guard case .array(let list)? = page["records"], let syncToken = page["syncToken"]?.stringValue else {
+                        throw BenchError("records/changes answered no records or no syncToken")
+                    }
+                    return Page(records: list.count, syncToken: syncToken, moreComing: page["moreComing"] == .bool(true),
+                                compact: page["recordSyncFieldTypes"] != nil)
+                })
+            }
+        }
+    }
+
+    /// A whole answer parsed on the client's thread, for Kinto's side: the number of records
+    /// in its `data`.
+    static func parseKinto(_ data: Data) async throws -> Int {
+        try await withCheckedThrowingContinuation { continuation in
+            client.async {
+                continuation.resume(with: Result {
+                    guard case .array(let list)? = try JSONValue.parse(data)["data"] else { throw BenchError("Kinto answered no data") }
+                    return list.count
+                })
+            }
         }
     }
 

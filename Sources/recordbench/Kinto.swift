@@ -75,7 +75,7 @@ enum Kinto {
             let kinto: @Sendable () async throws -> Void = {
                 let (_, body) = try await send(http, .GET, base + "/buckets/bench/collections/art/records?_since=0", expect: [.ok])
                 // Parsed as RecordSync's pages are, on the client's thread.
-                guard case .array(let data)? = try await ChangesReader.parse(ByteBuffer(data: body))["data"], data.count == records else {
+                guard try await ChangesReader.parseKinto(body) == records else {
                     throw BenchError("Kinto did not answer \(records) records")
                 }
             }

@@ -212,7 +212,7 @@ extension JSONWriter {
     /// stepping over the records (``StoredZoneChanges/continuation(of:)``). A compact page's
     /// `recordSyncFieldTypes` (each type's fields, each field's object without its value) comes
     /// before its records too.
-    mutating func changePage(moreComing: Bool, syncToken: String, zoneID: ZoneID, fieldTypes: [String: [String: [UInt8]]]? = nil,
+    mutating func changePage(moreComing: Bool, syncToken: String, zoneID: ZoneID, fieldTypes: CompactFieldTypes? = nil,
                              includedRecords: [Record]?, records: (inout JSONWriter) throws -> Void) throws {
         var first = true
         open()
@@ -221,7 +221,7 @@ extension JSONWriter {
         key("zoneID", first: &first); zoneID.write(to: &self)
         if let fieldTypes {
             key("recordSyncFieldTypes", first: &first)
-            sortedObject(fieldTypes) { writer, fields in writer.sortedObject(fields) { $0.bytes.append(contentsOf: $1) } }
+            fieldTypes.write(to: &self)
         }
         key("records", first: &first)
         try records(&self)
@@ -260,77 +260,154 @@ extension StoredZoneChanges: JSONDirectWritable {
     ///
     /// Each record is written as in CloudKit's form (by `writer`'s options) without its
     /// `zoneID`, and each field's object is replaced by its `value` (`null` if it has none).
-    func compactRecords(like writer: JSONWriter) throws -> (records: [UInt8], fieldTypes: [String: [String: [UInt8]]])? {
+    func compactRecords(like writer: JSONWriter) throws -> (records: [UInt8], fieldTypes: CompactFieldTypes)? {
         var out = writer, fields = writer
         out.bytes = []
         out.bytes.reserveCapacity(entries.count * 384)
         fields.bytes = []
-        var fieldTypes: [String: [String: [UInt8]]] = [:]
+        var types = CompactFieldTypes()
         var consistent = true
         try out.array(entries) { out, entry in
             try entry.record.write(to: &out, cascadedRecordNames: nil, withZoneID: false) { out in
-                fields.bytes.removeAll(keepingCapacity: true)
-                try entry.record.writeFields(to: &fields, fieldsJSON: entry.fieldsJSON)
-                if !(try Self.writeValues(of: fields.bytes, to: &out, types: &fieldTypes[entry.record.recordType, default: [:]])) {
-                    consistent = false
+                let table = types.table(for: entry.record.recordType)
+                let matched: Bool
+                if var text = entry.fieldsJSON {
+                    // Stored text, read where it is.
+                    matched = try text.withUTF8 { try Self.writeValues(of: $0, to: &out, types: &types, table: table) }
+                } else {
+                    fields.bytes.removeAll(keepingCapacity: true)
+                    try entry.record.writeFields(to: &fields, fieldsJSON: nil)
+                    matched = try fields.bytes.withUnsafeBufferPointer { try Self.writeValues(of: $0, to: &out, types: &types, table: table) }
                 }
+                if !matched { consistent = false }
             }
         }
-        return consistent ? (out.bytes, fieldTypes) : nil
+        return consistent ? (out.bytes, types) : nil
     }
 
     /// Writes wire-form `fields` (`{"NAME": {"type": …, "value": …}, …}`, as the server wrote
     /// them) as `{"NAME": value, …}`, each field's object without its `value` member going to
     /// `types`. Whether every field's object matched the one `types` had for it.
-    private static func writeValues(of fields: [UInt8], to out: inout JSONWriter, types: inout [String: [UInt8]]) throws -> Bool {
-        try fields.withUnsafeBufferPointer { buffer in
-            var parser = JSONParser(bytes: buffer)
-            var consistent = true, first = true
-            var entry: [UInt8] = []
-            out.open()
-            try parser.forEachMember { parser, name in
-                if !first { out.bytes.append(UInt8(ascii: ",")) }
-                first = false
-                out.writeString(name)
-                out.bytes.append(UInt8(ascii: ":"))
-                var value: Range<Int>?
-                entry.removeAll(keepingCapacity: true)
-                entry.append(UInt8(ascii: "{"))
-                guard try parser.peekByte() == UInt8(ascii: "{") else { throw JSONDirectMiss() }
+    private static func writeValues(of buffer: UnsafeBufferPointer<UInt8>, to out: inout JSONWriter, types: inout CompactFieldTypes,
+                                    table: Int) throws -> Bool {
+        var parser = JSONParser(bytes: buffer)
+        var consistent = true
+        guard try parser.peekByte() == UInt8(ascii: "{") else { throw JSONDirectMiss() }
+        parser.index += 1
+        out.open()
+        var position = 0
+        while try parser.peekByte() != UInt8(ascii: "}") {
+            if position > 0 { out.bytes.append(UInt8(ascii: ",")) }
+            // The name, as JSON text.
+            let nameStart = parser.index
+            guard buffer[nameStart] == UInt8(ascii: "\"") else { throw JSONDirectMiss() }
+            try parser.skipRaw()
+            let name = UnsafeBufferPointer(rebasing: buffer[nameStart..<parser.index])
+            out.bytes.append(contentsOf: name)
+            out.bytes.append(UInt8(ascii: ":"))
+            guard try parser.peekByte() == UInt8(ascii: ":") else { throw JSONDirectMiss() }
+            parser.index += 1
+            // The field's object: its value goes to `out`, its other members to the entry.
+            guard try parser.peekByte() == UInt8(ascii: "{") else { throw JSONDirectMiss() }
+            parser.index += 1
+            var value: Range<Int>?
+            types.entry.removeAll(keepingCapacity: true)
+            types.entry.append(UInt8(ascii: "{"))
+            while try parser.peekByte() != UInt8(ascii: "}") {
+                let member = parser.index
+                try parser.skipRaw()
+                let isValue = parser.index - member == 7 && memcmp(buffer.baseAddress! + member, "\"value\"", 7) == 0
+                guard try parser.peekByte() == UInt8(ascii: ":") else { throw JSONDirectMiss() }
                 parser.index += 1
-                while try parser.peekByte() != UInt8(ascii: "}") {
-                    let member = parser.index
-                    try parser.skipRaw()
-                    let isValue = parser.index - member == 7 && memcmp(buffer.baseAddress! + member, "\"value\"", 7) == 0
-                    guard try parser.peekByte() == UInt8(ascii: ":") else { throw JSONDirectMiss() }
-                    parser.index += 1
-                    parser.skipWhitespace()
-                    let start = parser.index
-                    try parser.skipRaw()
-                    if isValue {
-                        value = start..<parser.index
-                    } else {
-                        if entry.count > 1 { entry.append(UInt8(ascii: ",")) }
-                        entry.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[member..<parser.index]))
-                    }
-                    if try parser.peekByte() == UInt8(ascii: ",") { parser.index += 1; parser.skipWhitespace() }
-                }
-                parser.index += 1
-                entry.append(UInt8(ascii: "}"))
-                if let value {
-                    out.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[value]))
+                parser.skipWhitespace()
+                let start = parser.index
+                try parser.skipRaw()
+                if isValue {
+                    value = start..<parser.index
                 } else {
-                    out.bytes.append(contentsOf: "null".utf8)
+                    if types.entry.count > 1 { types.entry.append(UInt8(ascii: ",")) }
+                    types.entry.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[member..<parser.index]))
                 }
-                if let known = types[name] {
-                    if known != entry { consistent = false }
-                } else {
-                    types[name] = entry
-                }
+                if try parser.peekByte() == UInt8(ascii: ",") { parser.index += 1 }
             }
-            out.close()
-            return consistent
+            parser.index += 1
+            types.entry.append(UInt8(ascii: "}"))
+            if let value {
+                out.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[value]))
+            } else {
+                out.bytes.append(contentsOf: "null".utf8)
+            }
+            if !types.note(name: name, in: table, at: position) { consistent = false }
+            position += 1
+            if try parser.peekByte() == UInt8(ascii: ",") { parser.index += 1 }
         }
+        parser.index += 1
+        out.close()
+        return consistent
+    }
+}
+
+/// The field types a compact page leaves out of its records: for each record type, each
+/// field's object without its `value`, by the field's name as JSON text (so no name is
+/// decoded, hashed or escaped again).
+struct CompactFieldTypes {
+    private struct Table {
+        var recordType: String
+        var names: [[UInt8]] = []
+        var entries: [[UInt8]] = []
+    }
+
+    private var tables: [Table] = []
+    private var current = -1
+    /// The entry of the field being read, filled by the writer before ``note(name:in:at:)``.
+    var entry: [UInt8] = []
+
+    /// The table of `recordType`'s fields.
+    mutating func table(for recordType: String) -> Int {
+        if current >= 0, tables[current].recordType == recordType { return current }
+        if let found = tables.firstIndex(where: { $0.recordType == recordType }) {
+            current = found
+        } else {
+            tables.append(Table(recordType: recordType))
+            current = tables.count - 1
+        }
+        return current
+    }
+
+    /// Notes ``entry`` as the field `name`'s in `table`, unless it has one; whether the entry
+    /// matches. A record's fields come in name order, so the field at `position` of a record
+    /// is usually the one at `position` of the table.
+    mutating func note(name: UnsafeBufferPointer<UInt8>, in table: Int, at position: Int) -> Bool {
+        func same(_ known: [UInt8]) -> Bool {
+            known.count == name.count && known.withUnsafeBufferPointer { memcmp($0.baseAddress!, name.baseAddress!, name.count) == 0 }
+        }
+        let names = tables[table].names
+        let index = position < names.count && same(names[position]) ? position : names.firstIndex(where: same)
+        guard let index else {
+            tables[table].names.append(Array(name))
+            tables[table].entries.append(entry)
+            return true
+        }
+        return tables[table].entries[index] == entry
+    }
+
+    /// `{"TYPE": {"NAME": ENTRY, …}, …}`, types and names sorted.
+    func write(to writer: inout JSONWriter) {
+        writer.open()
+        for (offset, table) in tables.sorted(by: { $0.recordType < $1.recordType }).enumerated() {
+            if offset > 0 { writer.bytes.append(UInt8(ascii: ",")) }
+            writer.writeString(table.recordType)
+            writer.bytes.append(UInt8(ascii: ":"))
+            writer.open()
+            for (position, index) in table.names.indices.sorted(by: { table.names[$0].lexicographicallyPrecedes(table.names[$1]) }).enumerated() {
+                if position > 0 { writer.bytes.append(UInt8(ascii: ",")) }
+                writer.bytes.append(contentsOf: table.names[index])
+                writer.bytes.append(UInt8(ascii: ":"))
+                writer.bytes.append(contentsOf: table.entries[index])
+            }
+            writer.close()
+        }
+        writer.close()
     }
 }
 
