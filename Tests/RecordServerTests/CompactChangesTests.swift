@@ -126,9 +126,13 @@ import Testing
             let notABool = try await alice.post("records/changes", #"{"zoneID":{"zoneName":"Gallery"},"recordSyncCompact":"yes"}"#)
             #expect(notABool.status == 400 && notABool.code == "BAD_REQUEST", "\(notABool.reason)")
             #expect(notABool.reason.contains("recordSyncCompact"), "\(notABool.reason)")
-            let zones = try await alice.post("changes/zone", #"{"zones":[{"zoneID":{"zoneName":"Gallery"},"recordSyncCompact":true}]}"#)
-            #expect(zones.status == 400 && zones.code == "BAD_REQUEST", "\(zones.reason)")
-            #expect(zones.reason.contains("recordSyncCompact is taken by records/changes only"), "\(zones.reason)")
+            for body in [#"{"zones":[{"zoneID":{"zoneName":"Gallery"},"recordSyncCompact":true}]}"#,
+                         #"{"zones":[{"zoneID":{"zoneName":"Gallery"}}],"recordSyncCompact":true}"#,
+                         #"{"zones":[{"zoneID":{"zoneName":"Gallery"},"recordSyncCompact":false}]}"#] {
+                let zones = try await alice.post("changes/zone", body)
+                #expect(zones.status == 400 && zones.code == "BAD_REQUEST", "\(body): \(zones.reason)")
+                #expect(zones.reason.contains("recordSyncCompact is taken by records/changes only"), "\(zones.reason)")
+            }
             // false is CloudKit's form.
             let plain = try await alice.post("records/changes", #"{"zoneID":{"zoneName":"Gallery"},"recordSyncCompact":false}"#)
             #expect(plain.status == 200 && plain.json["recordSyncFieldTypes"] == nil)

@@ -33,6 +33,10 @@ enum FuzzTarget: String, CaseIterable {
     /// Whole `records/modify` bodies through decoding, validation and the rules, against a real
     /// SQLite store: answers are results or documented errors, never INTERNAL_ERROR.
     case rules
+    /// Stored field text written as a change page in the compact form (`recordSyncCompact`):
+    /// never a crash; for text in the server's own form, the compact page with its repeats put
+    /// back is the CloudKit page.
+    case compact
 }
 
 let target: FuzzTarget = {
@@ -57,6 +61,7 @@ public func fuzzOne(_ start: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     case .signedurl: fuzzSignedURL(data)
     case .signature: fuzzSignature(data)
     case .rules: fuzzRules(data)
+    case .compact: fuzzCompact(data)
     }
     return 0
 }

@@ -58,3 +58,67 @@ extension JSONValue {
         }
     }
 }
+
+/// A compact page with its repeats put back: each record gets the page's `zoneID`, each field
+/// its type's entry with its value in it.
+func expandedCompactPage(_ page: JSONValue) -> JSONValue? {
+    guard case .object(var members) = page, case .object(let types)? = members.removeValue(forKey: "recordSyncFieldTypes"),
+          case .array(let records)? = members["records"], let zoneID = members["zoneID"] else { return nil }
+    var expanded: [JSONValue] = []
+    for case .object(var record) in records {
+        guard record["zoneID"] == nil else { return nil }
+        record["zoneID"] = zoneID
+        if case .object(let fields)? = record["fields"], case .string(let type)? = record["recordType"] {
+            var typed: [String: JSONValue] = [:]
+            for (name, value) in fields {
+                guard case .object(var entry)? = types[type]?[name] else { return nil }
+                entry["value"] = value
+                typed[name] = .object(entry)
+            }
+            record["fields"] = .object(typed)
+        }
+        expanded.append(.object(record))
+    }
+    members["records"] = .array(expanded)
+    return .object(members)
+}
+
+func fuzzCompact(_ data: Data) {
+    let text = String(decoding: data, as: UTF8.self)
+    let zone = ZoneID(zoneName: "Z", ownerRecordName: "_owner"), stamp = Stamp(timestamp: 1, userRecordName: "_owner")
+    func record(_ name: String, _ type: String, fields: String?) -> StoredZoneChanges.Entry {
+        StoredZoneChanges.Entry(record: Record(recordName: name, recordType: type, zoneID: zone, recordChangeTag: "1", created: stamp, modified: stamp),
+                                fieldsJSON: fields)
+    }
+    // Two records of a type with the text, one of another type, and a tombstone.
+    var page = StoredZoneChanges(zoneID: zone, entries: [
+        record("a", "T", fields: text), record("b", "T", fields: text), record("c", "U", fields: text),
+        StoredZoneChanges.Entry(record: Record(recordName: "d", recordType: "T", zoneID: zone, deleted: true)),
+    ], syncToken: "token", moreComing: false)
+    let cloudKit = try? JSONValueEncoder().encode(page)
+    page.compact = true
+    let compact = try? JSONValueEncoder().encode(page)
+    // Records whose texts differ (the text and its first half): never a crash.
+    var mixed = StoredZoneChanges(zoneID: zone, entries: [
+        record("a", "T", fields: text), record("b", "T", fields: String(decoding: data.prefix(data.count / 2), as: UTF8.self)),
+    ], syncToken: "token", moreComing: false)
+    mixed.compact = true
+    _ = try? JSONValueEncoder().encode(mixed)
+    // The property holds for text in the server's own form (canonical JSON, as its writer
+    // makes it): an object of field objects, each with a value.
+    func serverForm(_ bytes: Data) -> Bool {
+        guard let value = try? JSONValue.parse(bytes), case .object(let fields) = value,
+              fields.values.allSatisfy({ if case .object(let field) = $0 { return field["value"] != nil } else { return false } }),
+              let canonical = try? value.serialized() else { return false }
+        return canonical == bytes
+    }
+    guard serverForm(data) else { return }
+    guard let cloudKit, let compact, let expected = try? JSONValue.parse(cloudKit), let written = try? JSONValue.parse(compact) else {
+        fatalError("a page of field text in the server's form did not encode to JSON")
+    }
+    if written["recordSyncFieldTypes"] == nil {
+        if written != expected { fatalError("a compact page fell back to another page than CloudKit's") }
+    } else if expandedCompactPage(written) != expected {
+        fatalError("the compact page is not CloudKit's without its repeats: \(text)")
+    }
+}

@@ -50,8 +50,9 @@ public final class ChangePageReadAhead<Answer: Sendable>: Service, @unchecked Se
         var next: RecordChangesRequest?
     }
 
-    /// A page kept for its request: the first page of a read has the read's task (done or
-    /// not); a page read along with it has none, only ``prepared``.
+    /// A page kept for its request, with the task that makes it (done or not): the first page
+    /// of a read has the read's task; a page read along with it has the task that encodes it
+    /// (and ``encoding``).
     private struct Kept {
         var read: Task<Prepared, any Error>?
         var until: ContinuousClock.Instant
@@ -119,17 +120,27 @@ public final class ChangePageReadAhead<Answer: Sendable>: Service, @unchecked Se
         for read in reads { read.cancel() }
     }
 
-    /// The reads of the pages kept now, each until a request takes its page or it is dropped
-    /// (tests check that dropped reads are cancelled).
+    /// The tasks of the pages kept now (reads, and encodings of pages read with another), each
+    /// until a request takes its page or it is dropped (tests check that dropped reads are
+    /// cancelled).
     public var keptReads: [Task<Prepared, any Error>] { lock.withLock { pages.values.compactMap(\.read) } }
 
     /// How many pages are kept now, read or being read.
     public var keptPageCount: Int { lock.withLock { pages.count } }
 
-    /// Waits until the pages being read ahead are read (tests use it to change a zone after
-    /// its next pages were read).
+    /// Waits until the pages being read ahead are read and encoded (tests use it to change a
+    /// zone after its next pages were read). A read keeps its other pages' encodings before it
+    /// ends, so they are waited for too.
     public func settle() async {
-        for read in keptReads { _ = try? await read.value }
+        var waited = Set<Int>()
+        while true {
+            let pending = lock.withLock { pages.values.filter { $0.read != nil && !waited.contains($0.id) } }
+            guard !pending.isEmpty else { return }
+            for kept in pending {
+                waited.insert(kept.id)
+                _ = try? await kept.read?.value
+            }
+        }
     }
 
     /// The answer to `request`: the page read ahead for it if its zone has not changed since,
@@ -222,8 +233,7 @@ public final class ChangePageReadAhead<Answer: Sendable>: Service, @unchecked Se
             let read = Task {
                 let read = try await Self.read(request, pages: depth, in: scope, from: store)
                 let first = try read[0].prepared(encode)
-                self.keep(first, readFor: key, id: id)
-                self.encodeLater(read.dropFirst(), scope: scope, variant: variant, encode: encode)
+                self.keep(first, readFor: key, id: id, encodingLater: read.dropFirst(), encode: encode)
                 return first
             }
             pages[key] = Kept(read: read, until: now + lifetime, id: id)
@@ -232,43 +242,46 @@ public final class ChangePageReadAhead<Answer: Sendable>: Service, @unchecked Se
     }
 
     /// Notes that the read `id` of the page `key` names is done (its request may have taken it
-    /// already, and it may have been dropped).
-    private func keep(_ prepared: Prepared, readFor key: Key, id: Int) {
+    /// already, and it may have been dropped), and keeps the pages read after it, each encoded
+    /// by a task of its own, while there is room: all under one lock, so that a request taking
+    /// the first page finds the next ones kept.
+    private func keep(_ prepared: Prepared, readFor key: Key, id: Int, encodingLater read: ArraySlice<ReadPage>, encode: @escaping Encode) {
         guard !Task.isCancelled else { return }
-        lock.withLock {
-            guard !stopped else { return }
-            if var kept = pages[key], kept.id == id {
-                kept.prepared = prepared
-                kept.encoding = nil
-                pages[key] = kept
-            }
-        }
-    }
-
-    /// Keeps the pages read after a read's first, each encoded by a task of its own, while
-    /// there is room.
-    private func encodeLater(_ read: ArraySlice<ReadPage>, scope: DatabaseScope, variant: String, encode: @escaping Encode) {
-        guard !read.isEmpty, !Task.isCancelled else { return }
         let until = ContinuousClock.now + lifetime
         var replaced: [Task<Prepared, any Error>] = []
         lock.withLock {
             guard !stopped else { return }
+            if var kept = pages[key], kept.id == id {
+                kept.prepared = prepared
+                pages[key] = kept
+            }
             for page in read {
-                let key = Key(scope: scope, request: page.request, variant: variant)
-                if pages[key] == nil && pages.count >= capacity { break }
+                let pageKey = Key(scope: key.scope, request: page.request, variant: key.variant)
+                if pages[pageKey] == nil && pages.count >= capacity { break }
                 nextID += 1
-                let id = nextID
+                let pageID = nextID
                 let task = Task {
                     let prepared = try page.prepared(encode)
-                    self.keep(prepared, readFor: key, id: id)
+                    self.keepEncoded(prepared, for: pageKey, id: pageID)
                     return prepared
                 }
-                if let old = pages.updateValue(Kept(read: task, until: until, id: id, encoding: .some(page.next)), forKey: key),
+                if let old = pages.updateValue(Kept(read: task, until: until, id: pageID, encoding: .some(page.next)), forKey: pageKey),
                    let read = old.read {
                     replaced.append(read)
                 }
             }
         }
         for read in replaced { read.cancel() }
+    }
+
+    /// Notes that page `key`'s encoding `id` is done, unless it was taken or dropped.
+    private func keepEncoded(_ prepared: Prepared, for key: Key, id: Int) {
+        guard !Task.isCancelled else { return }
+        lock.withLock {
+            guard !stopped, var kept = pages[key], kept.id == id else { return }
+            kept.prepared = prepared
+            kept.encoding = nil
+            pages[key] = kept
+        }
     }
 }

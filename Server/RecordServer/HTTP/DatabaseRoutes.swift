@@ -61,7 +61,7 @@ struct DatabaseRoutes: Sendable {
         ("changes/zone", [.post], { routes, body, scope in
             let request = try JSONBody.decode(ZoneChangesRequest.self, from: body)
             try routes.limits.checkCount(request.zones.count, of: "zones")
-            if request.zones.contains(where: { $0.recordSyncCompact != nil }) {
+            if request.recordSyncCompact != nil || request.zones.contains(where: { $0.recordSyncCompact != nil }) {
                 throw RecordSyncError(.badRequest, "recordSyncCompact is taken by records/changes only, not by changes/zone")
             }
             let numbersAsStrings = request.numbersAsStrings == true || request.zones.contains { $0.numbersAsStrings == true }

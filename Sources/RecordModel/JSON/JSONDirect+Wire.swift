@@ -316,7 +316,15 @@ extension StoredZoneChanges: JSONDirectWritable {
             while try parser.peekByte() != UInt8(ascii: "}") {
                 let member = parser.index
                 try parser.skipRaw()
-                let isValue = parser.index - member == 7 && memcmp(buffer.baseAddress! + member, "\"value\"", 7) == 0
+                let isValue: Bool
+                if memchr(buffer.baseAddress! + member, Int32(UInt8(ascii: "\\")), parser.index - member) != nil {
+                    // A name with an escape (which the server's writer never makes for "value").
+                    var name = JSONParser(bytes: buffer)
+                    name.index = member
+                    isValue = try name.string() == "value"
+                } else {
+                    isValue = parser.index - member == 7 && memcmp(buffer.baseAddress! + member, "\"value\"", 7) == 0
+                }
                 guard try parser.peekByte() == UInt8(ascii: ":") else { throw JSONDirectMiss() }
                 parser.index += 1
                 parser.skipWhitespace()
@@ -381,8 +389,8 @@ struct CompactFieldTypes {
         func same(_ known: [UInt8]) -> Bool {
             known.count == name.count && known.withUnsafeBufferPointer { memcmp($0.baseAddress!, name.baseAddress!, name.count) == 0 }
         }
-        let names = tables[table].names
-        let index = position < names.count && same(names[position]) ? position : names.firstIndex(where: same)
+        let count = tables[table].names.count
+        let index = position < count && same(tables[table].names[position]) ? position : tables[table].names.firstIndex(where: same)
         guard let index else {
             tables[table].names.append(Array(name))
             tables[table].entries.append(entry)

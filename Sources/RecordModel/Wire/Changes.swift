@@ -61,6 +61,8 @@ public struct ZoneChangesRequest: Sendable, Hashable, Codable {
     /// CloudKit JS's option: `INT64` and `DOUBLE` values in the answer's fields are written as
     /// strings (``WireForm/numbersAsStrings``).
     public var numbersAsStrings: Bool?
+    /// Read only to be refused: the compact form is `records/changes`' alone.
+    public var recordSyncCompact: Bool?
     public init(zones: [RecordChangesRequest]) { self.zones = zones }
 }
 
