@@ -13,9 +13,9 @@ import ServiceLifecycle
 /// kept here: the first of them can be taken as soon as it is encoded, and each after it is
 /// encoded by a task of its own (a client that asks for the next page as soon as it has read a
 /// page's head would otherwise wait for them all). When the client takes the first of them, the
-/// next ``depth`` are read, so that a
-/// read is under way while the client asks for and takes the pages already read, and the
-/// fixed cost of a read (its round trips to the database) is shared by ``depth`` pages. A
+/// next ``depth`` are read, so that a read is under way while the client asks for and takes the
+/// pages already read, and the fixed cost of a read (its round trips to the database) is shared
+/// by ``depth`` pages. A
 /// request, when it comes, gets its page provided the zone's feed has not moved since it was
 /// read (``ChangeFeedMark``: the zone's incarnation and its last change, checked with one small
 /// read). Otherwise the page is read again, so an answer is never older than the request: a
