@@ -15,13 +15,21 @@ extension SQLiteTransaction {
         // on how many types it lists, so it is prepared for the request (GRDB's statement
         // cache never evicts, and a client could list any number).
         let statement = recordTypes == nil ? try db.cachedStatement(sql: sql) : try db.makeStatement(sql: sql)
+        // Read through SQLite's C API: a change page reads hundreds of rows, and their user
+        // names (the same few over and over) are made into strings once, not twice a row.
+        var rows = try SQLiteRowReader(statement, arguments: arguments, in: db)
+        defer { rows.finish() }
         var changes: [FeedChange] = []
-        let rows = try Row.fetchCursor(statement, arguments: arguments)
-        while let row = try rows.next() {
-            if (row[1] as Int64) == 1 {
-                changes.append(FeedChange(sequence: row[0], entry: .init(record: Record(recordName: row[2], recordType: row[3], zoneID: zoneID, deleted: true))))
+        changes.reserveCapacity(limit)
+        while try rows.step() {
+            let sequence = rows.int64(0)
+            if rows.int64(1) == 1 {
+                changes.append(FeedChange(sequence: sequence, entry: .init(record: Record(recordName: rows.text(2), recordType: rows.text(3), zoneID: zoneID, deleted: true))))
             } else {
-                changes.append(FeedChange(sequence: row[0], entry: RecordRow.storedRecord(from: row, zoneID: zoneID, offset: 2)))
+                let record = Record(recordName: rows.text(2), recordType: rows.text(3), zoneID: zoneID, recordChangeTag: rows.optionalText(4),
+                                    created: Stamp(timestamp: rows.int64(6), userRecordName: rows.repeatedText(7), deviceID: rows.optionalText(8)),
+                                    modified: Stamp(timestamp: rows.int64(9), userRecordName: rows.repeatedText(10), deviceID: rows.optionalText(11)))
+                changes.append(FeedChange(sequence: sequence, entry: .init(record: record, fieldsJSON: rows.optionalText(5))))
             }
         }
         return changes
@@ -65,3 +73,4 @@ extension SQLiteTransaction {
         return matches
     }
 }
+

@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 import GRDBSQLite
 
@@ -102,5 +103,61 @@ extension Statement {
             throw DatabaseError(resultCode: ResultCode(rawValue: binder.failure), message: "a value could not be bound", sql: sql)
         }
         try execute()
+    }
+}
+
+/// The rows of a statement, stepped and read through SQLite's C API (GRDB's `Row` reads each
+/// column through a generic decoding path).
+package struct SQLiteRowReader {
+    private let statement: Statement
+    private let rows: OpaquePointer
+    private let db: Database
+    /// The text ``repeatedText(_:)`` read last.
+    private var repeated = ""
+
+    /// Sets `statement`'s arguments; the first ``step()`` runs it.
+    package init(_ statement: Statement, arguments: StatementArguments, in db: Database) throws {
+        try statement.setArguments(arguments)
+        self.statement = statement
+        self.rows = statement.sqliteStatement
+        self.db = db
+    }
+
+    /// Moves to the next row: `false` after the last.
+    ///
+    /// - Throws: `DatabaseError` when SQLite fails.
+    package mutating func step() throws -> Bool {
+        switch sqlite3_step(rows) {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        case let code:
+            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: statement.sql)
+        }
+    }
+
+    /// Resets the statement (it keeps no read open).
+    package func finish() { sqlite3_reset(rows) }
+
+    package func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(rows, column) }
+
+    /// A text column (`""` for NULL).
+    package func text(_ column: Int32) -> String {
+        guard let bytes = sqlite3_column_text(rows, column) else { return "" }
+        return String(decoding: UnsafeBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(rows, column))), as: UTF8.self)
+    }
+
+    package func optionalText(_ column: Int32) -> String? {
+        sqlite3_column_type(rows, column) == SQLITE_NULL ? nil : text(column)
+    }
+
+    /// A text column that rows often repeat (a user name): the string read last by this call,
+    /// while its text is the same, so repeats share one string.
+    package mutating func repeatedText(_ column: Int32) -> String {
+        guard let bytes = sqlite3_column_text(rows, column) else { return "" }
+        let count = Int(sqlite3_column_bytes(rows, column))
+        let same = repeated.utf8.count == count
+            && repeated.utf8.withContiguousStorageIfAvailable { memcmp($0.baseAddress!, bytes, count) == 0 } == true
+        if !same { repeated = String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self) }
+        return repeated
     }
 }

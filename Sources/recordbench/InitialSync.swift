@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import GRDB
 import NIOCore
+import NIOHTTP1
 import PostgresNIO
 import RecordClient
 import RecordModel
@@ -148,8 +149,13 @@ enum InitialSync {
 /// answer's first bytes, and the server works on the next page while the client parses this
 /// one. An answer whose head is not in that form is parsed first, and its token taken from
 /// the parsed page.
+///
+/// The client runs on threads of its own, as a client in another process would: each answer
+/// is gathered on the HTTP client's event loop, which asks for the next page, and parsed on
+/// the client's thread, so none of it waits for (or holds) the threads that run the
+/// in-process server's tasks.
 final class ChangesReader: Sendable {
-    /// Seconds spent parsing answers, in all.
+    /// Seconds the client's thread spent parsing answers, in all.
     let parsing = Mutex<Double>(0)
     let http: HTTPClient
     let url: String
@@ -161,35 +167,78 @@ final class ChangesReader: Sendable {
         self.token = server.token
     }
 
+    /// One read of a zone, from its first request to its last page parsed.
+    private final class Read: @unchecked Sendable {
+        let lock = NSLock()
+        var counts = (records: 0, pages: 0, bytes: 0)
+        var continuation: CheckedContinuation<(records: Int, pages: Int, bytes: Int), any Error>?
+
+        init(_ continuation: CheckedContinuation<(records: Int, pages: Int, bytes: Int), any Error>) {
+            self.continuation = continuation
+        }
+
+        func end(_ result: Result<(records: Int, pages: Int, bytes: Int), any Error>) {
+            lock.withLock {
+                defer { continuation = nil }
+                return continuation
+            }?.resume(with: result)
+        }
+    }
+
     /// Reads the zone, its pages in RecordSync's compact form (`recordSyncCompact`) or in
     /// CloudKit's.
     func read(zone: String, compact: Bool) async throws -> (records: Int, pages: Int, bytes: Int) {
-        var records = 0, pages = 0, bytes = 0
-        let fetch = { (syncToken: String?) in self.fetch(zone: zone, syncToken: syncToken, compact: compact) }
-        var next: Task<ByteBuffer, any Error>? = fetch(nil)
-        while let answer = next {
-            let data = try await answer.value
-            bytes += data.readableBytes
-            let head = Self.head(of: data)
-            next = head.flatMap { $0.moreComing ? fetch($0.syncToken) : nil }
-            let parseStart = ContinuousClock.now
-            let page = try await Self.parse(data)
-            guard compact == page.compact else { throw BenchError("records/changes answered the wrong form") }
-            parsing.withLock { $0 += (ContinuousClock.now - parseStart).seconds }
-            records += page.records
-            pages += 1
-            let (syncToken, moreComing) = (page.syncToken, page.moreComing)
-            if let head {
-                guard head.syncToken == syncToken, head.moreComing == moreComing else { throw BenchError("the page's head read wrong") }
-            } else if moreComing {
-                next = fetch(syncToken)
-            }
+        try await withCheckedThrowingContinuation { continuation in
+            ask(Read(continuation), zone: zone, syncToken: nil, compact: compact)
         }
-        return (records, pages, bytes)
     }
 
-    /// The client's own thread: its parsing, as a separate process's would, leaves the threads
-    /// of the (in-process) server's tasks free.
+    /// Asks for the page after `syncToken`; once it has come, asks for the next (if its head
+    /// says more is coming) and parses it.
+    private func ask(_ read: Read, zone: String, syncToken: String?, compact: Bool) {
+        var body: [String: Any] = ["zoneID": ["zoneName": zone], "resultsLimit": InitialSync.pageSize]
+        if compact { body["recordSyncCompact"] = true }
+        if let syncToken { body["syncToken"] = syncToken }
+        let answer: EventLoopFuture<ByteBuffer>
+        do {
+            answer = try Self.post(http, url, token: token, json: body)
+        } catch {
+            return read.end(.failure(error))
+        }
+        answer.whenComplete { result in
+            guard case .success(let data) = result else {
+                if case .failure(let error) = result { read.end(.failure(error)) }
+                return
+            }
+            let head = Self.head(of: data)
+            if let head, head.moreComing { self.ask(read, zone: zone, syncToken: head.syncToken, compact: compact) }
+            Self.client.async {
+                do {
+                    let start = ContinuousClock.now
+                    let page = try Self.parse(data)
+                    self.parsing.withLock { $0 += (ContinuousClock.now - start).seconds }
+                    guard compact == page.compact else { throw BenchError("records/changes answered the wrong form") }
+                    if let head {
+                        guard head.syncToken == page.syncToken, head.moreComing == page.moreComing else { throw BenchError("the page's head read wrong") }
+                    } else if page.moreComing {
+                        self.ask(read, zone: zone, syncToken: page.syncToken, compact: compact)
+                    }
+                    let counts = read.lock.withLock {
+                        read.counts.records += page.records
+                        read.counts.pages += 1
+                        read.counts.bytes += data.readableBytes
+                        return read.counts
+                    }
+                    // Pages are parsed in the order they were asked for: the last is parsed last.
+                    if !page.moreComing { read.end(.success(counts)) }
+                } catch {
+                    read.end(.failure(error))
+                }
+            }
+        }
+    }
+
+    /// The client's own thread, on which it parses (and frees) each answer.
     private static let client = DispatchQueue(label: "initial-sync client")
 
     /// What the reader keeps of a page.
@@ -200,50 +249,46 @@ final class ChangesReader: Sendable {
         var compact: Bool
     }
 
-    /// The answer parsed whole, on the client's thread (which also frees the parsed tree).
-    static func parse(_ data: ByteBuffer) async throws -> Page {
-        try await withCheckedThrowingContinuation { continuation in
-            client.async {
-                continuation.resume(with: Result {
-                    let page = try JSONValue.parse(Data(buffer: data))
-                    guard case .array(let list)? = page["records"], let syncToken = page["syncToken"]?.stringValue else {
-                        throw BenchError("records/changes answered no records or no syncToken")
-                    }
-                    return Page(records: list.count, syncToken: syncToken, moreComing: page["moreComing"] == .bool(true),
-                                compact: page["recordSyncFieldTypes"] != nil)
-                })
-            }
+    /// The answer parsed whole.
+    static func parse(_ data: ByteBuffer) throws -> Page {
+        let page = try JSONValue.parse(Data(buffer: data))
+        guard case .array(let list)? = page["records"], let syncToken = page["syncToken"]?.stringValue else {
+            throw BenchError("records/changes answered no records or no syncToken")
         }
+        return Page(records: list.count, syncToken: syncToken, moreComing: page["moreComing"] == .bool(true),
+                    compact: page["recordSyncFieldTypes"] != nil)
     }
 
     /// A whole answer parsed on the client's thread, for Kinto's side: the number of records
     /// in its `data`.
-    static func parseKinto(_ data: Data) async throws -> Int {
+    static func parseKinto(_ data: ByteBuffer) async throws -> Int {
         try await withCheckedThrowingContinuation { continuation in
             client.async {
                 continuation.resume(with: Result {
-                    guard case .array(let list)? = try JSONValue.parse(data)["data"] else { throw BenchError("Kinto answered no data") }
+                    guard case .array(let list)? = try JSONValue.parse(Data(buffer: data))["data"] else { throw BenchError("Kinto answered no data") }
                     return list.count
                 })
             }
         }
     }
 
-    /// The page's answer, whole.
-    private func fetch(zone: String, syncToken: String?, compact: Bool) -> Task<ByteBuffer, any Error> {
-        Task {
-            var body: [String: Any] = ["zoneID": ["zoneName": zone], "resultsLimit": InitialSync.pageSize]
-            if compact { body["recordSyncCompact"] = true }
-            if let syncToken { body["syncToken"] = syncToken }
-            var request = HTTPClientRequest(url: url)
-            request.method = .POST
-            request.headers.add(name: "Authorization", value: "Bearer \(token)")
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.body = .bytes(ByteBuffer(data: try JSONSerialization.data(withJSONObject: body)))
-            let response = try await http.execute(request, timeout: .seconds(60))
-            let data = try await response.body.collect(upTo: 256 << 20)
-            guard response.status == .ok else { throw BenchError("records/changes answered \(response.status): \(String(buffer: data))") }
-            return data
+    /// A request's answer, gathered whole on the HTTP client's event loop: 200 with a body, or
+    /// an error.
+    static func post(_ http: HTTPClient, _ url: String, token: String, json: [String: Any]) throws -> EventLoopFuture<ByteBuffer> {
+        var headers = HTTPHeaders()
+        headers.add(name: "Authorization", value: "Bearer \(token)")
+        headers.add(name: "Content-Type", value: "application/json")
+        let request = try HTTPClient.Request(url: url, method: .POST, headers: headers,
+                                             body: .byteBuffer(ByteBuffer(data: try JSONSerialization.data(withJSONObject: json))))
+        return answer(http, request)
+    }
+
+    /// `request`'s answer gathered on the event loop: its body if the status is 200.
+    static func answer(_ http: HTTPClient, _ request: HTTPClient.Request) -> EventLoopFuture<ByteBuffer> {
+        http.execute(request: request, deadline: .now() + .seconds(60)).flatMapThrowing { response in
+            let body = response.body ?? ByteBuffer()
+            guard response.status == .ok else { throw BenchError("\(request.url) answered \(response.status): \(String(buffer: body))") }
+            return body
         }
     }
 

@@ -73,8 +73,12 @@ enum Kinto {
         var ours: [Double] = [], theirs: [Double] = []
         for round in 0..<rounds {
             let kinto: @Sendable () async throws -> Void = {
-                let (_, body) = try await send(http, .GET, base + "/buckets/bench/collections/art/records?_since=0", expect: [.ok])
-                // Parsed as RecordSync's pages are, on the client's thread.
+                // Gathered and parsed as RecordSync's pages are: on the HTTP client's event loop,
+                // then on the client's thread.
+                var headers = HTTPHeaders()
+                headers.add(name: "Authorization", value: "Basic " + Data("bench:bench".utf8).base64EncodedString())
+                let request = try HTTPClient.Request(url: base + "/buckets/bench/collections/art/records?_since=0", method: .GET, headers: headers)
+                let body = try await ChangesReader.answer(http, request).get()
                 guard try await ChangesReader.parseKinto(body) == records else {
                     throw BenchError("Kinto did not answer \(records) records")
                 }

@@ -329,10 +329,17 @@ import Testing
         var page = StoredZoneChanges(zoneID: ZoneID(zoneName: "Z", ownerRecordName: "_owner"), entries: fields.enumerated().map { index, text in
             StoredZoneChanges.Entry(record: Record(recordName: "r\(index)", recordType: "T", zoneID: ZoneID(zoneName: "Z", ownerRecordName: "_owner"),
                                                    recordChangeTag: "\(index)", created: Stamp(timestamp: 1, userRecordName: "_owner"),
-                                                   modified: Stamp(timestamp: 2, userRecordName: "_owner")), fieldsJSON: text)
+                                                   modified: index % 2 == 1 ? Stamp(timestamp: 3, userRecordName: "_other", deviceID: "phone")
+                                                       : Stamp(timestamp: 2, userRecordName: "_owner")), fieldsJSON: text)
         }, syncToken: "token", moreComing: false)
         page.compact = true
         return page
+    }
+
+    /// A compact record's parts.
+    static func parts(_ record: JSONValue) -> [JSONValue] {
+        if case .array(let parts) = record { return parts }
+        return []
     }
 
     static func written(_ page: StoredZoneChanges) throws -> JSONValue {
@@ -350,11 +357,43 @@ import Testing
             "h": .object(["type": .string("STRING")]),
         ])]))
         guard case .array(let records)? = json["records"] else { Issue.record("no records"); return }
-        #expect(records.map { $0["fields"] } == [
+        #expect(records.map { Self.parts($0).last } == [
             .object(["f": .string(#"x "y""#), "g": .int(1), "h": .null]),
             .object(["f": .string("z")]),
         ])
-        #expect(records.allSatisfy { $0["zoneID"] == nil && $0["recordName"] != nil && $0["created"] != nil })
+        #expect(records.map { Self.parts($0).first } == [.string("r0"), .string("r1")])
+    }
+
+    @Test func stampsNameTheirUsersByPosition() throws {
+        var page = Self.page([#"{"f":{"type":"STRING","value":"x"}}"#, nil, #"{"f":{"type":"STRING","value":"y"}}"#])
+        page.entries.append(StoredZoneChanges.Entry(record: Record(recordName: "gone", recordType: "T", zoneID: page.zoneID, deleted: true)))
+        let json = try Self.written(page)
+        #expect(json["recordSyncUsers"] == .array([.string("_owner"), .string("_other")]))
+        guard case .array(let records)? = json["records"] else { Issue.record("no records"); return }
+        // [recordName, recordType, recordChangeTag, created, modified, fields]; a deleted record [recordName, recordType].
+        #expect(records.map { Array(Self.parts($0).prefix(5)) } == [
+            [.string("r0"), .string("T"), .string("0"), .array([.int(1), .int(0)]), .array([.int(2), .int(0)])],
+            [.string("r1"), .string("T"), .string("1"), .array([.int(1), .int(0)]), .array([.int(3), .int(1), .string("phone")])],
+            [.string("r2"), .string("T"), .string("2"), .array([.int(1), .int(0)]), .array([.int(2), .int(0)])],
+            [.string("gone"), .string("T")],
+        ])
+        // Put back, it is CloudKit's page.
+        page.compact = false
+        #expect(ZoneChanges.expandingCompactPage(json) == (try Self.written(page)))
+        #expect(ZoneChanges.expandingCompactPage(try Self.written(page)) == (try Self.written(page)))
+    }
+
+    /// What is not a compact page is not expanded.
+    @Test(arguments: [
+        #"{"recordSyncFieldTypes":{},"recordSyncUsers":["u"],"zoneID":{"zoneName":"Z"},"records":[["r","T","1",[1,1],[1,0],{}]]}"#,
+        #"{"recordSyncFieldTypes":{},"recordSyncUsers":["u"],"zoneID":{"zoneName":"Z"},"records":[["r","T","1",{"timestamp":1},[1,0],{}]]}"#,
+        #"{"recordSyncFieldTypes":{},"recordSyncUsers":["u"],"zoneID":{"zoneName":"Z"},"records":[{"recordName":"r","recordType":"T"}]}"#,
+        #"{"recordSyncFieldTypes":{},"recordSyncUsers":["u"],"zoneID":{"zoneName":"Z"},"records":[["r","T","1"]]}"#,
+        #"{"recordSyncFieldTypes":{},"zoneID":{"zoneName":"Z"},"records":[]}"#,
+        #"{"recordSyncFieldTypes":{},"recordSyncUsers":[],"zoneID":{"zoneName":"Z"},"records":[["r","T",null,null,null,{"f":1}]]}"#,
+    ])
+    func aMalformedCompactPageIsNotExpanded(_ text: String) throws {
+        #expect(ZoneChanges.expandingCompactPage(try JSONValue.parse(text)) == nil)
     }
 
     /// Types the compact form cannot share (a schema never allows them) or text that is not

@@ -6,33 +6,14 @@ import Testing
 /// `records/changes` in RecordSync's compact form (`recordSyncCompact`, an extension), tested
 /// against CloudKit's form of the same pages, through real HTTP on each engine.
 @Suite struct CompactChangesTests {
-    /// A compact page in CloudKit's form: every record gets the page's `zoneID`, and every
-    /// field its type's object from `recordSyncFieldTypes` with its value put in.
+    /// A compact page in CloudKit's form (``ZoneChanges/expandingCompactPage(_:)``).
     static func expanded(_ page: JSONValue, sourceLocation: SourceLocation = #_sourceLocation) -> JSONValue {
-        guard case .object(var members) = page, case .object(let types)? = members.removeValue(forKey: "recordSyncFieldTypes"),
-              case .array(let records)? = members["records"], let zoneID = members["zoneID"] else {
+        #expect(page["recordSyncUsers"] != nil, sourceLocation: sourceLocation)
+        guard let expanded = ZoneChanges.expandingCompactPage(page) else {
             Issue.record("not a compact page: \(page)", sourceLocation: sourceLocation)
             return page
         }
-        members["records"] = .array(records.map { record in
-            guard case .object(var record) = record else { return record }
-            #expect(record["zoneID"] == nil, "a compact record repeats the page's zoneID", sourceLocation: sourceLocation)
-            record["zoneID"] = zoneID
-            if case .object(let fields)? = record["fields"], case .string(let type)? = record["recordType"] {
-                var typed: [String: JSONValue] = [:]
-                for (name, value) in fields {
-                    guard case .object(var entry)? = types[type]?[name] else {
-                        Issue.record("no type for \(type).\(name)", sourceLocation: sourceLocation)
-                        continue
-                    }
-                    entry["value"] = value
-                    typed[name] = .object(entry)
-                }
-                record["fields"] = .object(typed)
-            }
-            return .object(record)
-        })
-        return .object(members)
+        return expanded
     }
 
     /// Reads every page from `token` in both forms, page by page with the same tokens, and
@@ -108,12 +89,17 @@ import Testing
                 try await Self.compare(alice, zone: "Gallery", since: nil, extra: #","desiredKeys":["name","artist","sizes"]"#, pageSize: pageSize)
                 try await Self.compare(alice, zone: "Gallery", since: nil, extra: #","include":["artist"]"#, pageSize: pageSize)
             }
-            // A field's value is bare: a string is a string, a reference its object.
+            // A record is [recordName, recordType, recordChangeTag, created, modified, fields],
+            // and a field's value is bare: a string is a string, a reference its object.
             let page = try JSONValue.parse(try await alice.post("records/changes", #"{"zoneID":{"zoneName":"Gallery"},"recordSyncCompact":true}"#).data)
             guard case .array(let records)? = page["records"] else { Issue.record("no records"); return }
-            let work = records.first { $0["recordName"] == .string("work0") }
-            #expect(work?["fields"]?["title"] == .string("Work 0"))
-            #expect(work?["fields"]?["artist"]?["recordName"] == .string("artist0"))
+            let work = records.lazy.compactMap { record -> [JSONValue]? in
+                guard case .array(let parts) = record, parts.first == .string("work0") else { return nil }
+                return parts
+            }.first
+            #expect(work?.count == 6 && work?[1] == .string("Artwork"))
+            #expect(work?.last?["title"] == .string("Work 0"))
+            #expect(work?.last?["artist"]?["recordName"] == .string("artist0"))
             #expect(page["recordSyncFieldTypes"]?["Artwork"]?["title"] == .object(["type": .string("STRING")]))
             #expect(page["recordSyncFieldTypes"]?["Artist"]?["active"] == .object(["type": .string("INT64"), "recordSyncType": .string("BOOLEAN")]))
         }

@@ -93,10 +93,11 @@ import Testing
     }
 
     /// The two pages after the one answered are read together; when the first of them is
-    /// taken, the two after the second: each request then finds its page read.
+    /// taken, the two after the second: each request then finds its page read. (A window of
+    /// two pages: no read starts when one ends.)
     @Test func twoPagesAreReadAhead() async throws {
         try await withArtists(9) { store, scope in
-            let readAhead = ChangePageReadAhead<PreparedResponse>()
+            let readAhead = ChangePageReadAhead<PreparedResponse>(window: 2)
             let first = try await page(since: nil, readAhead, store, scope)
             await readAhead.settle()
             // Each kept page has its task: the read, and the second page's encoding.
@@ -116,10 +117,42 @@ import Testing
             #expect(readAhead.statistics.served == 4 && readAhead.statistics.readAgain == 0)
             #expect(readAhead.keptPageCount == 0)
             // Reading one page at a time, only the next is kept.
-            let shallow = ChangePageReadAhead<PreparedResponse>(depth: 1)
+            let shallow = ChangePageReadAhead<PreparedResponse>(depth: 1, window: 1)
             _ = try await page(since: nil, shallow, store, scope)
             await shallow.settle()
             #expect(shallow.keptPageCount == 1)
+        }
+    }
+
+    /// A read that ends starts the next while fewer than the window's pages of the client's
+    /// are kept, so a client taking pages as fast as they are read finds the next read under
+    /// way; the window bounds what one client has kept.
+    @Test func readingGoesOnToTheWindow() async throws {
+        try await withArtists(13) { store, scope in
+            // Seven pages: the first answered, then the second and third read, then the
+            // fourth and fifth: four pages kept, no more.
+            let readAhead = ChangePageReadAhead<PreparedResponse>()
+            let first = try await page(since: nil, readAhead, store, scope)
+            await readAhead.settle()
+            #expect(readAhead.keptPageCount == 4)
+            var names = first.records.map(\.recordName)
+            var token: String? = first.syncToken
+            while let since = token {
+                let next = try await page(since: since, readAhead, store, scope)
+                names += next.records.map(\.recordName)
+                token = next.moreComing ? next.syncToken : nil
+            }
+            #expect(names == (0..<13).map { "a\($0)" })
+            #expect(readAhead.statistics.served == 6 && readAhead.statistics.readAgain == 0)
+            #expect(readAhead.keptPageCount == 0)
+            // Another client's pages count apart: each reads on to its own window.
+            let bob = try await store.createUser(named: "bob", tokenHash: Data([2]))
+            let bobs = DatabaseScope(container: "iCloud.test", environment: "development", kind: .private, user: bob)
+            try await save((0..<13).map { Record.artist("b\($0)") }, in: store, bobs)
+            _ = try await page(since: nil, readAhead, store, scope)
+            _ = try await page(since: nil, readAhead, store, bobs)
+            await readAhead.settle()
+            #expect(readAhead.keptPageCount == 8)
         }
     }
 

@@ -9,23 +9,23 @@ import ServiceLifecycle
 /// previous answer gave; a page's read and encoding on the server (2–4 ms for 400 records)
 /// were part of every step of that chain. When a `records/changes` answer says more is coming,
 /// the next request is already known: the same request with the new token, from the same
-/// user. The next ``depth`` pages are read in one snapshot and encoded in the background, and
-/// kept here: the first of them can be taken as soon as it is encoded, and each after it is
-/// encoded by a task of its own (a client that asks for the next page as soon as it has read a
-/// page's head would otherwise wait for them all). When the client takes the first of them, the
-/// next ``depth`` are read, so that a read is under way while the client asks for and takes the
-/// pages already read, and the fixed cost of a read (its round trips to the database) is shared
-/// by ``depth`` pages. A
-/// request, when it comes, gets its page provided the zone's feed has not moved since it was
-/// read (``ChangeFeedMark``: the zone's incarnation and its last change, checked with one small
-/// read). Otherwise the page is read again, so an answer is never older than the request: a
-/// client that saves and then fetches sees its save.
+/// user. Pages are read ``depth`` at a time in one snapshot (the fixed cost of a read, its
+/// round trips to the database, shared by them) and kept here: the first of a read can be
+/// taken as soon as it is encoded, and each after it is encoded by a task of its own (a client
+/// that asks for the next page as soon as it has read a page's head would otherwise wait for
+/// them all). When a read ends, the next starts at once while fewer than ``window`` of the
+/// client's pages are kept, so one read is under way after another while the client takes the
+/// pages already read; and when the client takes a page with fewer than ``depth`` kept after
+/// it, a read starts after the last. A request, when it comes, gets its page provided the
+/// zone's feed has not moved since it was read (``ChangeFeedMark``: the zone's incarnation and
+/// its last change, checked with one small read). Otherwise the page is read again, so an
+/// answer is never older than the request: a client that saves and then fetches sees its save.
 ///
 /// At most ``capacity`` pages are kept, each for at most ``lifetime``; a client that stops
-/// asking has cost at most two reads of ``depth`` pages. A page is kept as the server will send
-/// it (`Answer`: the HTTP layer keeps the encoded response), prepared by the `encode` closure it
-/// is given with each request; `variant` tells apart answers of the same page that are encoded
-/// differently (gzip or not).
+/// asking has cost at most ``window`` + ``depth`` - 1 pages. A page is kept as the server will
+/// send it (`Answer`: the HTTP layer keeps the encoded response), prepared by the `encode`
+/// closure it is given with each request; `variant` tells apart answers of the same page that
+/// are encoded differently (gzip or not).
 ///
 /// Each read runs in a task this object owns: a read dropped (expired, or past the capacity)
 /// is cancelled. It is a `Service` of the application: at graceful shutdown ``run()`` returns
@@ -40,6 +40,14 @@ public final class ChangePageReadAhead<Answer: Sendable>: Service, @unchecked Se
         var scope: DatabaseScope
         var request: RecordChangesRequest
         var variant: String
+
+        /// The pages a client reading on from this one asks for: the same request but for its
+        /// token, from the same user, encoded the same way.
+        var chain: Key {
+            var chain = self
+            chain.request.syncToken = nil
+            return chain
+        }
     }
 
     /// A page ready to send.
@@ -84,6 +92,9 @@ public final class ChangePageReadAhead<Answer: Sendable>: Service, @unchecked Se
     let capacity: Int
     /// How many pages one read ahead reads.
     let depth: Int
+    /// How many pages of one client's reading on may be kept before it takes them: while
+    /// fewer are, a read ahead that ends starts the next at once.
+    let window: Int
 
     private let lock = NSLock()
     private var pages: [Key: Kept] = [:]
@@ -92,12 +103,14 @@ public final class ChangePageReadAhead<Answer: Sendable>: Service, @unchecked Se
     /// Set by ``stop()``: nothing more is read ahead.
     private var stopped = false
 
-    /// Creates a read-ahead that reads `depth` pages at a time and keeps at most `capacity`
+    /// Creates a read-ahead that reads `depth` pages at a time, reads on while fewer than
+    /// `window` pages of a client's are kept (at least `depth`), and keeps at most `capacity`
     /// pages, each for at most `lifetime`.
-    public init(lifetime: Duration = .seconds(30), capacity: Int = 64, depth: Int = 2) {
+    public init(lifetime: Duration = .seconds(30), capacity: Int = 64, depth: Int = 2, window: Int = 4) {
         self.lifetime = lifetime
         self.capacity = capacity
         self.depth = max(1, depth)
+        self.window = max(self.depth, window)
     }
 
     /// How many requests got a page read ahead, and how many found theirs stale (its zone
@@ -224,28 +237,36 @@ public final class ChangePageReadAhead<Answer: Sendable>: Service, @unchecked Se
                       let evicted = pages.removeValue(forKey: oldest) else { return }
                 if let read = evicted.read { dropped.append(read) }
             }
-            let key = Key(scope: scope, request: request, variant: variant)
-            let depth = depth
-            nextID += 1
-            let id = nextID
-            // Owned by this object from here: kept in `pages` until taken, or cancelled when dropped.
-            // The first page is answered as soon as it is encoded; the others are encoded after it.
-            let read = Task {
-                let read = try await Self.read(request, pages: depth, in: scope, from: store)
-                let first = try read[0].prepared(encode)
-                self.keep(first, readFor: key, id: id, encodingLater: read.dropFirst(), encode: encode)
-                return first
-            }
-            pages[key] = Kept(read: read, until: now + lifetime, id: id)
+            startRead(Key(scope: scope, request: request, variant: variant), from: store, encode: encode, now: now)
         }
         for read in dropped { read.cancel() }
+    }
+
+    /// Starts reading ``depth`` pages from `key`'s; called with the lock held.
+    private func startRead(_ key: Key, from store: RecordStore, encode: @escaping Encode, now: ContinuousClock.Instant) {
+        let depth = depth
+        nextID += 1
+        let id = nextID
+        // Owned by this object from here: kept in `pages` until taken, or cancelled when dropped.
+        // The first page is answered as soon as it is encoded; the others are encoded after it.
+        let read = Task {
+            let read = try await Self.read(key.request, pages: depth, in: key.scope, from: store)
+            let first = try read[0].prepared(encode)
+            self.keep(first, readFor: key, id: id, encodingLater: read.dropFirst(), from: store, encode: encode)
+            return first
+        }
+        pages[key] = Kept(read: read, until: now + lifetime, id: id)
     }
 
     /// Notes that the read `id` of the page `key` names is done (its request may have taken it
     /// already, and it may have been dropped), and keeps the pages read after it, each encoded
     /// by a task of its own, while there is room: all under one lock, so that a request taking
-    /// the first page finds the next ones kept.
-    private func keep(_ prepared: Prepared, readFor key: Key, id: Int, encodingLater read: ArraySlice<ReadPage>, encode: @escaping Encode) {
+    /// the first page finds the next ones kept. Then, while fewer than ``window`` pages of the
+    /// client's are kept, reads on from the last page read, so that the next read is under way
+    /// before the client asks for its pages (one read at a time: a client taking pages as fast
+    /// as they are read never waits for a read that starts only when it takes a page).
+    private func keep(_ prepared: Prepared, readFor key: Key, id: Int, encodingLater read: ArraySlice<ReadPage>,
+                      from store: RecordStore, encode: @escaping Encode) {
         guard !Task.isCancelled else { return }
         let until = ContinuousClock.now + lifetime
         var replaced: [Task<Prepared, any Error>] = []
@@ -270,6 +291,12 @@ public final class ChangePageReadAhead<Answer: Sendable>: Service, @unchecked Se
                     replaced.append(read)
                 }
             }
+            let last = read.last?.next ?? (read.isEmpty ? prepared.next : nil)
+            guard let next = last, pages.count < capacity else { return }
+            let nextKey = Key(scope: key.scope, request: next, variant: key.variant)
+            let chain = key.chain
+            guard pages[nextKey] == nil, pages.keys.count(where: { $0.chain == chain }) < window else { return }
+            startRead(nextKey, from: store, encode: encode, now: .now)
         }
         for read in replaced { read.cancel() }
     }

@@ -210,18 +210,21 @@ extension JSONWriter {
     /// Unlike other objects, its keys are not sorted: `moreComing` and `syncToken` come before
     /// `records`, so a client can ask for the next page as soon as it has read them, without
     /// stepping over the records (``StoredZoneChanges/continuation(of:)``). A compact page's
-    /// `recordSyncFieldTypes` (each type's fields, each field's object without its value) comes
-    /// before its records too.
-    mutating func changePage(moreComing: Bool, syncToken: String, zoneID: ZoneID, fieldTypes: CompactFieldTypes? = nil,
+    /// `recordSyncFieldTypes` (each type's fields, each field's object without its value) and
+    /// `recordSyncUsers` (the user record names its stamps give by position) come before its
+    /// records too.
+    mutating func changePage(moreComing: Bool, syncToken: String, zoneID: ZoneID, compact: CompactPage? = nil,
                              includedRecords: [Record]?, records: (inout JSONWriter) throws -> Void) throws {
         var first = true
         open()
         key("moreComing", first: &first); bytes.append(contentsOf: (moreComing ? "true" : "false").utf8)
         key("syncToken", first: &first); writeString(syncToken)
         key("zoneID", first: &first); zoneID.write(to: &self)
-        if let fieldTypes {
+        if let compact {
             key("recordSyncFieldTypes", first: &first)
-            fieldTypes.write(to: &self)
+            compact.fieldTypes.write(to: &self)
+            key("recordSyncUsers", first: &first)
+            array(compact.users) { $0.writeString($1) }
         }
         key("records", first: &first)
         try records(&self)
@@ -244,9 +247,9 @@ extension ZoneChanges: JSONDirectWritable {
 extension StoredZoneChanges: JSONDirectWritable {
     func write(to writer: inout JSONWriter) throws {
         // A page the compact form cannot hold (see compactRecords) is written in CloudKit's form.
-        if compact, let (records, fieldTypes) = try? compactRecords(like: writer) {
-            try writer.changePage(moreComing: moreComing, syncToken: syncToken, zoneID: zoneID, fieldTypes: fieldTypes,
-                                  includedRecords: includedRecords) { $0.bytes.append(contentsOf: records) }
+        if compact, let page = try? compactRecords(like: writer) {
+            try writer.changePage(moreComing: moreComing, syncToken: syncToken, zoneID: zoneID, compact: page,
+                                  includedRecords: includedRecords) { $0.bytes.append(contentsOf: page.records) }
             return
         }
         try writer.changePage(moreComing: moreComing, syncToken: syncToken, zoneID: zoneID, includedRecords: includedRecords) { writer in
@@ -254,35 +257,71 @@ extension StoredZoneChanges: JSONDirectWritable {
         }
     }
 
-    /// The page's records array in the compact form, and the field types it leaves out; `nil`
-    /// when two records of one type give a field different types (which a zone's schema never
-    /// lets happen), and the page must then be written in CloudKit's form.
+    /// The page's records array in the compact form, and what it leaves out; `nil` when two
+    /// records of one type give a field different types (which a zone's schema never lets
+    /// happen), and the page must then be written in CloudKit's form.
     ///
-    /// Each record is written as in CloudKit's form (by `writer`'s options) without its
-    /// `zoneID`, and each field's object is replaced by its `value` (`null` if it has none).
-    func compactRecords(like writer: JSONWriter) throws -> (records: [UInt8], fieldTypes: CompactFieldTypes)? {
+    /// A record is an array: `[recordName, recordType, recordChangeTag, created, modified,
+    /// fields]`, or `[recordName, recordType]` for a deleted record; a stamp is `[timestamp,
+    /// user]` or `[timestamp, user, deviceID]`, `user` being a position in the page's users;
+    /// each field's object is replaced by its `value` (`null` if it has none), written as in
+    /// CloudKit's form by `writer`'s options. What a record lacks is `null`.
+    func compactRecords(like writer: JSONWriter) throws -> CompactPage? {
         var out = writer, fields = writer
         out.bytes = []
-        out.bytes.reserveCapacity(entries.count * 384)
+        out.bytes.reserveCapacity(entries.count * 200)
         fields.bytes = []
         var types = CompactFieldTypes()
+        var users: [String] = []
         var consistent = true
+        func write(_ stamp: Stamp?, to out: inout JSONWriter) {
+            guard let stamp else { return out.bytes.append(contentsOf: "null".utf8) }
+            let user: Int
+            if let found = users.firstIndex(of: stamp.userRecordName) {
+                user = found
+            } else {
+                user = users.count
+                users.append(stamp.userRecordName)
+            }
+            out.bytes.append(UInt8(ascii: "["))
+            out.bytes.append(contentsOf: String(stamp.timestamp).utf8)
+            out.bytes.append(UInt8(ascii: ","))
+            out.bytes.append(contentsOf: String(user).utf8)
+            if let deviceID = stamp.deviceID {
+                out.bytes.append(UInt8(ascii: ","))
+                out.writeString(deviceID)
+            }
+            out.bytes.append(UInt8(ascii: "]"))
+        }
         try out.array(entries) { out, entry in
-            try entry.record.write(to: &out, cascadedRecordNames: nil, withZoneID: false) { out in
-                let table = types.table(for: entry.record.recordType)
+            let record = entry.record
+            out.bytes.append(UInt8(ascii: "["))
+            out.writeString(record.recordName)
+            out.bytes.append(UInt8(ascii: ","))
+            out.writeString(record.recordType)
+            if !record.deleted {
+                out.bytes.append(UInt8(ascii: ","))
+                if let tag = record.recordChangeTag { out.writeString(tag) } else { out.bytes.append(contentsOf: "null".utf8) }
+                out.bytes.append(UInt8(ascii: ","))
+                write(record.created, to: &out)
+                out.bytes.append(UInt8(ascii: ","))
+                write(record.modified, to: &out)
+                out.bytes.append(UInt8(ascii: ","))
+                let table = types.table(for: record.recordType)
                 let matched: Bool
                 if var text = entry.fieldsJSON {
                     // Stored text, read where it is.
                     matched = try text.withUTF8 { try Self.writeValues(of: $0, to: &out, types: &types, table: table) }
                 } else {
                     fields.bytes.removeAll(keepingCapacity: true)
-                    try entry.record.writeFields(to: &fields, fieldsJSON: nil)
+                    try record.writeFields(to: &fields, fieldsJSON: nil)
                     matched = try fields.bytes.withUnsafeBufferPointer { try Self.writeValues(of: $0, to: &out, types: &types, table: table) }
                 }
                 if !matched { consistent = false }
             }
+            out.bytes.append(UInt8(ascii: "]"))
         }
-        return consistent ? (out.bytes, types) : nil
+        return consistent ? CompactPage(records: out.bytes, fieldTypes: types, users: users) : nil
     }
 
     /// Writes wire-form `fields` (`{"NAME": {"type": …, "value": …}, …}`, as the server wrote
@@ -353,6 +392,16 @@ extension StoredZoneChanges: JSONDirectWritable {
         out.close()
         return consistent
     }
+}
+
+/// A page's records in the compact form, with what they leave out.
+struct CompactPage {
+    /// The records array.
+    var records: [UInt8]
+    /// Each record type's fields' objects without their values.
+    var fieldTypes: CompactFieldTypes
+    /// The user record names of the stamps, which give their positions here.
+    var users: [String]
 }
 
 /// The field types a compact page leaves out of its records: for each record type, each
