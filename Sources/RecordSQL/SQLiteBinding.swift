@@ -155,6 +155,7 @@ package struct SQLiteRowReader {
     package mutating func repeatedText(_ column: Int32) -> String {
         guard let bytes = sqlite3_column_text(rows, column) else { return "" }
         let count = Int(sqlite3_column_bytes(rows, column))
+        guard count > 0 else { return "" }
         let same = repeated.utf8.count == count
             && repeated.utf8.withContiguousStorageIfAvailable { memcmp($0.baseAddress!, bytes, count) == 0 } == true
         if !same { repeated = String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self) }

@@ -18,8 +18,9 @@ import Synchronization
 /// it, when a Kinto is given, a 1,000-record zone is read side by side with Kinto reading the
 /// same records through its own feed (`GET …/records?_since=0`).
 enum InitialSync {
-    /// The page size asked for (the most `records/changes` answers).
-    static let pageSize = 400
+    /// The page sizes asked for: the most `records/changes` answers in the compact form
+    /// (`StoreLimits.maximumCompactResultsLimit`) and in CloudKit's.
+    static let pageSize = (compact: 1000, cloudKit: 400)
 
     static func run(_ scale: Scale, repetitions: Int, kinto: String?) async throws -> Measurement {
         let http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup)
@@ -196,7 +197,7 @@ final class ChangesReader: Sendable {
     /// Asks for the page after `syncToken`; once it has come, asks for the next (if its head
     /// says more is coming) and parses it.
     private func ask(_ read: Read, zone: String, syncToken: String?, compact: Bool) {
-        var body: [String: Any] = ["zoneID": ["zoneName": zone], "resultsLimit": InitialSync.pageSize]
+        var body: [String: Any] = ["zoneID": ["zoneName": zone], "resultsLimit": compact ? InitialSync.pageSize.compact : InitialSync.pageSize.cloudKit]
         if compact { body["recordSyncCompact"] = true }
         if let syncToken { body["syncToken"] = syncToken }
         let answer: EventLoopFuture<ByteBuffer>

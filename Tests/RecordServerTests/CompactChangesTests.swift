@@ -105,6 +105,43 @@ import Testing
         }
     }
 
+    /// A compact page holds up to 1,000 records; CloudKit's form stops at 400, and both give
+    /// 200 when no `resultsLimit` is asked for.
+    @Test func aCompactPageHoldsUpTo1000Records() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            try await alice.createZones("Gallery")
+            for first in stride(from: 0, to: 1080, by: 360) {
+                try await alice.save((first..<(first + 360)).map {
+                    Record(recordName: "work\($0)", recordType: "Artwork", fields: ["title": .string("Work \($0)")])
+                }, zone: "Gallery")
+            }
+            func count(_ extra: String) async throws -> (records: Int, moreComing: Bool) {
+                let answer = try await alice.post("records/changes", #"{"zoneID":{"zoneName":"Gallery"}\#(extra)}"#)
+                #expect(answer.status == 200, "\(answer.reason)")
+                let page = try JSONValue.parse(answer.data)
+                guard case .array(let records)? = page["records"] else { return (0, false) }
+                return (records.count, page["moreComing"] == .bool(true))
+            }
+            #expect(try await count(#","resultsLimit":5000,"recordSyncCompact":true"#) == (1000, true))
+            #expect(try await count(#","resultsLimit":700,"recordSyncCompact":true"#) == (700, true))
+            #expect(try await count(#","resultsLimit":5000"#) == (400, true))
+            #expect(try await count(#","recordSyncCompact":true"#) == (200, true))
+            #expect(try await count("") == (200, true))
+            // The 1,080 in two pages.
+            var token: String?, total = 0, pages = 0
+            repeat {
+                let answer = try await alice.post("records/changes", #"{"zoneID":{"zoneName":"Gallery"},"resultsLimit":1000,"recordSyncCompact":true\#(token.map { #","syncToken":"\#($0)""# } ?? "")}"#)
+                let page = try JSONValue.parse(answer.data)
+                guard case .array(let records)? = page["records"] else { Issue.record("no records"); return }
+                total += records.count
+                pages += 1
+                token = page["moreComing"] == .bool(true) ? page["syncToken"]?.stringValue : nil
+            } while token != nil
+            #expect(total == 1080 && pages == 2)
+        }
+    }
+
     @Test func theCompactFormIsAskedForOnlyWhereItIsTaken() async throws {
         try await withServer { server in
             let alice = try await server.user("alice")

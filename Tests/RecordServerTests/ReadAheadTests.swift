@@ -92,20 +92,21 @@ import Testing
         }
     }
 
-    /// The two pages after the one answered are read together; when the first of them is
-    /// taken, the two after the second: each request then finds its page read. (A window of
-    /// two pages: no read starts when one ends.)
+    /// Pages are read two at a time: the first request reads its page with the next, and each
+    /// request then finds its page read. (A window of two pages.)
     @Test func twoPagesAreReadAhead() async throws {
         try await withArtists(9) { store, scope in
             let readAhead = ChangePageReadAhead<PreparedResponse>(window: 2)
             let first = try await page(since: nil, readAhead, store, scope)
             await readAhead.settle()
-            // Each kept page has its task: the read, and the second page's encoding.
-            #expect(readAhead.keptPageCount == 2 && readAhead.keptReads.count == 2)
+            // The first request read the second page with its own, and with one page kept the
+            // third and fourth were read: each kept page has its task (the second's and the
+            // fourth's encodings, the third's read).
+            #expect(readAhead.keptPageCount == 3 && readAhead.keptReads.count == 3)
             let second = try await page(since: first.syncToken, readAhead, store, scope)
             await readAhead.settle()
-            // The third page was kept; answering the second read the fourth and the fifth.
-            #expect(readAhead.keptPageCount == 3)
+            // Two pages kept after the second: answering it read nothing more.
+            #expect(readAhead.keptPageCount == 2)
             var names = first.records.map(\.recordName) + second.records.map(\.recordName)
             var token: String? = second.syncToken
             while let since = token {
@@ -129,12 +130,12 @@ import Testing
     /// way; the window bounds what one client has kept.
     @Test func readingGoesOnToTheWindow() async throws {
         try await withArtists(13) { store, scope in
-            // Seven pages: the first answered, then the second and third read, then the
-            // fourth and fifth: four pages kept, no more.
+            // Seven pages: the first read with the second, then the third and fourth, then
+            // (three kept, fewer than four) the fifth and sixth: five kept, not the seventh.
             let readAhead = ChangePageReadAhead<PreparedResponse>()
             let first = try await page(since: nil, readAhead, store, scope)
             await readAhead.settle()
-            #expect(readAhead.keptPageCount == 4)
+            #expect(readAhead.keptPageCount == 5)
             var names = first.records.map(\.recordName)
             var token: String? = first.syncToken
             while let since = token {
@@ -152,7 +153,7 @@ import Testing
             _ = try await page(since: nil, readAhead, store, scope)
             _ = try await page(since: nil, readAhead, store, bobs)
             await readAhead.settle()
-            #expect(readAhead.keptPageCount == 8)
+            #expect(readAhead.keptPageCount == 10)
         }
     }
 

@@ -13,7 +13,8 @@ import ServiceLifecycle
 /// round trips to the database, shared by them) and kept here: the first of a read can be
 /// taken as soon as it is encoded, and each after it is encoded by a task of its own (a client
 /// that asks for the next page as soon as it has read a page's head would otherwise wait for
-/// them all). When a read ends, the next starts at once while fewer than ``window`` of the
+/// them all). A request that finds no page kept reads its own with the ``depth`` - 1 after
+/// it. When a read ends, the next starts at once while fewer than ``window`` of the
 /// client's pages are kept, so one read is under way after another while the client takes the
 /// pages already read; and when the client takes a page with fewer than ``depth`` kept after
 /// it, a read starts after the last. A request, when it comes, gets its page provided the
@@ -157,7 +158,8 @@ public final class ChangePageReadAhead<Answer: Sendable>: Service, @unchecked Se
     }
 
     /// The answer to `request`: the page read ahead for it if its zone has not changed since,
-    /// else read now. Either way, pages after it are then read ahead.
+    /// else read now (with the pages after it, kept). Either way, pages after it are then read
+    /// ahead.
     public func answer(_ request: RecordChangesRequest, in scope: DatabaseScope, from store: RecordStore, variant: String,
                        encode: @escaping Encode) async throws -> Answer {
         let key = Key(scope: scope, request: request, variant: variant)
@@ -175,7 +177,13 @@ public final class ChangePageReadAhead<Answer: Sendable>: Service, @unchecked Se
             }
             lock.withLock { counts.readAgain += 1 }
         }
-        let prepared = try await Self.read(request, pages: 1, in: scope, from: store)[0].prepared(encode)
+        // Read now: this page and the ``depth`` - 1 after it, in one snapshot. This page is
+        // answered once it is encoded; the others are kept as a read ahead keeps its pages
+        // (a client reading on then finds its next page read, where a read started after
+        // this answer would add a read's round trips to its wait).
+        let read = try await Self.read(request, pages: depth, in: scope, from: store)
+        let prepared = try read[0].prepared(encode)
+        keep(prepared, readFor: key, id: 0, encodingLater: read.dropFirst(), from: store, encode: encode)
         readAhead(after: prepared, in: scope, from: store, variant: variant, encode: encode)
         return prepared.answer
     }
@@ -259,7 +267,8 @@ public final class ChangePageReadAhead<Answer: Sendable>: Service, @unchecked Se
     }
 
     /// Notes that the read `id` of the page `key` names is done (its request may have taken it
-    /// already, and it may have been dropped), and keeps the pages read after it, each encoded
+    /// already, and it may have been dropped; a request that read its own page passes an `id`
+    /// no read has, 0), and keeps the pages read after it, each encoded
     /// by a task of its own, while there is room: all under one lock, so that a request taking
     /// the first page finds the next ones kept. Then, while fewer than ``window`` pages of the
     /// client's are kept, reads on from the last page read, so that the next read is under way

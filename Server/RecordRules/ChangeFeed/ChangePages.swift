@@ -50,7 +50,7 @@ extension RecordStore {
     /// for, then (while more is coming) the page the request with that page's token asks for,
     /// and so on, each as ``recordChangesPage(_:in:)`` would read it in that snapshot.
     public func recordChangesPages(_ request: RecordChangesRequest, in scope: DatabaseScope, count: Int) async throws -> [(page: StoredZoneChanges, mark: ChangeFeedMark)] {
-        let limit = try limits.resultsLimit(request.resultsLimit)
+        let limit = try limits.resultsLimit(request.resultsLimit, compact: request.recordSyncCompact == true)
         let count = max(1, count)
         let include = Set(request.include ?? [])
         let includeDepth = request.includeDepth ?? 1

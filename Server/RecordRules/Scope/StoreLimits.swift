@@ -9,6 +9,10 @@ public struct StoreLimits: Sendable {
     public var defaultResultsLimit: Int = 200
     /// The largest `resultsLimit` honoured; larger values are capped to it.
     public var maximumResultsLimit: Int = 400
+    /// The largest `resultsLimit` a `records/changes` page in the compact form
+    /// (`recordSyncCompact`) honours: its records are about a third of their size in CloudKit's
+    /// form, so a page of this many is about the bytes of a page of 400 in CloudKit's form.
+    public var maximumCompactResultsLimit: Int = 1000
     /// The most field data one record may hold, in bytes of its JSON form.
     public var maximumRecordBytes: Int = 1024 * 1024
     /// How deep `records/lookup` `include` may follow references.
@@ -40,13 +44,14 @@ public struct StoreLimits: Sendable {
     /// Creates limits with the defaults.
     public init() {}
 
-    /// `requested` capped to ``maximumResultsLimit``, or the default; `BAD_REQUEST` if not positive.
-    package func resultsLimit(_ requested: Int?) throws -> Int {
+    /// `requested` capped to ``maximumResultsLimit`` (``maximumCompactResultsLimit`` for a
+    /// `compact` change page), or the default; `BAD_REQUEST` if not positive.
+    package func resultsLimit(_ requested: Int?, compact: Bool = false) throws -> Int {
         guard let requested else { return defaultResultsLimit }
         guard requested > 0 else {
             throw RecordSyncError(.badRequest, "resultsLimit must be a positive integer, not \(requested)")
         }
-        return min(requested, maximumResultsLimit)
+        return min(requested, compact ? maximumCompactResultsLimit : maximumResultsLimit)
     }
 
     /// `LIMIT_EXCEEDED` when a request carries more than ``maximumOperationsPerRequest`` items.
