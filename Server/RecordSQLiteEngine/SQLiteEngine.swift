@@ -57,7 +57,7 @@ public final class SQLiteEngine: StorageEngine {
     /// lookups. At most one thread of the caller's waits here, and only while every reader is
     /// busy; the other lookups meanwhile go through ``read(_:)``.
     public func database(at address: DatabaseAddress, withZoneNamed name: String) async throws -> (database: StoredDatabase, zone: StoredZone?)? {
-        if case .some(let found) = try lookUpHere(address, name) { return found }
+        if case .some(let found) = try await counter.asking({ try lookUpHere(address, name) }) { return found }
         return try await read { try $0.database(at: address, withZoneNamed: name) }
     }
 

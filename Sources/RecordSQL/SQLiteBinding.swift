@@ -112,8 +112,8 @@ package struct SQLiteRowReader {
     private let statement: Statement
     private let rows: OpaquePointer
     private let db: Database
-    /// The text ``repeatedText(_:)`` read last.
-    private var repeated = ""
+    /// The text ``repeatedText(_:)`` read last from each column.
+    private var repeated: [Int32: String] = [:]
 
     /// Sets `statement`'s arguments; the first ``step()`` runs it.
     package init(_ statement: Statement, arguments: StatementArguments, in db: Database) throws {
@@ -150,15 +150,18 @@ package struct SQLiteRowReader {
         sqlite3_column_type(rows, column) == SQLITE_NULL ? nil : text(column)
     }
 
-    /// A text column that rows often repeat (a user name): the string read last by this call,
-    /// while its text is the same, so repeats share one string.
+    /// A text column that rows often repeat (a user name): the string this call read last from
+    /// the column, while its text is the same, so repeats share one string.
     package mutating func repeatedText(_ column: Int32) -> String {
         guard let bytes = sqlite3_column_text(rows, column) else { return "" }
         let count = Int(sqlite3_column_bytes(rows, column))
         guard count > 0 else { return "" }
-        let same = repeated.utf8.count == count
-            && repeated.utf8.withContiguousStorageIfAvailable { memcmp($0.baseAddress!, bytes, count) == 0 } == true
-        if !same { repeated = String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self) }
-        return repeated
+        if let last = repeated[column], last.utf8.count == count,
+           last.utf8.withContiguousStorageIfAvailable({ memcmp($0.baseAddress!, bytes, count) == 0 }) == true {
+            return last
+        }
+        let text = String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
+        repeated[column] = text
+        return text
     }
 }

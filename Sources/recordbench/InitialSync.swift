@@ -178,6 +178,9 @@ final class ChangesReader: Sendable {
             self.continuation = continuation
         }
 
+        /// Whether the read has ended (its last page parsed, or failed): nothing more is asked for.
+        var ended: Bool { lock.withLock { continuation == nil } }
+
         func end(_ result: Result<(records: Int, pages: Int, bytes: Int), any Error>) {
             lock.withLock {
                 defer { continuation = nil }
@@ -197,6 +200,7 @@ final class ChangesReader: Sendable {
     /// Asks for the page after `syncToken`; once it has come, asks for the next (if its head
     /// says more is coming) and parses it.
     private func ask(_ read: Read, zone: String, syncToken: String?, compact: Bool) {
+        guard !read.ended else { return }
         var body: [String: Any] = ["zoneID": ["zoneName": zone], "resultsLimit": compact ? InitialSync.pageSize.compact : InitialSync.pageSize.cloudKit]
         if compact { body["recordSyncCompact"] = true }
         if let syncToken { body["syncToken"] = syncToken }
@@ -212,7 +216,8 @@ final class ChangesReader: Sendable {
                 return
             }
             let head = Self.head(of: data)
-            if let head, head.moreComing { self.ask(read, zone: zone, syncToken: head.syncToken, compact: compact) }
+            // Queued before the next page is asked for, so pages are parsed in order: the last
+            // is parsed last.
             Self.client.async {
                 do {
                     let start = ContinuousClock.now
@@ -230,12 +235,12 @@ final class ChangesReader: Sendable {
                         read.counts.bytes += data.readableBytes
                         return read.counts
                     }
-                    // Pages are parsed in the order they were asked for: the last is parsed last.
                     if !page.moreComing { read.end(.success(counts)) }
                 } catch {
                     read.end(.failure(error))
                 }
             }
+            if let head, head.moreComing { self.ask(read, zone: zone, syncToken: head.syncToken, compact: compact) }
         }
     }
 

@@ -146,6 +146,15 @@ import Testing
             #expect(names == (0..<13).map { "a\($0)" })
             #expect(readAhead.statistics.served == 6 && readAhead.statistics.readAgain == 0)
             #expect(readAhead.keptPageCount == 0)
+            // Read again after the zone changed, the pages kept from before are dropped, not
+            // kept beside the new ones.
+            let again = try await page(since: nil, readAhead, store, scope)
+            await readAhead.settle()
+            try await save([Record.artist("z")], in: store, scope)
+            _ = try await page(since: again.syncToken, readAhead, store, scope)
+            await readAhead.settle()
+            #expect(readAhead.statistics.readAgain == 1)
+            #expect(readAhead.keptPageCount == 5)
             // Another client's pages count apart: each reads on to its own window.
             let bob = try await store.createUser(named: "bob", tokenHash: Data([2]))
             let bobs = DatabaseScope(container: "iCloud.test", environment: "development", kind: .private, user: bob)

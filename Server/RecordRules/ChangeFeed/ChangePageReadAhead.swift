@@ -13,14 +13,15 @@ import ServiceLifecycle
 /// round trips to the database, shared by them) and kept here: the first of a read can be
 /// taken as soon as it is encoded, and each after it is encoded by a task of its own (a client
 /// that asks for the next page as soon as it has read a page's head would otherwise wait for
-/// them all). A request that finds no page kept reads its own with the ``depth`` - 1 after
-/// it. When a read ends, the next starts at once while fewer than ``window`` of the
-/// client's pages are kept, so one read is under way after another while the client takes the
-/// pages already read; and when the client takes a page with fewer than ``depth`` kept after
-/// it, a read starts after the last. A request, when it comes, gets its page provided the
-/// zone's feed has not moved since it was read (``ChangeFeedMark``: the zone's incarnation and
-/// its last change, checked with one small read). Otherwise the page is read again, so an
-/// answer is never older than the request: a client that saves and then fetches sees its save.
+/// them all). A request that finds no page kept reads its own with the ``depth`` - 1 after it
+/// (and drops the client's pages kept from before). When a read ends, the next starts at once
+/// while fewer than ``window`` of the client's pages are kept, so one read is under way after
+/// another while the client takes the pages already read; and when the client takes a page
+/// with fewer than ``depth`` kept after it, a read starts after the last. A request, when it
+/// comes, gets its page provided the zone's feed has not moved since it was read
+/// (``ChangeFeedMark``: the zone's incarnation and its last change, checked with one small
+/// read). Otherwise the page is read again, so an answer is never older than the request: a
+/// client that saves and then fetches sees its save.
 ///
 /// At most ``capacity`` pages are kept, each for at most ``lifetime``; a client that stops
 /// asking has cost at most ``window`` + ``depth`` - 1 pages. A page is kept as the server will
@@ -183,6 +184,16 @@ public final class ChangePageReadAhead<Answer: Sendable>: Service, @unchecked Se
         // this answer would add a read's round trips to its wait).
         let read = try await Self.read(request, pages: depth, in: scope, from: store)
         let prepared = try read[0].prepared(encode)
+        // The client's pages kept from before are not where it reads now (or were read before
+        // its zone changed): dropped, so that they neither wait out their lifetime nor count
+        // against its window.
+        let dropped = lock.withLock {
+            let chain = key.chain
+            let stale = pages.filter { $0.key.chain == chain }
+            for old in stale.keys { pages[old] = nil }
+            return stale.values.compactMap(\.read)
+        }
+        for task in dropped { task.cancel() }
         keep(prepared, readFor: key, id: 0, encodingLater: read.dropFirst(), from: store, encode: encode)
         readAhead(after: prepared, in: scope, from: store, variant: variant, encode: encode)
         return prepared.answer

@@ -11,7 +11,7 @@ public struct StoreLimits: Sendable {
     public var maximumResultsLimit: Int = 400
     /// The largest `resultsLimit` a `records/changes` page in the compact form
     /// (`recordSyncCompact`) honours: its records are about a third of their size in CloudKit's
-    /// form, so a page of this many is about the bytes of a page of 400 in CloudKit's form.
+    /// form, so a page of this many is about the bytes of 300 records in CloudKit's form.
     public var maximumCompactResultsLimit: Int = 1000
     /// The most field data one record may hold, in bytes of its JSON form.
     public var maximumRecordBytes: Int = 1024 * 1024

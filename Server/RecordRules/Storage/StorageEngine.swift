@@ -28,8 +28,9 @@ public protocol StorageEngine: Sendable {
 
     /// ``StorageTransaction/database(at:withZoneNamed:)`` as a read of its own. The default
     /// runs it in ``read(_:)``; an engine whose transactions cost round trips and a hop to a
-    /// thread of their own answers it with one statement (the change feed's read-ahead asks it
-    /// before each page it serves).
+    /// thread of their own answers it with one statement, and may answer it on the caller's
+    /// thread where that is cheaper than the hop (the change feed's read-ahead asks it before
+    /// each page it serves).
     func database(at address: DatabaseAddress, withZoneNamed name: String) async throws -> (database: StoredDatabase, zone: StoredZone?)?
 
     /// Where asset bytes live.

@@ -272,16 +272,19 @@ extension StoredZoneChanges: JSONDirectWritable {
         out.bytes.reserveCapacity(entries.count * 200)
         fields.bytes = []
         var types = CompactFieldTypes()
-        var users: [String] = []
+        var users: [String] = [], positions: [String: Int] = [:]
         var consistent = true
         func write(_ stamp: Stamp?, to out: inout JSONWriter) {
             guard let stamp else { return out.bytes.append(contentsOf: "null".utf8) }
             let user: Int
-            if let found = users.firstIndex(of: stamp.userRecordName) {
+            if users.last == stamp.userRecordName {
+                user = users.count - 1
+            } else if let found = positions[stamp.userRecordName] {
                 user = found
             } else {
                 user = users.count
                 users.append(stamp.userRecordName)
+                positions[stamp.userRecordName] = user
             }
             out.bytes.append(UInt8(ascii: "["))
             out.bytes.append(contentsOf: String(stamp.timestamp).utf8)

@@ -84,10 +84,11 @@ extension ZoneChanges {
         var expanded: [JSONValue] = []
         expanded.reserveCapacity(records.count)
         for value in records {
-            guard case .array(let parts) = value, parts.count == 2 || parts.count == 6,
+            // A tombstone has two positions, a record six or more (a later release may add some).
+            guard case .array(let parts) = value, parts.count == 2 || parts.count >= 6,
                   case .string = parts[0], case .string(let type) = parts[1] else { return nil }
             var record: [String: JSONValue] = ["recordName": parts[0], "recordType": parts[1], "zoneID": zoneID]
-            guard parts.count == 6 else {
+            guard parts.count >= 6 else {
                 record["deleted"] = .bool(true)
                 expanded.append(.object(record))
                 continue
