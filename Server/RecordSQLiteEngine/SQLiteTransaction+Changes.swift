@@ -16,7 +16,8 @@ extension SQLiteTransaction {
         // cache never evicts, and a client could list any number).
         let statement = recordTypes == nil ? try db.cachedStatement(sql: sql) : try db.makeStatement(sql: sql)
         // Read through SQLite's C API: a change page reads hundreds of rows, and their user
-        // names (the same few over and over) are made into strings once, not twice a row.
+        // names (the same few over and over) are made into a string when they change, not
+        // twice a row. The columns: seq, deleted, then ``RecordRow/columns``.
         var rows = try SQLiteRowReader(statement, arguments: arguments, in: db)
         defer { rows.finish() }
         var changes: [FeedChange] = []

@@ -26,16 +26,6 @@ public enum RecordRow {
         )
     }
 
-    /// A record from a row holding ``columns`` starting at column `offset`, its fields left as
-    /// their stored JSON text (see ``StoredZoneChanges``).
-    package static func storedRecord(from row: Row, zoneID: ZoneID, offset: Int = 0) -> StoredZoneChanges.Entry {
-        StoredZoneChanges.Entry(record: Record(
-            recordName: row[offset], recordType: row[offset + 1], zoneID: zoneID, recordChangeTag: row[offset + 2],
-            created: Stamp(timestamp: row[offset + 4], userRecordName: row[offset + 5], deviceID: row[offset + 6]),
-            modified: Stamp(timestamp: row[offset + 7], userRecordName: row[offset + 8], deviceID: row[offset + 9])
-        ), fieldsJSON: row[offset + 3])
-    }
-
     /// The stored JSON form of a record's fields: the wire form (`{"NAME": {"type": …, "value": …}}`),
     /// keys sorted.
     public static func encodeFields(_ fields: [String: FieldValue]) throws -> String {

@@ -36,6 +36,20 @@ import Testing
         return try JSONDecoder().decode(ZoneChanges.self, from: Data(buffer: answer.body))
     }
 
+    /// The names of the records on the pages after `page`, asked for one after another
+    /// through `readAhead` until no more are coming.
+    func namesReadingOn(from page: ZoneChanges, _ readAhead: ChangePageReadAhead<PreparedResponse>, _ store: RecordStore,
+                        _ scope: DatabaseScope) async throws -> [String] {
+        var names: [String] = []
+        var token: String? = page.moreComing ? page.syncToken : nil
+        while let since = token {
+            let next = try await self.page(since: since, readAhead, store, scope)
+            names += next.records.map(\.recordName)
+            token = next.moreComing ? next.syncToken : nil
+        }
+        return names
+    }
+
     /// The first page of a read is answered once it is encoded, before the page read with it.
     @Test func aPageReadAheadIsAnsweredBeforeThePageReadWithItIsEncoded() async throws {
         try await withArtists(6) { store, scope in
@@ -107,13 +121,8 @@ import Testing
             await readAhead.settle()
             // Two pages kept after the second: answering it read nothing more.
             #expect(readAhead.keptPageCount == 2)
-            var names = first.records.map(\.recordName) + second.records.map(\.recordName)
-            var token: String? = second.syncToken
-            while let since = token {
-                let next = try await page(since: since, readAhead, store, scope)
-                names += next.records.map(\.recordName)
-                token = next.moreComing ? next.syncToken : nil
-            }
+            let names = first.records.map(\.recordName) + second.records.map(\.recordName)
+                + (try await namesReadingOn(from: second, readAhead, store, scope))
             #expect(names == (0..<9).map { "a\($0)" })
             #expect(readAhead.statistics.served == 4 && readAhead.statistics.readAgain == 0)
             #expect(readAhead.keptPageCount == 0)
@@ -136,13 +145,7 @@ import Testing
             let first = try await page(since: nil, readAhead, store, scope)
             await readAhead.settle()
             #expect(readAhead.keptPageCount == 5)
-            var names = first.records.map(\.recordName)
-            var token: String? = first.syncToken
-            while let since = token {
-                let next = try await page(since: since, readAhead, store, scope)
-                names += next.records.map(\.recordName)
-                token = next.moreComing ? next.syncToken : nil
-            }
+            let names = first.records.map(\.recordName) + (try await namesReadingOn(from: first, readAhead, store, scope))
             #expect(names == (0..<13).map { "a\($0)" })
             #expect(readAhead.statistics.served == 6 && readAhead.statistics.readAgain == 0)
             #expect(readAhead.keptPageCount == 0)
