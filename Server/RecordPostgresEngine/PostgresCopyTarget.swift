@@ -11,7 +11,7 @@ import RecordSQL
 /// them from the SQLite engine's reader).
 public final class PostgresCopyTarget: @unchecked Sendable {
     /// The engine's tables, in the order they are filled (targets of foreign keys first).
-    public static let tables = ["users", "tokens", "server_keys", "signatures_seen", "containers", "databases", "zones", "zone_incarnations",
+    public static let tables = ["users", "tokens", "server_keys", "signatures_seen", "api_tokens", "containers", "databases", "zones", "zone_incarnations",
                                 "schema_fields", "ref_fields", "records", "refs", "search_tokens", "search_locations", "search_types", "tombstones",
                                 "asset_keys", "asset_blobs", "asset_receipts", "asset_refs", "asset_chunks",
                                 "subscriptions", "notifications", "push_tokens", "push_deliveries"]

@@ -296,6 +296,14 @@ extension PostgresEngine {
                 FOR EACH STATEMENT EXECUTE FUNCTION recordsync_usage_deleted()
             """,
         ]),
+        // API tokens (the SQLite engine's `v14-api-tokens`).
+        ("v10", [
+            """
+            CREATE TABLE api_tokens(hash BYTEA PRIMARY KEY, container TEXT COLLATE "C" NOT NULL, environment TEXT COLLATE "C" NOT NULL,
+                name TEXT COLLATE "C" NOT NULL, origins TEXT NOT NULL, created_at BIGINT NOT NULL)
+            """,
+            "CREATE UNIQUE INDEX api_tokens_by_name ON api_tokens(container, environment, name)",
+        ]),
     ]
 
     /// Counts every user's usage afresh from the records stored (`user_usage` empty before).

@@ -219,6 +219,30 @@ final class PostgresTransaction: StorageTransaction {
         try execute("DELETE FROM server_keys WHERE user_id = \(key) AND name = \(name)") > 0
     }
 
+    func insertAPIToken(_ token: StoredAPIToken) throws {
+        try execute(try """
+            INSERT INTO api_tokens(hash, container, environment, name, origins, created_at)
+            VALUES (\(token.hash), \(token.container), \(token.environment), \(token.name), \(token.originsText), \(token.createdAt))
+            """)
+    }
+
+    func apiToken(forHash hash: Data) throws -> StoredAPIToken? {
+        try rows(try "SELECT hash, name, container, environment, origins, created_at FROM api_tokens WHERE hash = \(hash)").first.map(Self.apiToken)
+    }
+
+    func apiTokens() throws -> [StoredAPIToken] {
+        try rows("SELECT hash, name, container, environment, origins, created_at FROM api_tokens ORDER BY container, environment, name").map(Self.apiToken)
+    }
+
+    private static func apiToken(_ row: PostgresRow) throws -> StoredAPIToken {
+        let (hash, name, container, environment, origins, createdAt) = try row.decode((Data, String, String, String, String, Int64).self)
+        return StoredAPIToken(hash: hash, name: name, container: container, environment: environment, origins: StoredAPIToken.origins(fromText: origins), createdAt: createdAt)
+    }
+
+    func deleteAPIToken(named name: String, container: String, environment: String) throws -> Bool {
+        try execute("DELETE FROM api_tokens WHERE container = \(container) AND environment = \(environment) AND name = \(name)") > 0
+    }
+
     func noteSignature(_ hash: Data, now: Int64, forgetBefore: Int64) throws -> Bool {
         try execute("DELETE FROM signatures_seen WHERE seen_at < \(forgetBefore)")
         return try execute(try "INSERT INTO signatures_seen(hash, seen_at) VALUES (\(hash), \(now)) ON CONFLICT DO NOTHING") > 0

@@ -16,19 +16,29 @@ public struct SignedRequest: Sendable {
     public var body: Data
     /// The path of the URL, from `/database/` on, without its query.
     public var subpath: String
+    /// The URL's query (after `?`, as sent), or `nil` when it has none.
+    public var query: String?
 
     /// A signed request's parts.
-    public init(keyID: String, date: String, signature: String, body: Data, subpath: String) {
+    public init(keyID: String, date: String, signature: String, body: Data, subpath: String, query: String? = nil) {
         self.keyID = keyID
         self.date = date
         self.signature = signature
         self.body = body
         self.subpath = subpath
+        self.query = query
     }
 
-    /// What is signed: `date:base64(SHA-256(body)):subpath`.
-    public var message: Data {
-        Data("\(date):\(Data(SHA256.hash(data: body)).base64EncodedString()):\(subpath)".utf8)
+    /// What a signature may be over, any one of which verifies the request:
+    /// `date:base64(SHA-256(body)):path`, where `path` is the path with its query when the URL
+    /// has one (as CloudKit JS signs), else the path alone (as earlier clients sign), and, for a
+    /// request without a body, the hash field may also be empty (as some CKWS clients sign).
+    public var messages: [Data] {
+        var hashes = [Data(SHA256.hash(data: body)).base64EncodedString()]
+        if body.isEmpty { hashes.append("") }
+        var paths = [subpath]
+        if let query, !query.isEmpty { paths.insert("\(subpath)?\(query)", at: 0) }
+        return paths.flatMap { path in hashes.map { Data("\(date):\($0):\(path)".utf8) } }
     }
 }
 
@@ -111,8 +121,8 @@ extension RecordStore {
             throw RecordSyncError(.authenticationFailed, "no server-to-server key has the ID in X-Apple-CloudKit-Request-KeyID")
         }
         guard let publicKey = try? P256.Signing.PublicKey(x963Representation: found.key.publicKey),
-              publicKey.isValidSignature(ecdsa, for: request.message) else {
-            throw RecordSyncError(.authenticationFailed, "the signature does not match the request (sign date:base64(SHA-256(body)):path with the key's private half)")
+              request.messages.contains(where: { publicKey.isValidSignature(ecdsa, for: $0) }) else {
+            throw RecordSyncError(.authenticationFailed, "the signature does not match the request (sign date:base64(SHA-256(body)):path, the path with its query if it has one, with the key's private half)")
         }
         // Remembered in its one low-s form: (r, s) and (r, n - s) both verify, and a replay
         // must not pass by flipping s.

@@ -408,6 +408,20 @@ extension SQLiteEngine {
                 END;
                 """)
         }
+        // API tokens: each lets a web app's signed-out visitors read one container and
+        // environment's public database, from the web origins it lists.
+        migrator.registerMigration("v14-api-tokens") { db in
+            try db.execute(sql: """
+                CREATE TABLE api_tokens(
+                    hash BLOB PRIMARY KEY,
+                    container TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    name TEXT NOT NULL,
+                    origins TEXT NOT NULL,
+                    created_at INTEGER NOT NULL) WITHOUT ROWID;
+                CREATE UNIQUE INDEX api_tokens_by_name ON api_tokens(container, environment, name);
+                """)
+        }
         return migrator
     }
 

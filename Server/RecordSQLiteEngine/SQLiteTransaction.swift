@@ -126,6 +126,30 @@ final class SQLiteTransaction: StorageTransaction {
         return db.changesCount > 0
     }
 
+    func insertAPIToken(_ token: StoredAPIToken) throws {
+        try db.execute(sql: "INSERT INTO api_tokens(hash, container, environment, name, origins, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                       arguments: [token.hash, token.container, token.environment, token.name, token.originsText, token.createdAt])
+    }
+
+    func apiToken(forHash hash: Data) throws -> StoredAPIToken? {
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT hash, name, container, environment, origins, created_at FROM api_tokens WHERE hash = ?"), arguments: [hash])
+            .map(Self.apiToken)
+    }
+
+    func apiTokens() throws -> [StoredAPIToken] {
+        try Row.fetchAll(db, sql: "SELECT hash, name, container, environment, origins, created_at FROM api_tokens ORDER BY container, environment, name")
+            .map(Self.apiToken)
+    }
+
+    private static func apiToken(_ row: Row) -> StoredAPIToken {
+        StoredAPIToken(hash: row[0], name: row[1], container: row[2], environment: row[3], origins: StoredAPIToken.origins(fromText: row[4]), createdAt: row[5])
+    }
+
+    func deleteAPIToken(named name: String, container: String, environment: String) throws -> Bool {
+        try db.execute(sql: "DELETE FROM api_tokens WHERE container = ? AND environment = ? AND name = ?", arguments: [container, environment, name])
+        return db.changesCount > 0
+    }
+
     func noteSignature(_ hash: Data, now: Int64, forgetBefore: Int64) throws -> Bool {
         try db.execute(sql: "DELETE FROM signatures_seen WHERE seen_at < ?", arguments: [forgetBefore])
         try db.execute(sql: "INSERT INTO signatures_seen(hash, seen_at) VALUES (?, ?) ON CONFLICT DO NOTHING", arguments: [hash, now])

@@ -62,6 +62,9 @@ public struct RecordSyncError: Error, Sendable, Hashable, CustomStringConvertibl
     public var retryAfter: Double?
     /// For ``ServerErrorCode/conflict`` (and `EXISTS`): the record as the server has it now.
     public var serverRecord: Record?
+    /// For ``ServerErrorCode/authenticationRequired``: the page that says how to sign in to this
+    /// server (CloudKit JS opens it from its sign-in button).
+    public var redirectURL: String?
     /// For a conflict seen by a client: the record the client tried to save. Not on the wire.
     public var clientRecord: Record?
     /// For a conflict seen by a client: the server's version the client's edit started from,
@@ -71,9 +74,10 @@ public struct RecordSyncError: Error, Sendable, Hashable, CustomStringConvertibl
     /// Creates an error.
     public init(
         _ code: ServerErrorCode, _ reason: String, recordName: String? = nil, zoneID: ZoneID? = nil,
-        retryAfter: Double? = nil, serverRecord: Record? = nil
+        retryAfter: Double? = nil, serverRecord: Record? = nil, redirectURL: String? = nil
     ) {
         self.code = code
+        self.redirectURL = redirectURL
         self.reason = reason
         self.recordName = recordName
         self.zoneID = zoneID
@@ -85,7 +89,8 @@ public struct RecordSyncError: Error, Sendable, Hashable, CustomStringConvertibl
 }
 
 /// The wire form of an error, top-level or per record:
-/// `{recordName?, zoneID?, reason, serverErrorCode, recordSyncErrorCode?, retryAfter?, uuid, serverRecord?}`.
+/// `{recordName?, zoneID?, reason, serverErrorCode, recordSyncErrorCode?, extensionErrorCode?, retryAfter?, uuid,
+/// serverRecord?, redirectURL?}`.
 public struct ErrorBody: Sendable, Hashable, Codable {
     public var recordName: String?
     public var zoneID: ZoneID?
@@ -94,12 +99,17 @@ public struct ErrorBody: Sendable, Hashable, Codable {
     public var serverErrorCode: ServerErrorCode
     /// Extension: RecordSync's own code, when it says more than ``serverErrorCode``.
     public var recordSyncErrorCode: ServerErrorCode?
+    /// The same code again under the key CloudKit JS keeps on its error object (`CKError`'s
+    /// `extensionErrorCode`, with `isServerExtensionError` true), so a web app can read it.
+    public var extensionErrorCode: ServerErrorCode?
     public var retryAfter: Double?
     public var uuid: String
     /// Extension: for `CONFLICT`, the server's current record.
     public var serverRecord: Record?
     /// The subscription an error of `subscriptions/*` concerns.
     public var subscriptionID: String?
+    /// For `AUTHENTICATION_REQUIRED`: where a person signs in.
+    public var redirectURL: String?
 
     /// The wire form of `error`, with a fresh `uuid`.
     public init(_ error: RecordSyncError) {
@@ -107,6 +117,8 @@ public struct ErrorBody: Sendable, Hashable, Codable {
         zoneID = error.zoneID
         reason = error.reason
         (serverErrorCode, recordSyncErrorCode) = WireForm.error(error.code)
+        extensionErrorCode = recordSyncErrorCode
+        redirectURL = error.redirectURL
         retryAfter = error.retryAfter
         uuid = UUID().uuidString
         serverRecord = error.serverRecord
@@ -114,6 +126,7 @@ public struct ErrorBody: Sendable, Hashable, Codable {
 
     /// The error this body describes.
     public var error: RecordSyncError {
-        RecordSyncError(WireForm.error(code: serverErrorCode, extensionCode: recordSyncErrorCode), reason, recordName: recordName, zoneID: zoneID, retryAfter: retryAfter, serverRecord: serverRecord)
+        RecordSyncError(WireForm.error(code: serverErrorCode, extensionCode: recordSyncErrorCode ?? extensionErrorCode), reason, recordName: recordName, zoneID: zoneID,
+                        retryAfter: retryAfter, serverRecord: serverRecord, redirectURL: redirectURL)
     }
 }

@@ -98,6 +98,8 @@ struct DataCommand: AsyncParsableCommand {
             Table(name: "tokens", columns: [.bytes("hash"), .integer("user_id"), .integer("created_at"), .text("name"), .integer("expires_at")], key: "hash"),
             Table(name: "server_keys", columns: [.text("id"), .integer("user_id"), .text("name"), .bytes("public_key"), .integer("created_at")], key: "id"),
             Table(name: "signatures_seen", columns: [.bytes("hash"), .integer("seen_at")], key: "hash"),
+            Table(name: "api_tokens", columns: [.bytes("hash"), .text("container"), .text("environment"), .text("name"), .text("origins"), .integer("created_at")],
+                  key: "hash"),
             Table(name: "containers", columns: [.integer("id"), .text("name"), .text("environment")], key: "id"),
             Table(name: "databases", columns: [.integer("id"), .integer("container_id"), .text("kind"), .integer("owner_id"), .uuid("uid"), .integer("seq")], key: "id"),
             Table(name: "zones", columns: [.integer("id"), .integer("database_id"), .text("name"), .uuid("uid"), .integer("seq"), .integer("db_seq"), .boolean("deleted")], key: "id"),

@@ -13,7 +13,7 @@ struct RecordServerCommand: AsyncParsableCommand {
         commandName: "recordserver",
         abstract: "A self-hostable, CloudKit-compatible record sync server.",
         discussion: "With no subcommand, serves on 127.0.0.1:8080 with data in ./.recordserver/.",
-        subcommands: [Serve.self, UserCommand.self, DataCommand.self, AssetsCommand.self],
+        subcommands: [Serve.self, UserCommand.self, APITokenCommand.self, DataCommand.self, AssetsCommand.self],
         defaultSubcommand: Serve.self
     )
 
@@ -140,6 +140,9 @@ extension RecordServerCommand {
         @Option(help: "The largest request header block, in bytes; larger is refused.")
         var maxHeaderBytes: Int = 32 * 1024
 
+        @Flag(help: "Take ckAPIToken as an API token only: a user's token sent there (which earlier releases accepted) is refused.")
+        var strictAPITokens = false
+
         @Option(help: ArgumentHelp("A token GET /metrics requires (Authorization: Bearer TOKEN); also read from RECORDSYNC_METRICS_TOKEN. Without one, /metrics is open.", valueName: "token"))
         var metricsToken: String?
 
@@ -178,6 +181,7 @@ extension RecordServerCommand {
             configuration.limits.quota = Quota(records: quotaRecords, bytes: quotaBytes)
             configuration.idleTimeout = idleTimeout > 0 ? .milliseconds(Int64(idleTimeout * 1000)) : nil
             configuration.maximumHeaderBytes = maxHeaderBytes
+            configuration.userTokensAsAPIToken = !strictAPITokens
             configuration.metricsToken = metricsToken ?? ProcessInfo.processInfo.environment["RECORDSYNC_METRICS_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
             do {
                 try checkTLSFiles(configuration)

@@ -106,6 +106,8 @@ import Testing
                 kept["serverErrorCode"] = .string(wire.code.rawValue)
                 if let extensionCode = wire.extensionCode { kept[WireForm.errorExtensionKey] = .string(extensionCode.rawValue) }
             }
+            // And that code travels again as extensionErrorCode, where CloudKit JS keeps it.
+            if let finer = kept[WireForm.errorExtensionKey], kept["extensionErrorCode"] == nil { kept["extensionErrorCode"] = finer }
             // So do field types: a BOOLEAN is INT64 0 or 1 with the type beside it.
             if case .string(let name)? = members["type"], members[WireForm.typeExtensionKey] == nil, let type = FieldType(rawValue: name),
                let value = members["value"], let field = try? FieldValue(json: value, type: type) {

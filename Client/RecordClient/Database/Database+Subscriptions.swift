@@ -25,7 +25,7 @@ public struct RemoteNotification: Sendable, Hashable {
     public var containerIdentifier: String
     public var zoneID: ZoneID
     public var kind: Kind
-    /// Whether the change was in the public database (`dbs` 1).
+    /// Whether the change was in the public database (`dbs` 0, as CloudKit JS reads it).
     public var isPublicDatabase: Bool
     /// The whole payload (`ck`, `aps`).
     public var payload: JSONValue
@@ -41,7 +41,7 @@ public struct RemoteNotification: Sendable, Hashable {
         var owner: String?
         if case .string(let value)? = body["zoid"] { owner = value }
         zoneID = ZoneID(zoneName: zone, ownerRecordName: owner)
-        isPublicDatabase = body["dbs"] == .int(1)
+        isPublicDatabase = body["dbs"] == .int(0)
         if ck["qry"] != nil {
             guard case .string(let record)? = body["rid"], case .int(let fo)? = body["fo"], let reason = Reason(rawValue: Int(fo)) else { return nil }
             kind = .query(recordName: record, reason: reason)
@@ -80,8 +80,8 @@ extension Database {
 
     /// The notifications the signed-in user's subscriptions make in this container and
     /// environment from the moment this returns: it asks `tokens/create` for a
-    /// `webcourierURL`, and the stream reads it, one notification per poll (an empty answer is a
-    /// keep-alive and the poll goes on). A failed poll is tried again after a second;
+    /// `webcourierURL`, and the stream reads it, one notification per poll (a `null` or empty answer
+    /// is a keep-alive and the poll goes on). A failed poll is tried again after a second;
     /// cancelling the consumer ends the stream.
     public func remoteNotifications() async throws -> AsyncThrowingStream<RemoteNotification, any Error> {
         let transport = self.transport

@@ -140,15 +140,21 @@ func fuzzSignedURL(_ data: Data) {
 func fuzzSignature(_ data: Data) {
     let fuzz = FuzzStore.shared
     // The first byte's bits: 1 the registered key's ID, 2 the current date, 4 signed by the
-    // harness with the registered key, 8 sent twice. Then lines: key ID, date, signature, path;
-    // the rest is the body.
+    // harness with the registered key, 8 sent twice; the high four pick which of the forms a
+    // signature may take the harness signs. Then lines: key ID, date, signature, path (with a
+    // query after `?`, if any); the rest is the body.
     guard let flags = data.first else { return }
     var lines = Data(data.dropFirst()).split(separator: 10, maxSplits: 4, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
     while lines.count < 5 { lines.append("") }
     let date = flags & 2 != 0 ? ISO8601DateFormatter().string(from: Date()) : lines[1]
-    var request = SignedRequest(keyID: flags & 1 != 0 ? fuzz.keyID : lines[0], date: date, signature: lines[2], body: Data(lines[4].utf8), subpath: lines[3])
+    let path = lines[3].split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+    var request = SignedRequest(keyID: flags & 1 != 0 ? fuzz.keyID : lines[0], date: date, signature: lines[2], body: Data(lines[4].utf8),
+                                subpath: String(path[0]), query: path.count > 1 ? String(path[1]) : nil)
     let signed = flags & 4 != 0
-    if signed { request.signature = try! fuzz.key.signature(for: request.message).derRepresentation.base64EncodedString() }
+    if signed {
+        let messages = request.messages
+        request.signature = try! fuzz.key.signature(for: messages[Int(flags >> 4) % messages.count]).derRepresentation.base64EncodedString()
+    }
     // Only a signature made with the key can verify; one made with it over the current date
     // must, once.
     let mayVerify = signed && request.keyID == fuzz.keyID

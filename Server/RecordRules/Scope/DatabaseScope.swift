@@ -16,6 +16,11 @@ public struct User: Sendable, Hashable {
         self.name = name
         self.userRecordName = userRecordName
     }
+
+    /// A signed-out visitor (a request with an API token and no user), who reads public
+    /// databases only. Its key is never a stored user's (those begin at 1) and its record name
+    /// never one (those are `_` and 32 hex digits).
+    public static let visitor = User(id: 0, name: "", userRecordName: "_visitor")
 }
 
 /// Which of a container's databases a request addresses.

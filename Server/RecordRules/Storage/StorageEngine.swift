@@ -103,6 +103,14 @@ public protocol StorageTransaction: AnyObject {
     func serverKeys(ofUser key: Int64) throws -> [StoredServerKey]
     /// Removes a user's server-to-server key by name; `false` if they had none of that name.
     func deleteServerKey(named name: String, ofUser key: Int64) throws -> Bool
+    /// Stores an API token (its name known to be free in its container and environment).
+    func insertAPIToken(_ token: StoredAPIToken) throws
+    /// The API token whose value's SHA-256 is `hash`, or `nil`.
+    func apiToken(forHash hash: Data) throws -> StoredAPIToken?
+    /// Every API token, by container, environment and name.
+    func apiTokens() throws -> [StoredAPIToken]
+    /// Removes an API token by its container, environment and name; `false` if there was none.
+    func deleteAPIToken(named name: String, container: String, environment: String) throws -> Bool
     /// Remembers a signed request's signature (its SHA-256) as seen at `now`, forgetting those
     /// seen before `forgetBefore`; `false` if it was already remembered.
     func noteSignature(_ hash: Data, now: Int64, forgetBefore: Int64) throws -> Bool
@@ -570,6 +578,46 @@ public struct StoredToken: Sendable, Hashable {
         self.name = name
         self.createdAt = createdAt
         self.expiresAt = expiresAt
+    }
+}
+
+/// An API token as stored (its value is kept only as a SHA-256): what lets a web app's
+/// signed-out visitors read a container's public database, and which web origins may use it.
+public struct StoredAPIToken: Sendable, Hashable {
+    /// The SHA-256 of its value.
+    public var hash: Data
+    /// The name the operator gave it, unique in its container and environment.
+    public var name: String
+    /// The container it is for.
+    public var container: String
+    /// `development` or `production`.
+    public var environment: String
+    /// The web origins (`https://example.com`) whose pages may use it; `*` stands for any.
+    public var origins: [String]
+    /// When it was issued, in milliseconds since 1970.
+    public var createdAt: Int64
+
+    /// A stored API token's values.
+    public init(hash: Data, name: String, container: String, environment: String, origins: [String], createdAt: Int64) {
+        self.hash = hash
+        self.name = name
+        self.container = container
+        self.environment = environment
+        self.origins = origins
+        self.createdAt = createdAt
+    }
+
+    /// Whether a page of `origin` (the `Origin` header, as the browser sends it) may use it.
+    public func allows(origin: String) -> Bool {
+        origins.contains("*") || origins.contains(origin.lowercased())
+    }
+
+    /// The origins as one column's text: space-separated (an origin holds no space).
+    public var originsText: String { origins.joined(separator: " ") }
+
+    /// The origins of a column's text.
+    public static func origins(fromText text: String) -> [String] {
+        text.split(separator: " ").map(String.init)
     }
 }
 

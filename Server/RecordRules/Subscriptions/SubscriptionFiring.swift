@@ -101,7 +101,9 @@ struct SubscriptionFiring {
     /// and removes the `firesOnce` subscriptions that fired.
     func notify(_ matches: [Match], changed: Bool, now: Int64, in transaction: any StorageTransaction) throws {
         var fired: Set<Int> = []
-        let database = scope.kind == .public ? 1 : 2
+        // Numbered as CloudKit JS reads `dbs` (its isPublicDatabase is `dbs === 0`): 0 public,
+        // 1 private (and 2 shared).
+        let database = scope.kind == .public ? 0 : 1
         let owner = zone.zoneID.ownerRecordName ?? scope.ownerRecordName
         func queue(_ index: Int, _ kind: String, _ body: [String: JSONValue]) throws {
             let applying = applying[index]
@@ -136,7 +138,8 @@ struct SubscriptionFiring {
         if let arguments = members["alertLocalizationArgs"] { alert["loc-args"] = arguments }
         if let key = members["alertActionLocalizationKey"] { alert["action-loc-key"] = key }
         if let image = members["alertLaunchImage"] { alert["launch-image"] = image }
-        if !alert.isEmpty { aps["alert"] = alert.count == 1 && alert["body"] != nil ? alert["body"] : .object(alert) }
+        // Always a dictionary: CloudKit JS reads `alert.body` and the localisation keys from it.
+        if !alert.isEmpty { aps["alert"] = .object(alert) }
         if let sound = members["soundName"] { aps["sound"] = sound }
         if members["shouldBadge"] == .bool(true) { aps["badge"] = .int(1) }
         if members["shouldSendContentAvailable"] == .bool(true) { aps["content-available"] = .int(1) }

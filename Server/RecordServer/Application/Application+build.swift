@@ -94,12 +94,17 @@ public func buildApplication(
     let metrics = ServerMetrics()
     // Outermost: it sees the answer the client gets, errors turned into answers included.
     router.add(middleware: RequestLogMiddleware(logger: configuration.logger, metrics: metrics))
+    let apiTokens = APITokenCache()
+    // Outside the error middleware, so that error answers carry its headers too.
+    router.add(middleware: CORSMiddleware(store: store, apiTokens: apiTokens))
     router.add(middleware: ErrorMiddleware())
     let readAhead = ChangePageReadAhead<PreparedResponse>()
     DatabaseRoutes(store: store, limits: configuration.limits, maximumBodyBytes: configuration.maximumBodyBytes, readAhead: readAhead,
                    publicURL: configuration.publicURL, scheme: scheme, webcourierWait: configuration.webcourierWait, metrics: metrics,
-                   rateLimiter: configuration.rateLimit.map { RateLimiter($0) })
+                   rateLimiter: configuration.rateLimit.map { RateLimiter($0) }, apiTokens: apiTokens,
+                   userTokensAsAPIToken: configuration.userTokensAsAPIToken)
         .register(on: router)
+    SignInPage.register(on: router)
     AssetRoutes(store: store, incoming: (configuration.dataDirectory as NSString).appendingPathComponent("assets/incoming"))
         .register(on: router)
     // Ready only when the store answers: for load balancers and orchestrators.

@@ -55,6 +55,10 @@ public struct ServerConfiguration: Sendable {
     public var idleTimeout: Duration? = .seconds(75)
     /// The largest header block a request may carry, in bytes (also the largest single field).
     public var maximumHeaderBytes: Int = 32 * 1024
+    /// Whether a `ckAPIToken` that is no API token (`rsapi_…`) is taken as a user's token, as
+    /// earlier releases did; `false` refuses it (`AUTHENTICATION_FAILED`), so that only API
+    /// tokens travel in `ckAPIToken` (`--strict-api-tokens`).
+    public var userTokensAsAPIToken = true
     /// The logger for the server's own messages.
     public var logger = Logger(label: "recordserver")
 

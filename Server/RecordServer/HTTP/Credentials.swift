@@ -30,30 +30,50 @@ public enum Credentials {
         guard let date = request.headers[dateHeader], let signature = request.headers[signatureHeader] else {
             throw RecordSyncError(.authenticationFailed, "a signed request needs X-Apple-CloudKit-Request-ISO8601Date and X-Apple-CloudKit-Request-SignatureV1 beside X-Apple-CloudKit-Request-KeyID")
         }
-        return SignedRequest(keyID: keyID, date: date, signature: signature, body: body, subpath: request.uri.path)
+        return SignedRequest(keyID: keyID, date: date, signature: signature, body: body, subpath: request.uri.path, query: request.uri.query)
     }
 
     static let keyIDHeader = HTTPField.Name("X-Apple-CloudKit-Request-KeyID")!
     static let dateHeader = HTTPField.Name("X-Apple-CloudKit-Request-ISO8601Date")!
     static let signatureHeader = HTTPField.Name("X-Apple-CloudKit-Request-SignatureV1")!
 
-    /// The token a request carries: `Authorization: Bearer TOKEN`, else the `ckWebAuthToken`
-    /// query parameter, else `ckAPIToken`.
+    /// A new random API token: `rsapi_` and 32 random bytes in base64url. The prefix tells it
+    /// from a user's token (`rs_`) without reading the store.
+    public static func newAPIToken() -> String {
+        "rsapi_" + newToken().dropFirst(3)
+    }
+
+    /// Whether a `ckAPIToken` value is meant as an API token (rather than a user's token sent
+    /// under CloudKit JS's parameter, which ``token(in:userTokensAsAPIToken:)`` may accept).
+    static func isAPIToken(_ value: String) -> Bool {
+        value.hasPrefix("rsapi_")
+    }
+
+    /// What a request carries to say who sends it: a user's token (`Authorization: Bearer
+    /// TOKEN`, else the `ckWebAuthToken` query parameter, else a `ckAPIToken` that is not an API
+    /// token, when `userTokensAsAPIToken`), and an API token (`ckAPIToken=rsapi_…`). Either may be
+    /// missing; a request with neither is refused by the caller.
     ///
-    /// - Throws: `AUTHENTICATION_REQUIRED` when there is none; `AUTHENTICATION_FAILED` for a
-    ///   malformed `Authorization` header.
-    static func token(in request: Request) throws -> String {
+    /// - Throws: `AUTHENTICATION_FAILED` for a malformed `Authorization` header, and for a
+    ///   `ckAPIToken` that is no API token when `userTokensAsAPIToken` is off.
+    static func token(in request: Request, userTokensAsAPIToken: Bool) throws -> (user: String?, apiToken: String?) {
+        let query = request.uri.queryParameters
+        var user: String?
         if let header = request.headers[.authorization] {
             let parts = header.split(separator: " ", maxSplits: 1)
             guard parts.count == 2, parts[0].lowercased() == "bearer", !parts[1].isEmpty else {
                 throw RecordSyncError(.authenticationFailed, "the Authorization header must be 'Bearer TOKEN'")
             }
-            return String(parts[1])
+            user = String(parts[1])
+        } else if let token = query.get("ckWebAuthToken"), !token.isEmpty {
+            user = token
         }
-        let query = request.uri.queryParameters
-        if let token = query.get("ckWebAuthToken") ?? query.get("ckAPIToken"), !token.isEmpty {
-            return token
+        guard let given = query.get("ckAPIToken"), !given.isEmpty else { return (user, nil) }
+        if isAPIToken(given) { return (user, given) }
+        guard userTokensAsAPIToken else {
+            throw RecordSyncError(.authenticationFailed, "ckAPIToken is not an API token this server issued (recordserver api-token add)")
         }
-        throw RecordSyncError(.authenticationRequired, "sign in: send 'Authorization: Bearer TOKEN' or the ckWebAuthToken query parameter")
+        // CloudKit JS sends the app's key beside ckWebAuthToken, which then takes precedence.
+        return (user ?? given, nil)
     }
 }

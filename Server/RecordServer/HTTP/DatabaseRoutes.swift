@@ -25,6 +25,11 @@ struct DatabaseRoutes: Sendable {
     let metrics: ServerMetrics
     /// How fast each user may send requests, or `nil`.
     let rateLimiter: RateLimiter?
+    /// The API tokens (the server's one cache, which ``CORSMiddleware`` shares).
+    let apiTokens: APITokenCache
+    /// Whether a `ckAPIToken` that is no API token is taken as a user's token (the documented
+    /// choice of earlier releases, on by default).
+    let userTokensAsAPIToken: Bool
 
     /// The URL the request reached this server at, for the asset URLs an answer carries.
     static var base: String { JSONBody.context.base }
@@ -32,33 +37,36 @@ struct DatabaseRoutes: Sendable {
     /// An endpoint: reads its body (if any) for a scope and answers.
     typealias Endpoint = @Sendable (DatabaseRoutes, Data, DatabaseScope) async throws -> Response
 
-    static let endpoints: [(path: String, methods: [HTTPRequest.Method], handler: Endpoint)] = [
-        ("records/modify", [.post], { routes, body, scope in
+    /// Every endpoint: its path under the database, its methods, whether a signed-out visitor
+    /// (an API token and no user) may call it in the public database (the reads), and what it
+    /// does.
+    static let endpoints: [(path: String, methods: [HTTPRequest.Method], visitors: Bool, handler: Endpoint)] = [
+        ("records/modify", [.post], false, { routes, body, scope in
             let request = try JSONBody.decode(ModifyRecordsRequest.self, from: body)
             let answer = try await routes.store.modifyRecords(request, in: scope)
             return try JSONBody.response(answer, numbersAsStrings: request.numbersAsStrings == true)
         }),
-        ("records/lookup", [.post], { routes, body, scope in
+        ("records/lookup", [.post], true, { routes, body, scope in
             let request = try JSONBody.decode(LookupRecordsRequest.self, from: body)
             let answer = try await routes.store.lookupRecords(request, in: scope)
             return try JSONBody.response(answer, numbersAsStrings: request.numbersAsStrings == true)
         }),
-        ("records/query", [.post], { routes, body, scope in
+        ("records/query", [.post], true, { routes, body, scope in
             let request = try JSONBody.decode(QueryRecordsRequest.self, from: body)
             let answer = try await routes.store.queryRecords(request, in: scope)
             return try JSONBody.response(answer, numbersAsStrings: request.numbersAsStrings == true)
         }),
-        ("records/backlinks", [.post], { routes, body, scope in
+        ("records/backlinks", [.post], true, { routes, body, scope in
             let request = try JSONBody.decode(BacklinksRequest.self, from: body)
             return try JSONBody.response(try await routes.store.backlinks(request, in: scope))
         }),
-        ("records/changes", [.post], { routes, body, scope in
+        ("records/changes", [.post], true, { routes, body, scope in
             let request = try JSONBody.decode(RecordChangesRequest.self, from: body)
             let answer = try await routes.readAhead.answer(request, in: scope, from: routes.store, gzip: JSONBody.acceptsGzip).response
             routes.metrics.changePage(feed: "zone")
             return answer
         }),
-        ("changes/zone", [.post], { routes, body, scope in
+        ("changes/zone", [.post], true, { routes, body, scope in
             let request = try JSONBody.decode(ZoneChangesRequest.self, from: body)
             try routes.limits.checkCount(request.zones.count, of: "zones")
             if request.recordSyncCompact != nil || request.zones.contains(where: { $0.recordSyncCompact != nil }) {
@@ -79,62 +87,56 @@ struct DatabaseRoutes: Sendable {
             routes.metrics.changePage(feed: "zone", count: results.count)
             return try JSONBody.response(ZoneChangesResponse(zones: results), numbersAsStrings: numbersAsStrings)
         }),
-        ("changes/database", [.post], { routes, body, scope in
+        ("changes/database", [.post], true, { routes, body, scope in
             let request = body.isEmpty ? DatabaseChangesRequest() : try JSONBody.decode(DatabaseChangesRequest.self, from: body)
             let answer = try JSONBody.response(try await routes.store.databaseChanges(request, in: scope))
             routes.metrics.changePage(feed: "database")
             return answer
         }),
-        ("zones/changes", [.post], { routes, body, scope in
+        ("zones/changes", [.post], true, { routes, body, scope in
             let request = body.isEmpty ? ZonesChangesRequest() : try JSONBody.decode(ZonesChangesRequest.self, from: body)
             let answer = try JSONBody.response(try await routes.store.zonesChanges(request, in: scope))
             routes.metrics.changePage(feed: "database")
             return answer
         }),
-        ("zones/list", [.get, .post], { routes, _, scope in
+        ("zones/list", [.get, .post], true, { routes, _, scope in
             try JSONBody.response(ZonesResponse(zones: try await routes.store.listZones(in: scope).map(ZoneResult.success)))
         }),
-        ("zones/lookup", [.post], { routes, body, scope in
+        ("zones/lookup", [.post], true, { routes, body, scope in
             try JSONBody.response(ZonesResponse(zones: try await routes.store.lookupZones(JSONBody.decode(LookupZonesRequest.self, from: body).zones, in: scope)))
         }),
-        ("zones/modify", [.post], { routes, body, scope in
+        ("zones/modify", [.post], false, { routes, body, scope in
             try JSONBody.response(ZonesResponse(zones: try await routes.store.modifyZones(JSONBody.decode(ModifyZonesRequest.self, from: body), in: scope)))
         }),
-        ("assets/upload", [.post], { routes, body, scope in
+        ("assets/upload", [.post], false, { routes, body, scope in
             let request = try JSONBody.decode(AssetUploadRequest.self, from: body)
             return try JSONBody.response(try await routes.store.assetUploadURLs(request, in: scope, base: DatabaseRoutes.base))
         }),
-        ("assets/rereference", [.post], { routes, body, scope in
+        ("assets/rereference", [.post], false, { routes, body, scope in
             let request = try JSONBody.decode(AssetRereferenceRequest.self, from: body)
             return try JSONBody.response(try await routes.store.rereferenceAssets(request, in: scope))
         }),
-        ("subscriptions/modify", [.post], { routes, body, scope in
+        ("subscriptions/modify", [.post], false, { routes, body, scope in
             try JSONBody.response(try await routes.store.modifySubscriptions(JSONBody.decode(ModifySubscriptionsRequest.self, from: body), in: scope))
         }),
-        ("subscriptions/list", [.get, .post], { routes, _, scope in
+        ("subscriptions/list", [.get, .post], false, { routes, _, scope in
             try JSONBody.response(try await routes.store.listSubscriptions(in: scope))
         }),
-        ("subscriptions/lookup", [.post], { routes, body, scope in
+        ("subscriptions/lookup", [.post], false, { routes, body, scope in
             try JSONBody.response(try await routes.store.lookupSubscriptions(JSONBody.decode(LookupSubscriptionsRequest.self, from: body), in: scope))
         }),
-        ("tokens/create", [.post], { routes, body, scope in try await routes.pushToken(body, scope, register: false) }),
-        ("tokens/register", [.post], { routes, body, scope in try await routes.pushToken(body, scope, register: true) }),
-        ("users/current", [.get, .post], { routes, _, scope in
-            let profile = try await routes.store.profile(of: scope.user)
-            return try JSONBody.response(profile.userInfo(scope.user, withEmail: false, toSelf: true, userName: scope.user.name))
-        }),
-        ("users/caller", [.get, .post], { routes, _, scope in
-            let profile = try await routes.store.profile(of: scope.user)
-            return try JSONBody.response(UserIdentitiesResponse(users: [profile.identity(scope.user)]))
-        }),
+        ("tokens/create", [.post], false, { routes, body, scope in try await routes.pushToken(body, scope, register: false) }),
+        ("tokens/register", [.post], false, { routes, body, scope in try await routes.pushToken(body, scope, register: true) }),
+        ("users/current", [.get, .post], false, { routes, _, scope in try await routes.caller(scope) }),
+        ("users/caller", [.get, .post], false, { routes, _, scope in try await routes.caller(scope) }),
         // GET (and a body without lookupInfos) asks for the caller's address-book contacts,
         // which RecordSync does not have: no users.
-        ("users/discover", [.get, .post], { routes, body, scope in
+        ("users/discover", [.get, .post], false, { routes, body, scope in
             let infos = body.isEmpty ? [] : try JSONBody.decode(DiscoverUsersRequest.self, from: body).lookupInfos
             let found = try await routes.store.discoverUsers(infos, by: scope.user)
             return try JSONBody.response(UserIdentitiesResponse(users: found.map { $0.profile.identity($0.user, foundBy: $0.info) }))
         }),
-        ("users/lookup/email", [.post], { routes, body, scope in
+        ("users/lookup/email", [.post], false, { routes, body, scope in
             let request = try JSONBody.decode(LookupUsersRequest.self, from: body)
             for (index, info) in request.users.enumerated() where info.emailAddress == nil {
                 throw RecordSyncError(.badRequest, "users[\(index)]: emailAddress is missing")
@@ -142,7 +144,7 @@ struct DatabaseRoutes: Sendable {
             let found = try await routes.store.discoverUsers(request.users.map { UserLookupInfo(emailAddress: $0.emailAddress) }, by: scope.user)
             return try JSONBody.response(UsersResponse(users: found.map { $0.profile.userInfo($0.user, withEmail: true) }))
         }),
-        ("users/lookup/id", [.post], { routes, body, scope in
+        ("users/lookup/id", [.post], false, { routes, body, scope in
             let request = try JSONBody.decode(LookupUsersRequest.self, from: body)
             for (index, info) in request.users.enumerated() where info.userRecordName == nil {
                 throw RecordSyncError(.badRequest, "users[\(index)]: userRecordName is missing")
@@ -150,7 +152,7 @@ struct DatabaseRoutes: Sendable {
             let found = try await routes.store.discoverUsers(request.users.map { UserLookupInfo(userRecordName: $0.userRecordName) }, by: scope.user)
             return try JSONBody.response(UsersResponse(users: found.map { $0.profile.userInfo($0.user, withEmail: false) }))
         }),
-        ("users/discoverability", [.post], { routes, body, scope in
+        ("users/discoverability", [.post], false, { routes, body, scope in
             let request = try JSONBody.decode(UserDiscoverabilityRequest.self, from: body)
             let profile = try await routes.store.setDiscoverable(request.discoverable, for: scope.user)
             return try JSONBody.response(UserIdentitiesResponse(users: [profile.identity(scope.user)]))
@@ -161,7 +163,7 @@ struct DatabaseRoutes: Sendable {
     func register(on router: Router<BasicRequestContext>) {
         router.get("/database/1/:container/:environment/:database/notifications") { request, context in
             do {
-                let scope = try await self.scope(of: request, context: context)
+                let scope = try await self.scope(of: request, context: context, visitors: false)
                 // The request read to its end: a connection whose request is still being read
                 // counts as idle, and would be closed under a stream that goes on.
                 try await Self.drain(request)
@@ -174,7 +176,7 @@ struct DatabaseRoutes: Sendable {
         for prefix in ["database", "device"] {
             for name in ["create", "register"] {
                 router.post(RouterPath("/\(prefix)/1/:container/:environment/tokens/\(name)")) { request, context in
-                    try await self.handle(request, context: context, database: "private") { routes, body, scope in
+                    try await self.handle(request, context: context, database: "private", visitors: false) { routes, body, scope in
                         try await routes.pushToken(body, scope, register: name == "register")
                     }
                 }
@@ -183,19 +185,21 @@ struct DatabaseRoutes: Sendable {
         router.get("/webcourier/1/:token") { request, context in
             try await Self.drain(request)
             let payload = try await self.store.nextNotification(forPushToken: context.parameters.get("token") ?? "", wait: self.webcourierWait)
+            // A keep-alive is JSON `null`, which CloudKit JS takes as no notification (an empty
+            // body would be a parse error it logs).
             return Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
-                            body: ResponseBody(byteBuffer: ByteBuffer(string: payload ?? "")))
+                            body: ResponseBody(byteBuffer: ByteBuffer(string: payload ?? "null")))
         }
         for endpoint in Self.endpoints {
             for method in endpoint.methods {
                 router.on(RouterPath("/database/1/:container/:environment/:database/\(endpoint.path)"), method: method) { request, context in
-                    try await self.handle(request, context: context, endpoint.handler)
+                    try await self.handle(request, context: context, visitors: endpoint.visitors, endpoint.handler)
                 }
             }
         }
     }
 
-    private func handle(_ request: Request, context: BasicRequestContext, database: String? = nil, _ endpoint: Endpoint) async throws -> Response {
+    private func handle(_ request: Request, context: BasicRequestContext, database: String? = nil, visitors: Bool, _ endpoint: Endpoint) async throws -> Response {
         do {
             var body: Data
             do {
@@ -203,8 +207,8 @@ struct DatabaseRoutes: Sendable {
             } catch {
                 throw RecordSyncError(.limitExceeded, "the request body is larger than the limit of \(maximumBodyBytes) bytes")
             }
-            let scope = try await self.scope(of: request, context: context, database: database, body: body)
-            if let rateLimiter, let wait = rateLimiter.admit(scope.user.id) {
+            let scope = try await self.scope(of: request, context: context, database: database, body: body, visitors: visitors)
+            if let rateLimiter, scope.user != .visitor, let wait = rateLimiter.admit(scope.user.id) {
                 throw RecordSyncError(.throttled, "too many requests: at most \(rateLimiter.limit.rate.formatted()) a second per user; try again in \(wait.formatted(.number.precision(.fractionLength(0...2)))) s",
                                       retryAfter: wait)
             }
@@ -284,8 +288,14 @@ struct DatabaseRoutes: Sendable {
 
     /// The database a request addresses and the user making it: the holder of its bearer
     /// token, or of the server-to-server key that signed it (`body` as it came), which reaches
-    /// public databases only.
-    func scope(of request: Request, context: BasicRequestContext, database given: String? = nil, body: Data = Data()) async throws -> DatabaseScope {
+    /// public databases only; or, for a request with an API token and no user, a signed-out
+    /// visitor (``User/visitor``), who may call the endpoints that allow `visitors` in the
+    /// public database only.
+    ///
+    /// - Throws: `AUTHENTICATION_FAILED` for a token, API token or signature that is not valid;
+    ///   `AUTHENTICATION_REQUIRED`, with the `redirectURL` of the sign-in page, for a request
+    ///   that needs a user and has none.
+    func scope(of request: Request, context: BasicRequestContext, database given: String? = nil, body: Data = Data(), visitors: Bool) async throws -> DatabaseScope {
         if let signed = try Credentials.signedRequest(request, body: body) {
             let user = try await store.verify(signed)
             let scope = try scope(of: context, user: user, database: given)
@@ -294,7 +304,26 @@ struct DatabaseRoutes: Sendable {
             }
             return scope
         }
-        let token = try Credentials.token(in: request)
+        let (token, apiToken) = try Credentials.token(in: request, userTokensAsAPIToken: userTokensAsAPIToken)
+        if let apiToken {
+            guard let found = try await apiTokens.token(hash: Credentials.hash(apiToken), from: store) else {
+                throw RecordSyncError(.authenticationFailed, "the API token (ckAPIToken) is not valid (never issued, or revoked)")
+            }
+            let container = context.parameters.get("container") ?? "", environment = context.parameters.get("environment") ?? ""
+            guard found.container == container, found.environment == environment else {
+                throw RecordSyncError(.authenticationFailed, "the API token (ckAPIToken) is for \(NameRules.quoted(found.container)) (\(found.environment)), not \(NameRules.quoted(container)) (\(environment))")
+            }
+        }
+        guard let token else {
+            guard apiToken != nil else {
+                throw signInRequired(request, context, "sign in: send 'Authorization: Bearer TOKEN' or the ckWebAuthToken query parameter")
+            }
+            let scope = try scope(of: context, user: .visitor, database: given)
+            guard visitors, scope.kind == .public else {
+                throw signInRequired(request, context, "this request needs a signed-in user; a signed-out visitor (an API token alone) reads the public database only")
+            }
+            return scope
+        }
         let hash = Credentials.hash(token)
         let user: User
         switch try await tokens.check(hash, revocations: { try await store.revocationSequence() }, revoked: { await store.notifier.endStreams() },
@@ -306,6 +335,21 @@ struct DatabaseRoutes: Sendable {
         case .unknown: throw RecordSyncError(.authenticationFailed, "the token is not valid (never issued, revoked, or its user deleted)")
         }
         return try scope(of: context, user: user, database: given)
+    }
+
+    /// `AUTHENTICATION_REQUIRED` with `reason`, and the `redirectURL` of the page that says how
+    /// to sign in to this container and environment (``SignInPage``).
+    private func signInRequired(_ request: Request, _ context: BasicRequestContext, _ reason: String) -> RecordSyncError {
+        let base = publicURL ?? Self.base(of: request, scheme: scheme)
+        let url = SignInPage.url(base: base, container: context.parameters.get("container") ?? "", environment: context.parameters.get("environment") ?? "")
+        return RecordSyncError(.authenticationRequired, reason, redirectURL: url)
+    }
+
+    /// `users/caller` and `users/current`: the caller's identity at the top level and in `users`.
+    func caller(_ scope: DatabaseScope) async throws -> Response {
+        let profile = try await store.profile(of: scope.user)
+        return try JSONBody.response(CallerIdentityResponse(identity: profile.identity(scope.user),
+                                                            user: profile.userInfo(scope.user, withEmail: false, toSelf: true, userName: scope.user.name)))
     }
 
     /// The database the path addresses, for `user`.

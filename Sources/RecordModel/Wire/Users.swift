@@ -83,6 +83,47 @@ public struct UserIdentitiesResponse: Sendable, Hashable, Codable {
     public init(users: [UserIdentityInfo]) { self.users = users }
 }
 
+/// The answer to `users/caller` and `users/current`: the caller's User Identity dictionary
+/// at the top level (CloudKit JS hands this body to the app as the identity), the User
+/// dictionary's `firstName` and `lastName` (`null` when missing) beside it, and `users`
+/// holding the identity again (the form of Apple's archived reference, which other clients
+/// read).
+public struct CallerIdentityResponse: Sendable, Hashable, Codable {
+    public var userRecordName: String
+    public var lookupInfo: UserLookupInfo?
+    public var nameComponents: UserNameComponents?
+    public var firstName: String?
+    public var lastName: String?
+    /// Extension: the name the user was created with (`recordserver user add NAME`).
+    public var userName: String?
+    public var users: [UserIdentityInfo]
+
+    /// The answer for a caller with this identity and User dictionary.
+    public init(identity: UserIdentityInfo, user: UserIdentity) {
+        userRecordName = identity.userRecordName
+        lookupInfo = identity.lookupInfo
+        nameComponents = identity.nameComponents
+        firstName = user.firstName
+        lastName = user.lastName
+        userName = user.userName
+        users = [identity]
+    }
+
+    enum CodingKeys: String, CodingKey { case userRecordName, lookupInfo, nameComponents, firstName, lastName, userName, users }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(userRecordName, forKey: .userRecordName)
+        try container.encodeIfPresent(lookupInfo, forKey: .lookupInfo)
+        try container.encodeIfPresent(nameComponents, forKey: .nameComponents)
+        // Apple's user dictionary writes a missing name as null.
+        try container.encode(firstName, forKey: .firstName)
+        try container.encode(lastName, forKey: .lastName)
+        try container.encodeIfPresent(userName, forKey: .userName)
+        try container.encode(users, forKey: .users)
+    }
+}
+
 /// The body of `POST users/discover`.
 public struct DiscoverUsersRequest: Sendable, Hashable, Codable {
     public var lookupInfos: [UserLookupInfo]
