@@ -44,7 +44,7 @@ extension RecordStore {
     }
 
     /// Revokes an API token: refused on every server sharing the storage within
-    /// ``TokenCheck/revocationDelay``.
+    /// ``TokenCheck/revocationDelay`` (servers read their API tokens at least that often).
     ///
     /// - Throws: `NOT_FOUND` when the container and environment have no token of that name.
     public func revokeAPIToken(named name: String, container: String, environment: String) async throws {
@@ -52,13 +52,13 @@ extension RecordStore {
             guard try transaction.deleteAPIToken(named: name, container: container, environment: environment) else {
                 throw RecordSyncError(.notFound, "\(NameRules.quoted(container)) (\(environment)) has no API token named \(NameRules.quoted(name))")
             }
-            try transaction.advanceRevocationSequence()
             return .commit(())
         }
     }
 
     /// A web origin as an API token stores it: `*`, or `scheme://host[:port]` with the scheme
-    /// `http` or `https` and nothing after, lowercased (browsers send origins so).
+    /// `http` or `https` and nothing after, lowercased and without the scheme's default port
+    /// (browsers send origins so).
     ///
     /// - Throws: `BAD_REQUEST` naming the origin otherwise.
     static func checkedOrigin(_ origin: String) throws -> String {
@@ -68,6 +68,9 @@ extension RecordStore {
               let host = components.host, !host.isEmpty, components.path.isEmpty, components.query == nil, components.fragment == nil,
               components.user == nil, components.password == nil, !lowered.hasSuffix("/"), !lowered.contains(" ") else {
             throw RecordSyncError(.badRequest, "origin \(NameRules.quoted(origin)) is not a web origin: give scheme://host[:port] (https://example.com), or * for any")
+        }
+        if let port = components.port, (scheme, port) == ("https", 443) || (scheme, port) == ("http", 80) {
+            return "\(scheme)://\(host)"
         }
         return lowered
     }

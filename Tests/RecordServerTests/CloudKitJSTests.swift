@@ -60,7 +60,8 @@ import TestSupport
                     #expect(answer.status == 421 && answer.json["redirectURL"]?.stringValue == redirect, "\(endpoint.path) in \(database): \(answer.json)")
                 }
             }
-            for path in ["\(Self.base)/public/notifications", "/device/1/iCloud.test.Gallery/development/tokens/create"] {
+            for path in ["\(Self.base)/public/notifications", "/device/1/iCloud.test.Gallery/development/tokens/create",
+                         "\(Self.base)/shared/records/query"] {
                 let answer = try await server.send(path.hasSuffix("notifications") ? .get : .post, "\(path)?ckAPIToken=\(api)")
                 #expect(answer.status == 421, "\(path): \(answer.json)")
             }
@@ -118,7 +119,7 @@ import TestSupport
         try await withServer { server in
             let first = Credentials.newAPIToken()
             let created = try await server.store.createAPIToken(container: Self.container, environment: "development",
-                                                                origins: ["HTTPS://Gallery.Example.com", "http://localhost:8080"], tokenHash: Credentials.hash(first))
+                                                                origins: ["HTTPS://Gallery.Example.com:443", "http://localhost:8080"], tokenHash: Credentials.hash(first))
             #expect(created.name == "api-token-1" && created.origins == ["https://gallery.example.com", "http://localhost:8080"])
             _ = try await Self.apiToken(server)
             #expect(try await server.store.apiTokens().map(\.name) == ["api-token-1", "api-token-2"])
@@ -169,6 +170,10 @@ import TestSupport
                 #expect(response.headers[.accessControlAllowOrigin] == (listed ? origin : nil), "\(origin)")
                 #expect(response.headers[values: .vary].contains("Origin"))
             }
+            // An unknown API token: the container's origins, so that the page reads the 401.
+            let unknown = try await server.client.executeRequest(uri: "\(Self.base)/public/users/caller?ckAPIToken=\(Credentials.newAPIToken())", method: .get,
+                                                                 headers: [.origin: "https://gallery.example.com"], body: nil)
+            #expect(unknown.status.code == 401 && unknown.headers[.accessControlAllowOrigin] == "https://gallery.example.com")
             let failed = try await server.client.executeRequest(uri: "\(Self.base)/private/users/caller?ckAPIToken=\(api)", method: .get,
                                                                 headers: [.origin: "https://gallery.example.com"], body: nil)
             #expect(failed.status.code == 421 && failed.headers[.accessControlAllowOrigin] == "https://gallery.example.com")

@@ -102,7 +102,7 @@ struct SubscriptionFiring {
     func notify(_ matches: [Match], changed: Bool, now: Int64, in transaction: any StorageTransaction) throws {
         var fired: Set<Int> = []
         // Numbered as CloudKit JS reads `dbs` (its isPublicDatabase is `dbs === 0`): 0 public,
-        // 1 private (and 2 shared).
+        // 1 private (2 is kept for the shared database, not served yet).
         let database = scope.kind == .public ? 0 : 1
         let owner = zone.zoneID.ownerRecordName ?? scope.ownerRecordName
         func queue(_ index: Int, _ kind: String, _ body: [String: JSONValue]) throws {

@@ -15,7 +15,7 @@ import RecordRules
 /// container) those of every API token. A preflight (`OPTIONS` with
 /// `Access-Control-Request-Method`) from a listed origin is answered `204` with what it may
 /// send; from any other, `403` without `Access-Control-Allow-Origin`. Every answer carries
-/// `Vary: Origin`.
+/// `Vary: Origin`. The last rule also covers `/signin`, `/healthz` and `/metrics`.
 struct CORSMiddleware: RouterMiddleware {
     typealias Context = BasicRequestContext
 
@@ -68,12 +68,16 @@ struct CORSMiddleware: RouterMiddleware {
 
     /// Whether a page of `origin` may read the answer to `request`.
     private func allows(_ origin: String, _ request: Request) async throws -> Bool {
-        if let given = request.uri.queryParameters.get("ckAPIToken"), Credentials.isAPIToken(given) {
-            return try await apiTokens.token(hash: Credentials.hash(given), from: store)?.allows(origin: origin) == true
+        // An API token the store does not know (revoked, say) falls back to the container's
+        // origins, so that its page can read the AUTHENTICATION_FAILED answer.
+        if let given = request.uri.queryParameters.get("ckAPIToken"), Credentials.isAPIToken(given),
+           let token = try await apiTokens.token(hash: Credentials.hash(given), from: store) {
+            return token.allows(origin: origin)
         }
+        // The path's segments as the routes read them (not percent-decoded).
         let segments = request.uri.path.split(separator: "/", omittingEmptySubsequences: true)
         let named = segments.count >= 4 && (segments[0] == "database" || segments[0] == "device")
-            ? (container: String(segments[2]).removingPercentEncoding ?? String(segments[2]), environment: String(segments[3])) : nil
+            ? (container: String(segments[2]), environment: String(segments[3])) : nil
         return try await apiTokens.all(from: store).values.contains { token in
             (named.map { token.container == $0.container && token.environment == $0.environment } ?? true) && token.allows(origin: origin)
         }

@@ -318,11 +318,10 @@ struct DatabaseRoutes: Sendable {
             guard apiToken != nil else {
                 throw signInRequired(request, context, "sign in: send 'Authorization: Bearer TOKEN' or the ckWebAuthToken query parameter")
             }
-            let scope = try scope(of: context, user: .visitor, database: given)
-            guard visitors, scope.kind == .public else {
+            guard visitors, (given ?? context.parameters.get("database")) == DatabaseKind.public.rawValue else {
                 throw signInRequired(request, context, "this request needs a signed-in user; a signed-out visitor (an API token alone) reads the public database only")
             }
-            return scope
+            return try scope(of: context, user: .visitor, database: given)
         }
         let hash = Credentials.hash(token)
         let user: User
@@ -381,7 +380,10 @@ extension ChangePageReadAhead where Answer == PreparedResponse {
         context.acceptsGzip = gzip
         context.numbersAsStrings = request.numbersAsStrings == true
         let compact = request.recordSyncCompact == true
-        return try await answer(request, in: scope, from: store, variant: gzip ? "gzip" : "identity") { [context] page in
+        // The base is part of the variant: asset URLs in the page are written with it, and
+        // pages kept for one request are served to others of the same user (every signed-out
+        // visitor is one user) only when they reached the server at the same URL.
+        return try await answer(request, in: scope, from: store, variant: "\(gzip ? "gzip" : "identity") \(context.base)") { [context] page in
             var page = page
             page.compact = compact
             return try JSONBody.$context.withValue(context) { try JSONBody.prepared(page) }
