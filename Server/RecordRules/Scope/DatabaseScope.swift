@@ -1,7 +1,7 @@
 import Foundation
 import RecordModel
 
-/// A signed-in user.
+/// A signed-in user, or ``visitor`` (a request with an API token alone).
 public struct User: Sendable, Hashable {
     /// The storage key of the user.
     public var id: Int64
