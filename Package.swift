@@ -11,6 +11,8 @@ let package = Package(
     products: [
         .library(name: "RecordModel", targets: ["RecordModel"]),
         .library(name: "RecordSQL", targets: ["RecordSQL"]),
+        .library(name: "RecordStorage", targets: ["RecordStorage"]),
+        .library(name: "RecordStorageSQL", targets: ["RecordStorageSQL"]),
         .library(name: "RecordRules", targets: ["RecordRules"]),
         .library(name: "RecordSQLiteEngine", targets: ["RecordSQLiteEngine"]),
         .library(name: "RecordPostgresEngine", targets: ["RecordPostgresEngine"]),
@@ -63,11 +65,26 @@ let package = Package(
             path: "Sources/RecordSQL",
             swiftSettings: swiftSettings
         ),
+        // The storage protocol and its row types: what an engine implements and the rules call.
+        .target(
+            name: "RecordStorage",
+            dependencies: ["RecordModel"],
+            path: "Server/RecordStorage",
+            swiftSettings: swiftSettings
+        ),
+        // The storage primitives written once over a SQL session, for every engine's dialect.
+        .target(
+            name: "RecordStorageSQL",
+            dependencies: ["RecordModel", "RecordStorage", "RecordSQL"],
+            path: "Server/RecordStorageSQL",
+            swiftSettings: swiftSettings
+        ),
         // The CloudKit rules over the storage protocol: no SQL, no HTTP.
         .target(
             name: "RecordRules",
             dependencies: [
                 "RecordModel",
+                "RecordStorage",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
@@ -79,7 +96,8 @@ let package = Package(
             name: "RecordSQLiteEngine",
             dependencies: [
                 "RecordModel",
-                "RecordRules",
+                "RecordStorage",
+                "RecordStorageSQL",
                 "RecordSQL",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
@@ -91,7 +109,8 @@ let package = Package(
             name: "RecordPostgresEngine",
             dependencies: [
                 "RecordModel",
-                "RecordRules",
+                "RecordStorage",
+                "RecordStorageSQL",
                 "RecordSQL",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -159,7 +178,10 @@ let package = Package(
             dependencies: [
                 "RecordServer",
                 "RecordModel",
+                "RecordRules",
+                "RecordSQLiteEngine",
                 "RecordPostgresEngine",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -235,6 +257,27 @@ let package = Package(
             path: "Tests/RecordRulesTests",
             swiftSettings: swiftSettings
         ),
+        // The storage engines, each against what the storage protocol and the schema's
+        // description say.
+        .testTarget(
+            name: "RecordStorageTests",
+            dependencies: [
+                "RecordModel",
+                "RecordSQL",
+                "RecordStorage",
+                "RecordStorageSQL",
+                "RecordRules",
+                "RecordServer",
+                "RecordSQLiteEngine",
+                "RecordPostgresEngine",
+                "TestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/RecordStorageTests",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "RecordBenchTests",
             dependencies: ["recordbench", "TestSupport"],
@@ -258,6 +301,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
             path: "Tests/RecordServerTests",
             // Read from the source tree by OldDataDirectoryTests (a data directory of an earlier release).

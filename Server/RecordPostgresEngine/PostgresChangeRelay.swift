@@ -3,7 +3,7 @@ import Logging
 import NIOConcurrencyHelpers
 import PostgresNIO
 import RecordModel
-import RecordRules
+import RecordStorage
 
 /// The servers over one PostgreSQL database tell each other of changes with `NOTIFY` on the
 /// channel ``channel``, each listening on a connection of its own (`application_name`

@@ -10,15 +10,13 @@ import RecordSQL
 /// Its statements wait on the calling thread, which must not be an event loop (the copy runs
 /// them from the SQLite engine's reader).
 public final class PostgresCopyTarget: @unchecked Sendable {
-    /// The engine's tables, in the order they are filled (targets of foreign keys first).
-    public static let tables = ["users", "tokens", "server_keys", "signatures_seen", "api_tokens", "containers", "databases", "zones", "zone_incarnations",
-                                "schema_fields", "ref_fields", "records", "refs", "search_tokens", "search_locations", "search_types", "tombstones",
-                                "asset_keys", "asset_blobs", "asset_receipts", "asset_refs", "asset_chunks",
-                                "subscriptions", "notifications", "push_tokens", "push_deliveries"]
+    /// The engine's tables `data copy` fills, in the order it fills them (targets of foreign keys first).
+    public static let tables = StorageSchema.tables(in: .postgres).filter(\.copied).map(\.name)
     /// The size of the chunks asset bytes are kept in.
-    public static let assetChunkSize = PostgresAssetChunks.chunkSize
+    public static let assetChunkSize = StorageSchema.assetChunkSize
     /// The tables whose `id` an identity hands out.
-    static let identityTables = ["users", "containers", "databases", "zones", "ref_fields"]
+    static let identityTables = StorageSchema.tables(in: .postgres)
+        .filter { $0.columns.contains { $0.generated == .rowid || $0.generated == .neverReused } }.map(\.name)
 
     /// How a copied column is read in: its SQL type, and how its value becomes the column's.
     public enum Column: Sendable {
@@ -30,6 +28,18 @@ public final class PostgresCopyTarget: @unchecked Sendable {
         case uuid(String)
         /// 0 or 1 into a `BOOLEAN` column.
         case boolean(String)
+
+        /// How the described column is read in.
+        public init(_ column: ColumnDefinition) {
+            switch column.type {
+            case .int64, .int32, .int16: self = .integer(column.name)
+            case .double: self = .real(column.name)
+            case .text: self = .text(column.name)
+            case .bytes: self = .bytes(column.name)
+            case .uuid: self = .uuid(column.name)
+            case .bool: self = .boolean(column.name)
+            }
+        }
 
         /// The column's name.
         public var name: String {
@@ -101,7 +111,7 @@ public final class PostgresCopyTarget: @unchecked Sendable {
     /// key copied, then commits.
     public func commit() throws {
         try run("DELETE FROM user_usage")
-        try run(PostgresQuery(unsafeSQL: PostgresEngine.countUsageSQL))
+        try run(PostgresQuery(unsafeSQL: StorageSchema.countUsageSQL(in: .postgres)))
         for table in Self.identityTables {
             try run(PostgresQuery(unsafeSQL: """
                 SELECT setval(pg_get_serial_sequence('\(table)', 'id'), COALESCE((SELECT max(id) FROM \(table)), 0) + 1, false)

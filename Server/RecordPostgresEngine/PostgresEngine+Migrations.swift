@@ -257,7 +257,10 @@ extension PostgresEngine {
             WHERE r.zone_id = s.zone_id AND r.name = s.record_name
             """,
             "CREATE TABLE user_usage(user_record TEXT COLLATE \"C\" PRIMARY KEY, records BIGINT NOT NULL, bytes BIGINT NOT NULL)",
-            PostgresEngine.countUsageSQL,
+            """
+            INSERT INTO user_usage(user_record, records, bytes)
+                SELECT created_by, COUNT(*), SUM(octet_length(fields) + asset_bytes) FROM records GROUP BY created_by
+            """,
             """
             CREATE FUNCTION recordsync_usage_inserted() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
                 INSERT INTO user_usage(user_record, records, bytes)
@@ -305,12 +308,6 @@ extension PostgresEngine {
             "CREATE UNIQUE INDEX api_tokens_by_name ON api_tokens(container, environment, name)",
         ]),
     ]
-
-    /// Counts every user's usage afresh from the records stored (`user_usage` empty before).
-    static let countUsageSQL = """
-        INSERT INTO user_usage(user_record, records, bytes)
-            SELECT created_by, COUNT(*), SUM(octet_length(fields) + asset_bytes) FROM records GROUP BY created_by
-        """
 
     /// Work in Swift that a migration does after its statements, in its transaction.
     static let backfills: [String: @Sendable (PostgresConnection, Logger) async throws -> Void] = [

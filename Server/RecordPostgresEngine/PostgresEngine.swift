@@ -5,7 +5,8 @@ import NIOCore
 import NIOPosix
 import PostgresNIO
 import RecordModel
-import RecordRules
+import RecordStorage
+import RecordStorageSQL
 
 /// The PostgreSQL engine: the storage primitives as SQL on one PostgreSQL database, which any
 /// number of `recordserver` processes may share.
@@ -116,6 +117,11 @@ public final class PostgresEngine: StorageEngine {
     /// Runs `body` in a read-only snapshot. Nothing waits for its `COMMIT`, which cannot fail
     /// for a read: the connection runs it before the next transaction's first statement.
     public func read<T: Sendable>(_ body: @escaping @Sendable (any StorageTransaction) throws -> T) async throws -> T {
+        try await readTransaction(body)
+    }
+
+    /// ``read(_:)`` with the engine's own transaction (its asset store's statements).
+    func readTransaction<T: Sendable>(_ body: @escaping @Sendable (PostgresTransaction) throws -> T) async throws -> T {
         try await transaction { transaction in
             transaction.fire("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             let value = try body(transaction)
@@ -134,8 +140,8 @@ public final class PostgresEngine: StorageEngine {
             let connection = try await connectionForReads()
             do {
                 return try await Self.translatingErrors {
-                    let answer = try await connection.answering(PostgresTransaction.databaseWithZone(at: address, named: name), logger: logger).get()
-                    return try answer.rows.first.map { try PostgresTransaction.databaseWithZone(from: $0, named: name) }
+                    let answer = try await connection.answering(try PostgresTransaction.query(.databaseWithZone(at: address, named: name)), logger: logger).get()
+                    return try answer.rows.first.map { try SQLStatement.databaseWithZone(from: PostgresTransaction.row($0), named: name) }
                 }
             } catch where attempt == 1 && connection.isClosed {
                 attempt += 1
@@ -145,6 +151,11 @@ public final class PostgresEngine: StorageEngine {
     /// Runs `body` in a write transaction, again from the start when a concurrent commit made it
     /// stale.
     public func write<T: Sendable>(_ body: @escaping @Sendable (any StorageTransaction) throws -> WriteOutcome<T>) async throws -> T {
+        try await writeTransaction(body)
+    }
+
+    /// ``write(_:)`` with the engine's own transaction (its asset store's statements).
+    func writeTransaction<T: Sendable>(_ body: @escaping @Sendable (PostgresTransaction) throws -> WriteOutcome<T>) async throws -> T {
         var attempt = 1
         while true {
             do {
@@ -253,6 +264,8 @@ public final class PostgresEngine: StorageEngine {
             if let retry = PostgresRetry(error) { throw retry }
             if isConnectionLost(error) { throw connectionLost(PostgresEngineError.describe(error)) }
             throw RecordSyncError(.internalError, "storage error: \(PostgresEngineError.describe(error))")
+        } catch let error as StaleWrite {
+            throw PostgresRetry(error.reason)
         } catch let error as PostgresConnectionLost {
             throw connectionLost(error.description)
         } catch let error as PostgresDecodingError {

@@ -1,7 +1,7 @@
 import Foundation
 import PostgresNIO
 import RecordModel
-import RecordRules
+import RecordStorage
 import RecordSQL
 
 extension PostgresTransaction {

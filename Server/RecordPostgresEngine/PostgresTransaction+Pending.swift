@@ -1,7 +1,7 @@
 import Foundation
 import PostgresNIO
 import RecordModel
-import RecordRules
+import RecordStorage
 import RecordSQL
 
 /// The writes of a batch's saves, held back and sent together.
@@ -55,7 +55,7 @@ extension PostgresTransaction {
 
     func insertReferences(_ references: [(field: String, reference: Reference)], from source: String, inZone zone: Int64) throws {
         for (field, reference) in references {
-            pending.insertedReferences.append((zone, source, try fieldKey(field), reference.recordName, Int64(RecordRow.code(reference.action))))
+            pending.insertedReferences.append((zone, source, try fieldKey(field), reference.recordName, Int64(ReferenceActionCode.code(reference.action))))
         }
         if !references.isEmpty { pending.sourcesWithNewReferences.insert(source) }
     }

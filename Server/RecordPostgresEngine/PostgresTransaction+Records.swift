@@ -1,7 +1,7 @@
 import Foundation
 import PostgresNIO
 import RecordModel
-import RecordRules
+import RecordStorage
 import RecordSQL
 
 extension PostgresTransaction {
@@ -44,7 +44,7 @@ extension PostgresTransaction {
             ORDER BY r.source COLLATE "C", f.name COLLATE "C"
             """).map { row in
             let (source, field, action) = try row.decode((String, String, Int16).self)
-            return (source, field, RecordRow.action(code: Int(action)))
+            return (source, field, ReferenceActionCode.action(Int(action)))
         }
     }
 

@@ -392,7 +392,8 @@ extension SQLiteEngine {
                     user_record TEXT PRIMARY KEY,
                     records INTEGER NOT NULL,
                     bytes INTEGER NOT NULL) WITHOUT ROWID;
-                \(SQLiteEngine.countUsageSQL);
+                INSERT INTO user_usage(user_record, records, bytes)
+                    SELECT created_by, COUNT(*), SUM(length(CAST(fields AS BLOB)) + asset_bytes) FROM records GROUP BY created_by;
                 CREATE TRIGGER records_usage_insert AFTER INSERT ON records BEGIN
                     INSERT INTO user_usage(user_record, records, bytes) VALUES (NEW.created_by, 1, length(CAST(NEW.fields AS BLOB)) + NEW.asset_bytes)
                     ON CONFLICT(user_record) DO UPDATE SET records = records + 1, bytes = bytes + excluded.bytes;
@@ -424,10 +425,4 @@ extension SQLiteEngine {
         }
         return migrator
     }
-
-    /// Counts every user's usage afresh from the records stored (`user_usage` empty before).
-    static let countUsageSQL = """
-        INSERT INTO user_usage(user_record, records, bytes)
-            SELECT created_by, COUNT(*), SUM(length(CAST(fields AS BLOB)) + asset_bytes) FROM records GROUP BY created_by
-        """
 }

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 import RecordModel
-import RecordRules
+import RecordStorage
 import RecordSQL
 
 /// The SQLite engine: one database file in WAL mode, written through GRDB.

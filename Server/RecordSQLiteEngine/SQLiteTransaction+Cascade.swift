@@ -1,7 +1,8 @@
 import Foundation
 import GRDB
 import RecordModel
-import RecordRules
+import RecordSQL
+import RecordStorage
 
 extension SQLiteTransaction {
     func anyValidatingReference(inZone zone: Int64) throws -> Bool {
@@ -41,7 +42,7 @@ extension SQLiteTransaction {
 
     func removeNullifiedReferences(inZone zone: Int64) throws {
         try db.execute(sql: """
-            DELETE FROM refs WHERE zone_id = ?1 AND action = 3 AND source IN (SELECT name FROM temp.nullified)
+            DELETE FROM refs WHERE zone_id = ?1 AND action = \(ReferenceActionCode.nullify) AND source IN (SELECT name FROM temp.nullified)
               AND target IN (SELECT name FROM temp.doomed)
             """, arguments: [zone])
     }
@@ -103,20 +104,20 @@ enum Cascade {
     static let levelSQL = """
         INSERT OR IGNORE INTO temp.doomed(name)
         SELECT refs.source FROM temp.doomed d CROSS JOIN refs
-        ON refs.target = d.name AND refs.zone_id = ?1 AND refs.action = 1
+        ON refs.target = d.name AND refs.zone_id = ?1 AND refs.action = \(ReferenceActionCode.deleteSelf)
         WHERE d.pos > ?2 AND d.pos <= ?3
         """
 
     /// Whether any record of the zone (argument) holds a `VALIDATE` reference: one probe of the
     /// partial index `refs_validating`.
-    static let anyValidatingSQL = "SELECT EXISTS (SELECT 1 FROM refs WHERE zone_id = ? AND action = 2)"
+    static let anyValidatingSQL = "SELECT EXISTS (SELECT 1 FROM refs WHERE zone_id = ? AND action = \(ReferenceActionCode.validate))"
 
     /// Notes in `temp.batch_deleted`, for the operation (first argument), the doomed records
     /// that something in the zone (second argument) holds a `VALIDATE` reference to.
     static let noteValidatedSQL = """
         INSERT OR REPLACE INTO temp.batch_deleted(name, operation)
         SELECT d.name, ? FROM temp.doomed d
-        WHERE EXISTS (SELECT 1 FROM refs WHERE refs.zone_id = ? AND refs.target = d.name AND refs.action = 2)
+        WHERE EXISTS (SELECT 1 FROM refs WHERE refs.zone_id = ? AND refs.target = d.name AND refs.action = \(ReferenceActionCode.validate))
         """
 
     /// The tombstones of the doomed records (first sequence, zone). CROSS JOIN keeps `doomed`
@@ -133,7 +134,7 @@ enum Cascade {
     static let collectNullifyingSQL = """
         INSERT OR IGNORE INTO temp.nullified(name)
         SELECT DISTINCT refs.source FROM temp.doomed d CROSS JOIN refs
-        ON refs.target = d.name AND refs.zone_id = ?1 AND refs.action = 3
+        ON refs.target = d.name AND refs.zone_id = ?1 AND refs.action = \(ReferenceActionCode.nullify)
         WHERE refs.source NOT IN (SELECT name FROM temp.doomed)
         ORDER BY refs.source
         """
@@ -146,7 +147,7 @@ enum Cascade {
     static let nullifyingRecordsSQL = """
         SELECT r.name, r.type, r.fields, r.created_at, r.created_by, f.name, refs.target
         FROM temp.nullified n
-        CROSS JOIN refs ON refs.source = n.name AND refs.zone_id = ?1 AND refs.action = 3
+        CROSS JOIN refs ON refs.source = n.name AND refs.zone_id = ?1 AND refs.action = \(ReferenceActionCode.nullify)
         CROSS JOIN records r ON r.zone_id = ?1 AND r.name = n.name
         CROSS JOIN ref_fields f ON f.id = refs.field
         WHERE n.pos BETWEEN ?2 AND ?3 AND refs.target IN (SELECT name FROM temp.doomed)
@@ -166,7 +167,7 @@ enum Cascade {
             SELECT b.operation, refs.source, refs.target,
                    row_number() OVER (PARTITION BY b.operation ORDER BY refs.target, refs.field, refs.source) AS n
             FROM temp.batch_deleted b CROSS JOIN refs
-            ON refs.zone_id = ? AND refs.target = b.name AND refs.action = 2)
+            ON refs.zone_id = ? AND refs.target = b.name AND refs.action = \(ReferenceActionCode.validate))
         WHERE n = 1
         """
 

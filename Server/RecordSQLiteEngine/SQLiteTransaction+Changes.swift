@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 import RecordModel
-import RecordRules
+import RecordStorage
 import RecordSQL
 
 extension SQLiteTransaction {

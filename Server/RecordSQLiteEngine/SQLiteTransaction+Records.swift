@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 import RecordModel
-import RecordRules
+import RecordStorage
 import RecordSQL
 
 extension SQLiteTransaction {
@@ -76,7 +76,7 @@ extension SQLiteTransaction {
               AND r.source IN (SELECT DISTINCT source FROM refs WHERE target = ?1 AND zone_id = ?2 AND source > ?3 ORDER BY source LIMIT ?4)
             ORDER BY r.source, f.name
             """), arguments: [target, zone, source ?? "", limit])
-        return rows.map { ($0[0], $0[1], RecordRow.action(code: $0[2])) }
+        return rows.map { ($0[0], $0[1], ReferenceActionCode.action($0[2])) }
     }
 
     func insertReferences(_ references: [(field: String, reference: Reference)], from source: String, inZone zone: Int64) throws {
@@ -84,7 +84,7 @@ extension SQLiteTransaction {
         for (field, reference) in references {
             let key = try fieldKey(field)
             try insert.run(in: db) { binder in
-                binder.bind(zone); binder.bind(source); binder.bind(key); binder.bind(reference.recordName); binder.bind(RecordRow.code(reference.action))
+                binder.bind(zone); binder.bind(source); binder.bind(key); binder.bind(reference.recordName); binder.bind(ReferenceActionCode.code(reference.action))
             }
         }
     }

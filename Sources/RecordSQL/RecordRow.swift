@@ -4,15 +4,22 @@ import RecordModel
 
 /// Reading and writing the `records` table's row form of a ``Record``.
 public enum RecordRow {
-    /// The columns every record read selects, in the order ``record(from:zoneID:)`` reads them.
-    public static let columns = "name, type, tag, fields, created_at, created_by, created_device, modified_at, modified_by, modified_device"
+    /// The columns every record read selects, in the order ``record(from:zoneID:)`` reads them:
+    /// those of ``StorageSchema/records`` from `name` to `modified_device` (the client's cache
+    /// keeps them under the same names).
+    public static let columns = columnNames.joined(separator: ", ")
 
     /// How many columns ``columns`` names.
-    public static let columnCount = 10
+    public static let columnCount = columnNames.count
+
+    static let columnNames: [String] = {
+        let names = StorageSchema.records.columns.map(\.name)
+        return Array(names[names.firstIndex(of: "name")!...names.firstIndex(of: "modified_device")!])
+    }()
 
     /// The same columns qualified with a table alias.
     public static func columns(alias: String) -> String {
-        columns.split(separator: ",").map { "\(alias).\($0.trimmingCharacters(in: .whitespaces))" }.joined(separator: ", ")
+        columnNames.map { "\(alias).\($0)" }.joined(separator: ", ")
     }
 
     /// A record from a row holding ``columns`` starting at column `offset`.
@@ -40,19 +47,4 @@ public enum RecordRow {
     /// The change tag of the change with sequence number `sequence`: short, and unique within
     /// the zone because sequence numbers are.
     public static func changeTag(_ sequence: Int64) -> String { String(sequence, radix: 36) }
-
-    /// The reference action of a stored code.
-    public static func action(code: Int) -> Reference.Action {
-        Reference.Action.allCases.first { Self.code($0) == code } ?? .none
-    }
-
-    /// The stored code of a reference action.
-    public static func code(_ action: Reference.Action) -> Int {
-        switch action {
-        case .none: 0
-        case .deleteSelf: 1
-        case .validate: 2
-        case .nullify: 3
-        }
-    }
 }

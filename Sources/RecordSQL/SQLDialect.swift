@@ -10,6 +10,17 @@ public enum SQLValue: Sendable, Hashable {
     case blob(Data)
     case null
 
+    /// A SQLite value as it is.
+    public init(_ value: DatabaseValue) {
+        switch value.storage {
+        case .null: self = .null
+        case .int64(let integer): self = .integer(integer)
+        case .double(let real): self = .real(real)
+        case .string(let text): self = .text(text)
+        case .blob(let data): self = .blob(data)
+        }
+    }
+
     /// The value for GRDB.
     public var databaseValue: DatabaseValue {
         switch self {

@@ -91,45 +91,14 @@ struct DataCommand: AsyncParsableCommand {
             var key: String
         }
 
-        /// Every table, in the order ``PostgresCopyTarget/tables`` fills them.
-        static let tables: [Table] = [
-            Table(name: "users", columns: [.integer("id"), .text("name"), .text("record_name"), .integer("created_at"), .text("email"), .text("given_name"),
-                                           .text("family_name"), .boolean("discoverable")], key: "id"),
-            Table(name: "tokens", columns: [.bytes("hash"), .integer("user_id"), .integer("created_at"), .text("name"), .integer("expires_at")], key: "hash"),
-            Table(name: "server_keys", columns: [.text("id"), .integer("user_id"), .text("name"), .bytes("public_key"), .integer("created_at")], key: "id"),
-            Table(name: "signatures_seen", columns: [.bytes("hash"), .integer("seen_at")], key: "hash"),
-            Table(name: "api_tokens", columns: [.bytes("hash"), .text("container"), .text("environment"), .text("name"), .text("origins"), .integer("created_at")],
-                  key: "hash"),
-            Table(name: "containers", columns: [.integer("id"), .text("name"), .text("environment")], key: "id"),
-            Table(name: "databases", columns: [.integer("id"), .integer("container_id"), .text("kind"), .integer("owner_id"), .uuid("uid"), .integer("seq")], key: "id"),
-            Table(name: "zones", columns: [.integer("id"), .integer("database_id"), .text("name"), .uuid("uid"), .integer("seq"), .integer("db_seq"), .boolean("deleted")], key: "id"),
-            Table(name: "zone_incarnations", columns: [.uuid("uid"), .integer("zone_id")], key: "uid"),
-            Table(name: "schema_fields", columns: [.integer("container_id"), .text("record_type"), .text("field"), .text("type")], key: "container_id, record_type, field"),
-            Table(name: "ref_fields", columns: [.integer("id"), .text("name")], key: "id"),
-            Table(name: "records", columns: [.integer("zone_id"), .text("name"), .text("type"), .text("tag"), .text("fields"), .integer("created_at"), .text("created_by"),
-                                             .text("created_device"), .integer("modified_at"), .text("modified_by"), .text("modified_device"), .integer("seq"),
-                                             .integer("asset_bytes")],
-                  key: "name, zone_id"),
-            Table(name: "refs", columns: [.integer("zone_id"), .text("source"), .integer("field"), .text("target"), .integer("action")], key: "source, zone_id, field, target, action"),
-            Table(name: "search_tokens", columns: [.integer("zone_id"), .text("name"), .text("field"), .text("token")], key: "zone_id, name, field, token"),
-            Table(name: "search_locations", columns: [.integer("zone_id"), .text("name"), .text("field"), .integer("cell"), .real("x"), .real("y"), .real("z")],
-                  key: "zone_id, name, field"),
-            Table(name: "search_types", columns: [.integer("container_id"), .text("record_type")], key: "container_id, record_type"),
-            Table(name: "tombstones", columns: [.integer("zone_id"), .text("name"), .text("type"), .integer("seq")], key: "name, zone_id"),
-            Table(name: "asset_keys", columns: [.text("id"), .bytes("secret"), .integer("created_at")], key: "id"),
-            Table(name: "asset_blobs", columns: [.text("checksum"), .integer("size"), .integer("orphaned_at")], key: "checksum"),
-            Table(name: "asset_receipts", columns: [.text("receipt"), .text("checksum"), .integer("size"), .integer("user_id"), .text("container"),
-                                                    .text("environment"), .text("kind"), .text("zone_name"), .text("record_type"), .text("field"),
-                                                    .integer("created_at"), .integer("bound_zone"), .text("bound_record"), .text("bound_field")], key: "receipt"),
-            Table(name: "asset_refs", columns: [.integer("zone_id"), .text("record_name"), .text("field"), .text("checksum")], key: "record_name, zone_id, field, checksum"),
-            Table(name: "subscriptions", columns: [.text("container"), .text("environment"), .text("kind"), .integer("user_id"), .text("id"), .text("body"),
-                                                   .integer("created_at")], key: "container, environment, kind, user_id, id"),
-            Table(name: "notifications", columns: [.integer("id"), .integer("user_id"), .text("container"), .text("environment"), .text("payload"),
-                                                   .integer("created_at")], key: "id"),
-            Table(name: "push_tokens", columns: [.text("token"), .integer("user_id"), .text("container"), .text("environment"), .integer("floor"),
-                                                 .integer("created_at"), .integer("polled_at")], key: "token"),
-            Table(name: "push_deliveries", columns: [.text("token"), .integer("notification")], key: "token, notification"),
-        ]
+        /// Every table carried as it is, in the order ``PostgresCopyTarget/tables`` fills them.
+        static let tables: [Table] = StorageSchema.tables(in: .sqlite).filter(\.copied).map { table in
+            Table(name: table.name, columns: table.columns.map(PostgresCopyTarget.Column.init),
+                  key: table.primaryKey.columns(in: .sqlite).joined(separator: ", "))
+        }
+
+        /// The columns of the asset chunks the bytes of blobs are copied into.
+        static let chunkColumns = StorageSchema.assetChunks.columns.map(PostgresCopyTarget.Column.init)
 
         /// Copies the bytes of every blob (files under `assets/`) into PostgreSQL's chunks.
         static func copyAssetBytes(from db: Database, directory: String, to target: PostgresCopyTarget, progress: Progress) throws {
@@ -147,11 +116,11 @@ struct DataCommand: AsyncParsableCommand {
                     batch.append([.text(checksum), .integer(index), .blob(piece)])
                     index += 1
                     if batch.count == 16 {
-                        try target.insert(batch, into: "asset_chunks", columns: [.text("checksum"), .integer("idx"), .bytes("bytes")])
+                        try target.insert(batch, into: StorageSchema.assetChunks.name, columns: chunkColumns)
                         batch.removeAll()
                     }
                 }
-                try target.insert(batch, into: "asset_chunks", columns: [.text("checksum"), .integer("idx"), .bytes("bytes")])
+                try target.insert(batch, into: StorageSchema.assetChunks.name, columns: chunkColumns)
                 progress.say("asset bytes: \(done + 1) of \(blobs.count)", everySecond: true)
             }
             progress.say("asset bytes: \(blobs.count) of \(blobs.count)")
@@ -197,19 +166,6 @@ final class Progress: @unchecked Sendable {
 struct CopyError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
-}
-
-extension SQLValue {
-    /// A SQLite value as it is.
-    init(_ value: DatabaseValue) {
-        switch value.storage {
-        case .null: self = .null
-        case .int64(let integer): self = .integer(integer)
-        case .double(let real): self = .real(real)
-        case .string(let text): self = .text(text)
-        case .blob(let data): self = .blob(data)
-        }
-    }
 }
 
 /// A lock on `DIR/recordserver.lock`: every server serving a SQLite data directory holds it

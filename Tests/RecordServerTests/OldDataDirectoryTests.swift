@@ -33,29 +33,7 @@ import Testing
             let server = try await ServerProcess(data: data)
             defer { Task { _ = await server.stop(signal: SIGKILL) } }
             #expect(steps.count == 24)
-            for (index, step) in steps.enumerated() {
-                guard let user = step["user"]?.stringValue, let token = tokens[user]?.stringValue,
-                      let database = step["database"]?.stringValue, let endpoint = step["endpoint"]?.stringValue,
-                      let body = step["body"], case .int(let status)? = step["status"], let expected = step["answer"] else {
-                    Issue.record("step \(index) is malformed")
-                    continue
-                }
-                let volatile = step["volatileTimestamps"] == .bool(true)
-                var request = URLRequest(url: URL(string: "http://127.0.0.1:\(server.port)/database/1/\(container)/development/\(database)/\(endpoint)")!)
-                request.httpMethod = "POST"
-                request.httpBody = Data(try body.serializedString().utf8)
-                request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
-                let (answer, response) = try await URLSession.shared.data(for: request)
-                let got = try JSONValue.parse(answer)
-                let sent = try body.serializedString(), gotText = try got.serializedString(), wanted = try expected.serializedString()
-                // Errors now travel as Apple's codes and statuses (WireForm), RecordSync's own
-                // code beside them: the one deliberate change to the answers of that release.
-                let expectedStatus = status == 200 ? Int(status) : ServerErrorCode(rawValue: expected["serverErrorCode"]?.stringValue ?? "").httpStatus
-                #expect((response as? HTTPURLResponse)?.statusCode == expectedStatus, "step \(index) \(endpoint): \(String(decoding: answer, as: UTF8.self))")
-                let same = Self.comparable(got, volatile: volatile) == Self.comparable(expected, volatile: volatile)
-                #expect(same,
-                        "step \(index) \(endpoint) \(sent):\n got \(gotText)\nwant \(wanted)")
-            }
+            try await Self.replay(steps, container: container, tokens: tokens, port: server.port)
             let stopped = await server.stop(signal: SIGTERM)
             #expect(stopped.status == 0)
             // The tokens issued before tokens had names are named in the order issued.
@@ -89,6 +67,34 @@ import Testing
             let near = #"{"comparator": "NEAR", "fieldName": "place", "fieldValue": {"value": {"latitude": 49.07, "longitude": 1.531}}, "distance": 100}"#
             #expect(try await names("Artwork", near) == ["lilies"])
             _ = await server.stop(signal: SIGTERM)
+        }
+    }
+
+    /// Sends each step of the transcript to the server on `port` and expects the answer the
+    /// release gave (``comparable(_:volatile:)``).
+    static func replay(_ steps: [JSONValue], container: String, tokens: [String: JSONValue], port: Int) async throws {
+        for (index, step) in steps.enumerated() {
+            guard let user = step["user"]?.stringValue, let token = tokens[user]?.stringValue,
+                  let database = step["database"]?.stringValue, let endpoint = step["endpoint"]?.stringValue,
+                  let body = step["body"], case .int(let status)? = step["status"], let expected = step["answer"] else {
+                Issue.record("step \(index) is malformed")
+                continue
+            }
+            let volatile = step["volatileTimestamps"] == .bool(true)
+            var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/database/1/\(container)/development/\(database)/\(endpoint)")!)
+            request.httpMethod = "POST"
+            request.httpBody = Data(try body.serializedString().utf8)
+            request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+            let (answer, response) = try await URLSession.shared.data(for: request)
+            let got = try JSONValue.parse(answer)
+            let sent = try body.serializedString(), gotText = try got.serializedString(), wanted = try expected.serializedString()
+            // Errors now travel as Apple's codes and statuses (WireForm), RecordSync's own
+            // code beside them: the one deliberate change to the answers of that release.
+            let expectedStatus = status == 200 ? Int(status) : ServerErrorCode(rawValue: expected["serverErrorCode"]?.stringValue ?? "").httpStatus
+            #expect((response as? HTTPURLResponse)?.statusCode == expectedStatus, "step \(index) \(endpoint): \(String(decoding: answer, as: UTF8.self))")
+            let same = Self.comparable(got, volatile: volatile) == Self.comparable(expected, volatile: volatile)
+            #expect(same,
+                    "step \(index) \(endpoint) \(sent):\n got \(gotText)\nwant \(wanted)")
         }
     }
 

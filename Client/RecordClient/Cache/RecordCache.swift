@@ -221,7 +221,7 @@ public final class RecordCache: Sendable {
                                         arguments: [zone, id.recordName])
             var found: [ReferencingRecord] = []
             for row in rows {
-                let backlink = Backlink(recordName: row[0], fieldName: row[1], action: RecordRow.action(code: row[2]))
+                let backlink = Backlink(recordName: row[0], fieldName: row[1], action: ReferenceActionCode.action(row[2]))
                 if found.last?.record.recordName == backlink.recordName {
                     found[found.count - 1].references.append(backlink)
                 } else if let record = try Self.fetchRecord(RecordID(recordName: backlink.recordName, zoneID: id.zoneID), in: db)?.record {
@@ -407,7 +407,7 @@ public final class RecordCache: Sendable {
         row.bind(source)
         row.bind(field)
         row.bind(reference.recordName)
-        row.bind(RecordRow.code(reference.action))
+        row.bind(ReferenceActionCode.code(reference.action))
     }
 
     private static let clearReferencesSQL = "DELETE FROM refs WHERE zone_id = ? AND source = ?"

@@ -10,56 +10,6 @@ import RecordSQLiteEngine
 import TestSupport
 import Testing
 
-/// A storage engine the suite runs against. Every test that goes through ``withServer`` runs
-/// once per engine, so these tests are the conformance suite of ``StorageEngine``: a new
-/// engine is added here and must pass them unchanged.
-///
-/// PostgreSQL runs when `RECORDSYNC_TEST_POSTGRES` holds the URL of a server the tests may
-/// create schemas in (`.ci/run` starts one; `Scripts/postgres-cluster` starts one by hand).
-/// Without it the suite runs on SQLite alone and says so once.
-struct Backend: Sendable, CustomStringConvertible {
-    var description: String
-    var makeEngine: @Sendable (_ directory: String) async throws -> any StorageEngine
-
-    static let sqlite = Backend(description: "SQLite") { directory in
-        try SQLiteEngine(path: (directory as NSString).appendingPathComponent("records.sqlite"))
-    }
-
-    /// PostgreSQL, a schema of its own per data directory (the same directory opens the same
-    /// schema again, as a restarted server opens its file).
-    static let postgres = Backend(description: "PostgreSQL") { directory in
-        let location = try PostgresLocation(url: try await TestPostgres.databaseURL(for: directory))
-        var logger = Logger(label: "test.postgres")
-        logger.logLevel = .warning
-        return try await PostgresEngine(location: location, maximumConnections: 8, logger: logger)
-    }
-
-    /// A store of this engine's under `directory`.
-    func makeStore(_ directory: String, _ limits: StoreLimits = StoreLimits()) async throws -> RecordStore {
-        RecordStore(engine: try await makeEngine(directory), limits: limits)
-    }
-
-    /// Runs `body` with a store of this engine's under `directory`, then closes the engine.
-    func withStore<T>(_ directory: String, _ limits: StoreLimits = StoreLimits(), _ body: (RecordStore) async throws -> T) async throws -> T {
-        let store = try await makeStore(directory, limits)
-        do {
-            let result = try await body(store)
-            await Self.close(store.engine)
-            return result
-        } catch {
-            await Self.close(store.engine)
-            throw error
-        }
-    }
-
-    /// Closes an engine's connections (SQLite's close with the last reference).
-    static func close(_ engine: any StorageEngine) async {
-        if let engine = engine as? PostgresEngine { await engine.shutdown() }
-    }
-
-    static let all: [Backend] = TestPostgres.url == nil ? [.sqlite] : [.sqlite, .postgres]
-}
-
 /// A running server, reached over real HTTP on a port picked by the system.
 struct TestServer: Sendable {
     let client: any TestClientProtocol
@@ -227,16 +177,3 @@ extension JSONValue {
     }
 }
 
-/// Shorthands for building test records.
-extension Record {
-    static func artist(_ name: String, _ displayName: String? = nil) -> Record {
-        Record(recordName: name, recordType: "Artist", fields: ["name": .string(displayName ?? name)])
-    }
-
-    static func artwork(_ name: String, by artist: String, action: Reference.Action = .deleteSelf, year: Int64 = 1900) -> Record {
-        Record(recordName: name, recordType: "Artwork", fields: [
-            "title": .string(name), "year": .int64(year),
-            "artist": .reference(Reference(recordName: artist, action: action)),
-        ])
-    }
-}

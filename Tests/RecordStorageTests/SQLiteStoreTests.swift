@@ -5,6 +5,7 @@ import RecordModel
 import RecordServer
 @testable import RecordSQLiteEngine
 import RecordSQL
+import RecordStorageSQL
 import TestSupport
 import Testing
 
@@ -108,39 +109,6 @@ import Testing
         }
     }
 
-    /// A record type's words are indexed from its first word search on (`SearchTypes`): before
-    /// it, saving its records writes no word rows (their locations are indexed at once); the
-    /// search indexes the stored ones, and later saves their own.
-    @Test func aTypesWordsAreIndexedFromItsFirstWordSearchOn() async throws {
-        try await withTemporaryDirectory { directory in
-            let token = try await ChildProcess.run("recordserver", ["user", "add", "alice", "--data", directory]).output.trimmingCharacters(in: .whitespacesAndNewlines)
-            let server = try await ServerProcess(data: directory)
-            defer { Task { _ = await server.stop(signal: SIGKILL) } }
-            func save(_ name: String, _ type: String, _ text: String) async throws {
-                let body = #"{"operations": [{"operationType": "forceReplace", "record": {"recordName": "\#(name)", "recordType": "\#(type)", "fields": {"text": {"value": "\#(text)"}, "spot": {"value": {"latitude": 1, "longitude": 2}, "type": "LOCATION"}}}}]}"#
-                #expect(try await server.post("records/modify", body, token: token).status == 200)
-            }
-            func rows() async throws -> (words: [String], places: Int) {
-                let queue = try DatabaseQueue(path: directory + "/records.sqlite", configuration: { var c = Configuration(); c.readonly = true; return c }())
-                defer { try? queue.close() }
-                return try await queue.read { db in
-                    (try String.fetchAll(db, sql: "SELECT name || ':' || token FROM search_tokens ORDER BY 1"), try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM search_locations") ?? 0)
-                }
-            }
-            try await save("n1", "Note", "water lilies")
-            try await save("t1", "Task", "buy lilies")
-            #expect(try await rows().words == [])
-            #expect(try await rows().places == 2)
-            let search = #"{"query": {"recordType": "Note", "filterBy": [{"comparator": "CONTAINS_ALL_TOKENS", "fieldValue": {"value": "lilies"}}]}}"#
-            let found = try await server.post("records/query", search, token: token)
-            #expect(String(decoding: found.data, as: UTF8.self).contains(#""recordName":"n1""#))
-            try await save("n2", "Note", "roses")
-            try await save("t2", "Task", "sell roses")
-            #expect(try await rows().words == ["n1:lilies", "n1:water", "n2:roses"])
-            _ = await server.stop(signal: SIGTERM)
-        }
-    }
-
     @Test func theChangeFeedIsReadThroughTheSequenceIndexes() async throws {
         try await withTemporaryDirectory { directory in
             let engine = try SQLiteEngine(path: directory + "/records.sqlite")
@@ -196,6 +164,7 @@ import Testing
             let (probe, note) = try await engine.pool.write { db in
                 try db.execute(sql: "CREATE TEMP TABLE doomed(pos INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, rid INTEGER)")
                 try db.execute(sql: "CREATE TEMP TABLE batch_deleted(name TEXT PRIMARY KEY, operation INTEGER NOT NULL) WITHOUT ROWID")
+                let zoneDeletes = SQLStatement.deletingContents(ofZone: 1).map { $0.rendered(in: .sqlite) }
                 func plan(_ sql: String, _ arguments: StatementArguments) throws -> [String] {
                     try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: arguments).map { $0["detail"] as String }
                 }
@@ -227,14 +196,15 @@ import Testing
                 let refs = try Row.fetchAll(db, sql: "SELECT source, target FROM refs ORDER BY source")
                 try db.execute(sql: "CREATE TEMP TABLE doomed(pos INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)")
                 try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS batch_deleted(name TEXT PRIMARY KEY, operation INTEGER NOT NULL) WITHOUT ROWID")
+                let zoneDeletes = SQLStatement.deletingContents(ofZone: 1).map { $0.rendered(in: .sqlite) }
                 func plan(_ sql: String, _ arguments: StatementArguments) throws -> [String] {
                     try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: arguments).map { $0["detail"] as String }
                 }
                 return (tables, indexes, refs, [
                     "blockers": try plan(Cascade.blockersSQL, [1]),
-                    "zone refs": try plan(SQLiteTransaction.deleteZoneContentsSQL[0], [1]),
-                    "zone records": try plan(SQLiteTransaction.deleteZoneContentsSQL[1], [1]),
-                    "zone tombstones": try plan(SQLiteTransaction.deleteZoneContentsSQL[2], [1]),
+                    "zone refs": try plan(zoneDeletes[0].sql, SQLiteTransaction.arguments(zoneDeletes[0].values)),
+                    "zone records": try plan(zoneDeletes[3].sql, SQLiteTransaction.arguments(zoneDeletes[3].values)),
+                    "zone tombstones": try plan(zoneDeletes[4].sql, SQLiteTransaction.arguments(zoneDeletes[4].values)),
                     "collect": try plan(Cascade.levelSQL, [1, 0, 1]),
                     "stored rows": try plan(SQLiteTransaction.storedRowsSQL, ["[\"lilies\"]", 1]),
                     "tombstones": try plan(Cascade.tombstonesSQL, [1, 1]),

@@ -2,7 +2,7 @@ import Foundation
 import RecordModel
 
 /// How servers sharing one storage tell each other that zones changed, so that a client
-/// listening on one server learns of a write made through another (``ChangeNotifier``).
+/// listening on one server learns of a write made through another (the rules' `ChangeNotifier`).
 ///
 /// An engine that several servers can share provides one (``StorageEngine/changeRelay``); the
 /// SQLite engine, which one server owns, does not. Announcements are hints like the notifier's
@@ -32,12 +32,12 @@ public struct ChangeAnnouncement: Sendable, Hashable, Codable {
     /// The zones that changed.
     public var zones: [ZoneID]
 
-    /// An announcement of `zones` of the database of `scope`.
-    public init(zones: [ZoneID], in scope: DatabaseScope) {
-        container = scope.container
-        environment = scope.environment
-        kind = scope.kind.rawValue
-        owner = scope.kind == .private ? scope.user.id : 0
+    /// An announcement of `zones` of the database at `address`.
+    public init(zones: [ZoneID], in address: DatabaseAddress) {
+        container = address.container
+        environment = address.environment
+        kind = address.kind.rawValue
+        owner = address.ownerKey
         self.zones = zones
     }
 }

@@ -68,7 +68,7 @@ public struct AssetBinding: Sendable, Hashable {
 
 /// Where an engine keeps asset bytes, content-addressed by SHA-256 (hex). Every blob has a row
 /// (`asset_blobs`: size, and since when no record holds it); the rules decide when a blob goes
-/// (``RecordStore/collectAssets(gracePeriod:)``).
+/// (the rules' `RecordStore.collectAssets(gracePeriod:)`).
 public protocol AssetByteStore: Sendable {
     /// Makes the file at `file` the bytes of `checksum` (its SHA-256 in hex, `size` bytes),
     /// stores the blob's row, unheld since `now` unless a row exists, and `receipt`; one

@@ -3,7 +3,7 @@ import RecordModel
 
 /// A storage engine: transactions over the tables every engine keeps (users and tokens,
 /// containers, databases, zones and their incarnations, the inferred schema, records, references,
-/// tombstones), and nothing of CloudKit's rules. ``RecordStore`` holds the rules and calls these.
+/// tombstones), and nothing of CloudKit's rules. The rules' `RecordStore` holds them and calls these.
 ///
 /// Transactions are synchronous closures: an engine runs each on a connection of its own
 /// (SQLite: GRDB's reader or writer queue; an engine over an asynchronous driver leases a
@@ -259,7 +259,7 @@ public protocol StorageTransaction: AnyObject {
     /// Removes the tombstone of `name`, if the zone holds one.
     func removeTombstone(named name: String, inZone zone: Int64) throws
     /// Stores the reference field names not stored yet, in the order given: the order in which
-    /// field names were first stored orders a cascade's sources (``CascadeOrder``). Names stored
+    /// field names were first stored orders a cascade's sources (the rules' `CascadeOrder`). Names stored
     /// in a savepoint that is undone are forgotten with it.
     func registerReferenceFields(_ names: [String]) throws
     /// Removes every reference `source` holds.
@@ -267,7 +267,7 @@ public protocol StorageTransaction: AnyObject {
     /// Stores the references `source` holds (each element of a list once per action).
     func insertReferences(_ references: [(field: String, reference: Reference)], from source: String, inZone zone: Int64) throws
     /// The record types of a container whose words are indexed: those a word search (or a
-    /// query subscription holding one) has named (``SearchTypes``). A writing transaction reads
+    /// query subscription holding one) has named (the rules' `SearchTypes`). A writing transaction reads
     /// them before it writes a record's search rows; on an engine where several servers write
     /// at once, reading them also holds off ``markSearchable(_:inContainer:)`` until the
     /// transaction ends, so that no record of a type being marked is written unindexed.
@@ -292,7 +292,7 @@ public protocol StorageTransaction: AnyObject {
     func anyValidatingReference(inZone zone: Int64) throws -> Bool
     /// Collects the records deleting `root` removes: `root`, then every record holding a
     /// `DELETE_SELF` reference to a collected record, transitively (cycles end), never loading
-    /// them into memory. The order is the contract's (``CascadeOrder``): root first, then
+    /// them into memory. The order is the contract's (the rules' `CascadeOrder`): root first, then
     /// breadth first, each level in the order of the level before, each record's sources by
     /// (the order their field names were first stored, then name in byte order).
     ///
@@ -374,12 +374,12 @@ public struct DatabaseAddress: Sendable, Hashable {
     /// The owner's user key for a private database, 0 for the public one.
     public var ownerKey: Int64
 
-    /// The address of the database `scope` names.
-    public init(_ scope: DatabaseScope) {
-        container = scope.container
-        environment = scope.environment
-        kind = scope.kind
-        ownerKey = scope.kind == .private ? scope.user.id : 0
+    /// A database's address.
+    public init(container: String, environment: String, kind: DatabaseKind, ownerKey: Int64) {
+        self.container = container
+        self.environment = environment
+        self.kind = kind
+        self.ownerKey = ownerKey
     }
 }
 
@@ -476,7 +476,7 @@ public struct RecordWrite {
     public var modified: Stamp
     /// Its place in the zone's feed.
     public var sequence: Int64
-    /// The bytes of the uploaded assets it holds (``UsageRules/assetBytes(of:)``), counted in
+    /// The bytes of the uploaded assets it holds (the rules' `UsageRules.assetBytes(of:)`), counted in
     /// its creator's usage with its stored fields; `nil` on an update: as stored.
     public var assetBytes: Int64?
 

@@ -1,0 +1,40 @@
+import Foundation
+import GRDB
+import RecordSQL
+import RecordStorageSQL
+
+/// The SQLite engine's session: the primitives written once run their statements here, each
+/// compiled once per connection (GRDB's statement cache).
+extension SQLiteTransaction: SQLStorageTransaction {
+    var dialect: SQLDialect { .sqlite }
+
+    @discardableResult
+    func run(_ statement: SQLStatement) throws -> Int {
+        let (sql, values) = statement.rendered(in: .sqlite)
+        try db.cachedStatement(sql: sql).execute(arguments: Self.arguments(values))
+        return db.changesCount
+    }
+
+    func fetch(_ statement: SQLStatement) throws -> [SQLRow] {
+        let (sql, values) = statement.rendered(in: .sqlite)
+        return try Row.fetchAll(db.cachedStatement(sql: sql), arguments: Self.arguments(values))
+            .map { SQLRow($0.databaseValues.map(SQLValue.init)) }
+    }
+
+    /// Values as this engine stores them: a `UUID` as its 16 bytes, a `Bool` as 0 or 1.
+    static func arguments(_ values: [SQLBind]) -> StatementArguments {
+        StatementArguments(values.map { value -> DatabaseValue in
+            switch value {
+            case .integer(let number): number.databaseValue
+            case .real(let number): number.databaseValue
+            case .text(let text): text.databaseValue
+            case .blob(let data): data.databaseValue
+            case .uuid(let uuid): withUnsafeBytes(of: uuid.uuid) { Data($0) }.databaseValue
+            case .bool(let flag): (flag ? 1 : 0).databaseValue
+            case .texts(let texts): String(decoding: (try? JSONEncoder().encode(texts)) ?? Data("[]".utf8), as: UTF8.self).databaseValue
+            case .integers(let numbers): "[\(numbers.map(String.init).joined(separator: ","))]".databaseValue
+            case .null: .null
+            }
+        })
+    }
+}

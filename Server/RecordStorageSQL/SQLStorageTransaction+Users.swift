@@ -1,0 +1,149 @@
+import Foundation
+import RecordSQL
+import RecordStorage
+
+extension SQLStorageTransaction {
+    public func user(named name: String) throws -> User? {
+        try fetch("SELECT id, record_name FROM users WHERE name = \(name)").first
+            .map { User(id: try $0.int64(0), name: name, userRecordName: try $0.string(1)) }
+    }
+
+    public func users() throws -> [(user: User, createdAt: Int64, tokens: Int)] {
+        try fetch("""
+            SELECT u.id, u.name, u.record_name, u.created_at, (SELECT COUNT(*) FROM tokens t WHERE t.user_id = u.id)
+            FROM users u ORDER BY u.name
+            """).map { (User(id: try $0.int64(0), name: try $0.string(1), userRecordName: try $0.string(2)), try $0.int64(3), try $0.int(4)) }
+    }
+
+    public func insertUser(named name: String, recordName: String, createdAt: Int64) throws -> User {
+        let id = try fetch("INSERT INTO users(name, record_name, created_at) VALUES (\(name), \(recordName), \(createdAt)) RETURNING id")[0].int64(0)
+        return User(id: id, name: name, userRecordName: recordName)
+    }
+
+    public func insertToken(hash: Data, userKey: Int64, name: String, createdAt: Int64, expiresAt: Int64?) throws {
+        try run("INSERT INTO tokens(hash, user_id, name, created_at, expires_at) VALUES (\(hash), \(userKey), \(name), \(createdAt), \(expiresAt))")
+    }
+
+    public func token(forHash hash: Data) throws -> (user: User, expiresAt: Int64?)? {
+        try fetch("SELECT u.id, u.name, u.record_name, t.expires_at FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = \(hash)").first
+            .map { (User(id: try $0.int64(0), name: try $0.string(1), userRecordName: try $0.string(2)), try $0.optionalInt64(3)) }
+    }
+
+    public func tokens(ofUser key: Int64) throws -> [StoredToken] {
+        try fetch("SELECT name, created_at, expires_at FROM tokens WHERE user_id = \(key) ORDER BY name")
+            .map { StoredToken(name: try $0.string(0), createdAt: try $0.int64(1), expiresAt: try $0.optionalInt64(2)) }
+    }
+
+    public func deleteToken(named name: String, ofUser key: Int64) throws -> Bool {
+        try run("DELETE FROM tokens WHERE user_id = \(key) AND name = \(name)") > 0
+    }
+
+    public func revocationSequence() throws -> Int64 {
+        try fetch("SELECT seq FROM token_revocations WHERE id = 1").first?.int64(0) ?? 0
+    }
+
+    public func advanceRevocationSequence() throws {
+        try run("UPDATE token_revocations SET seq = seq + 1 WHERE id = 1")
+    }
+
+    public func usage(ofUser userRecordName: String) throws -> Usage {
+        try fetch("SELECT records, bytes FROM user_usage WHERE user_record = \(userRecordName)").first
+            .map { Usage(records: try $0.int64(0), bytes: try $0.int64(1)) } ?? .zero
+    }
+
+    public func deleteUser(_ key: Int64) throws {
+        try run("DELETE FROM user_usage WHERE user_record = (SELECT record_name FROM users WHERE id = \(key))")
+        try run("DELETE FROM tokens WHERE user_id = \(key)")
+        try run("DELETE FROM server_keys WHERE user_id = \(key)")
+        try run("DELETE FROM subscriptions WHERE user_id = \(key)")
+        try run("DELETE FROM push_deliveries WHERE token IN (SELECT token FROM push_tokens WHERE user_id = \(key))")
+        try run("DELETE FROM push_tokens WHERE user_id = \(key)")
+        try run("DELETE FROM notifications WHERE user_id = \(key)")
+        try run("DELETE FROM asset_receipts WHERE user_id = \(key)")
+        try run("DELETE FROM users WHERE id = \(key)")
+    }
+
+    public func insertServerKey(_ key: StoredServerKey, userKey: Int64) throws {
+        try run("""
+            INSERT INTO server_keys(id, user_id, name, public_key, created_at) VALUES (\(key.id), \(userKey), \(key.name), \(key.publicKey), \(key.createdAt))
+            """)
+    }
+
+    public func serverKey(id: String) throws -> (key: StoredServerKey, user: User)? {
+        try fetch("""
+            SELECT k.name, k.public_key, k.created_at, u.id, u.name, u.record_name FROM server_keys k JOIN users u ON u.id = k.user_id WHERE k.id = \(id)
+            """).first.map {
+            (StoredServerKey(id: id, name: try $0.string(0), publicKey: try $0.data(1), createdAt: try $0.int64(2)),
+             User(id: try $0.int64(3), name: try $0.string(4), userRecordName: try $0.string(5)))
+        }
+    }
+
+    public func serverKeys(ofUser key: Int64) throws -> [StoredServerKey] {
+        try fetch("SELECT id, name, public_key, created_at FROM server_keys WHERE user_id = \(key) ORDER BY name")
+            .map { StoredServerKey(id: try $0.string(0), name: try $0.string(1), publicKey: try $0.data(2), createdAt: try $0.int64(3)) }
+    }
+
+    public func deleteServerKey(named name: String, ofUser key: Int64) throws -> Bool {
+        try run("DELETE FROM server_keys WHERE user_id = \(key) AND name = \(name)") > 0
+    }
+
+    public func insertAPIToken(_ token: StoredAPIToken) throws {
+        try run("""
+            INSERT INTO api_tokens(hash, container, environment, name, origins, created_at)
+            VALUES (\(token.hash), \(token.container), \(token.environment), \(token.name), \(token.originsText), \(token.createdAt))
+            """)
+    }
+
+    public func apiToken(forHash hash: Data) throws -> StoredAPIToken? {
+        try fetch("SELECT hash, name, container, environment, origins, created_at FROM api_tokens WHERE hash = \(hash)").first.map(Self.apiToken)
+    }
+
+    public func apiTokens() throws -> [StoredAPIToken] {
+        try fetch("SELECT hash, name, container, environment, origins, created_at FROM api_tokens ORDER BY container, environment, name").map(Self.apiToken)
+    }
+
+    static func apiToken(_ row: SQLRow) throws -> StoredAPIToken {
+        StoredAPIToken(hash: try row.data(0), name: try row.string(1), container: try row.string(2), environment: try row.string(3),
+                       origins: StoredAPIToken.origins(fromText: try row.string(4)), createdAt: try row.int64(5))
+    }
+
+    public func deleteAPIToken(named name: String, container: String, environment: String) throws -> Bool {
+        try run("DELETE FROM api_tokens WHERE container = \(container) AND environment = \(environment) AND name = \(name)") > 0
+    }
+
+    public func noteSignature(_ hash: Data, now: Int64, forgetBefore: Int64) throws -> Bool {
+        try run("DELETE FROM signatures_seen WHERE seen_at < \(forgetBefore)")
+        return try run("INSERT INTO signatures_seen(hash, seen_at) VALUES (\(hash), \(now)) ON CONFLICT DO NOTHING") > 0
+    }
+
+    public func profile(ofUser key: Int64) throws -> UserProfile {
+        try fetch("SELECT email, given_name, family_name, discoverable FROM users WHERE id = \(key)").first.map {
+            UserProfile(email: try $0.optionalString(0), givenName: try $0.optionalString(1), familyName: try $0.optionalString(2), discoverable: try $0.bool(3))
+        } ?? UserProfile()
+    }
+
+    public func setProfile(_ profile: UserProfile, ofUser key: Int64) throws {
+        try run("""
+            UPDATE users SET email = \(profile.email), given_name = \(profile.givenName), family_name = \(profile.familyName),
+                discoverable = \(profile.discoverable) WHERE id = \(key)
+            """)
+    }
+
+    public func users(withEmails emails: [String]) throws -> [(user: User, profile: UserProfile)] {
+        try users(where: "email", in: emails)
+    }
+
+    public func users(withRecordNames names: [String]) throws -> [(user: User, profile: UserProfile)] {
+        try users(where: "record_name", in: names)
+    }
+
+    private func users(where column: String, in values: [String]) throws -> [(user: User, profile: UserProfile)] {
+        guard !values.isEmpty else { return [] }
+        return try fetch("""
+            SELECT id, name, record_name, email, given_name, family_name, discoverable FROM users WHERE \(SQLStatement.member(column, of: values, in: dialect))
+            """).map {
+            (User(id: try $0.int64(0), name: try $0.string(1), userRecordName: try $0.string(2)),
+             UserProfile(email: try $0.optionalString(3), givenName: try $0.optionalString(4), familyName: try $0.optionalString(5), discoverable: try $0.bool(6)))
+        }
+    }
+}

@@ -1,0 +1,47 @@
+import Foundation
+import RecordSQL
+import RecordStorage
+
+/// An engine's transaction whose storage primitives are written once, over a ``SQLSession``:
+/// an engine is its session and dialect, and implements itself only the primitives it
+/// overrides (each listed in `docs/architecture.md` with the figure that justifies it and
+/// tested against the generic path). The primitives are in `SQLStorageTransaction+*.swift`,
+/// one file per part of the storage protocol, over the tables of ``StorageSchema``.
+public protocol SQLStorageTransaction: StorageTransaction, SQLSession {
+    /// Remembers what the transaction read of a zone (an engine where writers run at once
+    /// checks it when it locks the zone: ``checkLockedZone(_:uid:deleted:)``). Default: nothing.
+    func noteZoneRead(_ zone: Int64, uid: UUID, deleted: Bool)
+    /// Throws ``StaleWrite`` if the zone just locked is not what the transaction read of it
+    /// before (another writer deleted or replaced it in between). Default: nothing (an engine
+    /// that serialises its writes).
+    func checkLockedZone(_ zone: Int64, uid: UUID, deleted: Bool) throws
+}
+
+extension SQLStorageTransaction {
+    public func noteZoneRead(_ zone: Int64, uid: UUID, deleted: Bool) {}
+    public func checkLockedZone(_ zone: Int64, uid: UUID, deleted: Bool) throws {}
+}
+
+extension SQLDialect {
+    /// The name of the connection's temporary table `name`.
+    public func temporary(_ name: String) -> String {
+        self == .sqlite ? "temp.\(name)" : name
+    }
+
+    /// What locks the rows a `SELECT` reads until the transaction ends: PostgreSQL's
+    /// `FOR UPDATE`; nothing on SQLite, whose writes are serialised.
+    public var rowLock: String {
+        self == .sqlite ? "" : " FOR UPDATE"
+    }
+}
+
+/// A write that a concurrent commit made stale (what it read changed before it could lock it):
+/// an engine where several writers run at once runs the write again from the start; one that
+/// serialises its writes never meets it.
+public struct StaleWrite: Error, CustomStringConvertible {
+    public var reason: String
+
+    public init(_ reason: String) { self.reason = reason }
+
+    public var description: String { reason }
+}

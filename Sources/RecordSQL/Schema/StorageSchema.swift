@@ -1,0 +1,374 @@
+import RecordModel
+
+/// The server's tables, each described once (``TableDefinition``), and the functions and
+/// triggers each engine keeps beside them: what `data copy` moves, what rows are read by, and
+/// what a database built from the shipped migrations must hold (`StorageCatalogueTests`).
+///
+/// Keys (`Int64`) are the engine's own: a database's, a zone's, a user's. Every table of a
+/// zone's contents holds its zone's key in `zone_id`.
+public enum StorageSchema {
+    // MARK: Users and credentials
+
+    /// Users. A user's key is never given again once the user is deleted: what is keyed by it
+    /// elsewhere (push listeners in a running server, a request authenticated a moment before
+    /// the delete) must never reach a later user.
+    public static let users = TableDefinition("users", [
+        ColumnDefinition("id", .int64, generated: .neverReused),
+        .name("name"),
+        .name("record_name"),
+        ColumnDefinition("created_at", .int64),
+        // What users let others find them by (users/discover, users/lookup/*).
+        ColumnDefinition("email", .text, nullable: true),
+        ColumnDefinition("given_name", .text, nullable: true),
+        ColumnDefinition("family_name", .text, nullable: true),
+        ColumnDefinition("discoverable", .bool, default: .bool(false)),
+    ], primaryKey: ["id"], uniques: [["name"], ["record_name"]], indexes: [
+        IndexDefinition("users_by_email", ["email"], unique: true, where: "email IS NOT NULL"),
+    ])
+
+    /// Bearer tokens, by the SHA-256 of their value; each named (one per device) and perhaps
+    /// expiring (milliseconds since 1970).
+    public static let tokens = TableDefinition("tokens", [
+        ColumnDefinition("hash", .bytes),
+        ColumnDefinition("user_id", .int64, references: "users(id)"),
+        ColumnDefinition("created_at", .int64),
+        .name("name", default: .text("")),
+        ColumnDefinition("expires_at", .int64, nullable: true),
+    ], primaryKey: ["hash"], indexes: [
+        IndexDefinition("tokens_by_user", ["user_id", "name"], unique: true),
+    ])
+
+    /// Counts revocations (its single row), so that servers holding tokens in memory notice one.
+    public static let tokenRevocations = TableDefinition("token_revocations", [
+        ColumnDefinition("id", .int32, check: "id = 1"),
+        ColumnDefinition("seq", .int64),
+    ], primaryKey: ["id"], copied: false)
+
+    /// Server-to-server keys: each signs for a user, in public databases.
+    public static let serverKeys = TableDefinition("server_keys", [
+        .name("id"),
+        ColumnDefinition("user_id", .int64, references: "users(id)"),
+        .name("name"),
+        ColumnDefinition("public_key", .bytes),
+        ColumnDefinition("created_at", .int64),
+    ], primaryKey: ["id"], indexes: [
+        IndexDefinition("server_keys_by_user", ["user_id", "name"], unique: true),
+    ])
+
+    /// The SHA-256 of the signatures seen lately, so that none is accepted twice.
+    public static let signaturesSeen = TableDefinition("signatures_seen", [
+        ColumnDefinition("hash", .bytes),
+        ColumnDefinition("seen_at", .int64),
+    ], primaryKey: ["hash"], indexes: [
+        IndexDefinition("signatures_seen_by_age", ["seen_at"]),
+    ])
+
+    /// API tokens: each lets a web app's signed-out visitors read one container and
+    /// environment's public database, from the web origins it lists (space-separated).
+    public static let apiTokens = TableDefinition("api_tokens", [
+        ColumnDefinition("hash", .bytes),
+        .name("container"),
+        .name("environment"),
+        .name("name"),
+        ColumnDefinition("origins", .text),
+        ColumnDefinition("created_at", .int64),
+    ], primaryKey: ["hash"], indexes: [
+        IndexDefinition("api_tokens_by_name", ["container", "environment", "name"], unique: true),
+    ])
+
+    /// What each user's records hold (a record counts against its creator), kept by triggers
+    /// on `records` (``routines``) and counted afresh by ``countUsageSQL`` after a copy.
+    public static let userUsage = TableDefinition("user_usage", [
+        .name("user_record"),
+        ColumnDefinition("records", .int64),
+        ColumnDefinition("bytes", .int64),
+    ], primaryKey: ["user_record"], copied: false)
+
+    // MARK: Containers, databases and zones
+
+    public static let containers = TableDefinition("containers", [
+        ColumnDefinition("id", .int64, generated: .rowid),
+        .name("name"),
+        .name("environment"),
+    ], primaryKey: ["id"], uniques: [["name", "environment"]])
+
+    /// `owner_id` is the user of a private database, 0 for the public one; `seq` numbers the
+    /// database's zone-change feed.
+    public static let databases = TableDefinition("databases", [
+        ColumnDefinition("id", .int64, generated: .rowid),
+        ColumnDefinition("container_id", .int64, references: "containers(id)"),
+        ColumnDefinition("kind", .text),
+        ColumnDefinition("owner_id", .int64),
+        ColumnDefinition("uid", .uuid),
+        ColumnDefinition("seq", .int64),
+    ], primaryKey: ["id"], uniques: [["container_id", "kind", "owner_id"]])
+
+    /// `seq` numbers the zone's record-change feed (never reset, so change tags stay unique
+    /// across incarnations); `db_seq` places the zone's latest change in the database's feed;
+    /// `uid` names the current incarnation.
+    public static let zones = TableDefinition("zones", [
+        ColumnDefinition("id", .int64, generated: .rowid),
+        ColumnDefinition("database_id", .int64, references: "databases(id)"),
+        .name("name"),
+        ColumnDefinition("uid", .uuid),
+        ColumnDefinition("seq", .int64),
+        ColumnDefinition("db_seq", .int64),
+        ColumnDefinition("deleted", .bool),
+    ], primaryKey: ["id"], uniques: [["database_id", "name"]], indexes: [
+        IndexDefinition("zones_by_db_seq", ["database_id", "db_seq"]),
+    ])
+
+    /// Every incarnation a zone had, by the `uid` its change tokens name.
+    public static let zoneIncarnations = TableDefinition("zone_incarnations", [
+        ColumnDefinition("uid", .uuid),
+        ColumnDefinition("zone_id", .int64),
+    ], primaryKey: ["uid"])
+
+    /// The inferred schema: the type of each field of each record type of a container.
+    public static let schemaFields = TableDefinition("schema_fields", [
+        ColumnDefinition("container_id", .int64),
+        .name("record_type"),
+        .name("field"),
+        ColumnDefinition("type", .text),
+    ], primaryKey: ["container_id", "record_type", "field"])
+
+    // MARK: Records and references
+
+    /// A reference field's key: `refs` stores it for the name. The order in which names were
+    /// first stored orders a cascade's sources; a key never changes and is never removed.
+    public static let refFields = TableDefinition("ref_fields", [
+        ColumnDefinition("id", .int64, generated: .rowid),
+        .name("name"),
+    ], primaryKey: ["id"], uniques: [["name"]])
+
+    /// Records: `fields` holds the typed fields as wire JSON; `seq` is the record's place in
+    /// its zone's change feed; `asset_bytes` the bytes of the uploaded assets it holds.
+    public static let records = TableDefinition("records", [
+        ColumnDefinition("zone_id", .int64),
+        .name("name"),
+        .name("type"),
+        ColumnDefinition("tag", .text),
+        ColumnDefinition("fields", .text),
+        ColumnDefinition("created_at", .int64),
+        .name("created_by"),
+        ColumnDefinition("created_device", .text, nullable: true),
+        ColumnDefinition("modified_at", .int64),
+        .name("modified_by"),
+        ColumnDefinition("modified_device", .text, nullable: true),
+        ColumnDefinition("seq", .int64),
+        ColumnDefinition("asset_bytes", .int64, default: .integer(0)),
+    ], primaryKey: KeyColumns(["zone_id", "name"], sqlite: ["name", "zone_id"]), indexes: [
+        IndexDefinition("records_by_seq", ["zone_id", "seq"]),
+        IndexDefinition("records_by_type", ["zone_id", "type", "name"]),
+    ])
+
+    /// One row per reference a record holds (each element of a reference list; the same
+    /// target may appear with several actions): its field's key (`ref_fields`) and its
+    /// action's code (``ReferenceActionCode``).
+    public static let refs = TableDefinition("refs", [
+        ColumnDefinition("zone_id", .int64),
+        .name("source"),
+        ColumnDefinition("field", .int64),
+        .name("target"),
+        ColumnDefinition("action", .int16),
+    ], primaryKey: KeyColumns(["zone_id", "source", "field", "target", "action"], sqlite: ["source", "zone_id", "field", "target", "action"]), indexes: [
+        IndexDefinition("refs_by_target", KeyColumns(["zone_id", "target", "action", "field", "source"], sqlite: ["target", "zone_id", "action", "field", "source"])),
+        // The VALIDATE references alone, so that a cascading delete can tell in one probe
+        // whether anything in the zone could block it.
+        IndexDefinition("refs_validating", ["zone_id", "target"], where: "action = \(ReferenceActionCode.validate)"),
+    ])
+
+    /// Deleted records, for change feeds; removed when the name is saved again.
+    public static let tombstones = TableDefinition("tombstones", [
+        ColumnDefinition("zone_id", .int64),
+        .name("name"),
+        .name("type"),
+        ColumnDefinition("seq", .int64),
+    ], primaryKey: KeyColumns(["zone_id", "name"], sqlite: ["name", "zone_id"]), indexes: [
+        IndexDefinition("tombstones_by_seq", ["zone_id", "seq"]),
+    ])
+
+    // MARK: Search
+
+    /// The words of the records of searchable types (``searchTypes``), for
+    /// `CONTAINS_ALL_TOKENS` and `CONTAINS_ANY_TOKENS`.
+    public static let searchTokens = TableDefinition("search_tokens", [
+        ColumnDefinition("zone_id", .int64),
+        .name("name"),
+        .name("field"),
+        .name("token"),
+    ], primaryKey: ["zone_id", "name", "field", "token"], indexes: [
+        IndexDefinition("search_tokens_by_token", ["zone_id", "token", "field"], include: ["name"]),
+    ])
+
+    /// Every record's locations, as a cell and a point on the unit sphere, for `NEAR` and
+    /// sorting by distance.
+    public static let searchLocations = TableDefinition("search_locations", [
+        ColumnDefinition("zone_id", .int64),
+        .name("name"),
+        .name("field"),
+        ColumnDefinition("cell", .int64),
+        ColumnDefinition("x", .double),
+        ColumnDefinition("y", .double),
+        ColumnDefinition("z", .double),
+    ], primaryKey: ["zone_id", "name", "field"], indexes: [
+        IndexDefinition("search_locations_by_cell", ["zone_id", "field", "cell"], include: ["x", "y", "z", "name"]),
+    ])
+
+    /// The record types whose words are indexed: those a word search has named.
+    public static let searchTypes = TableDefinition("search_types", [
+        ColumnDefinition("container_id", .int64),
+        .name("record_type"),
+    ], primaryKey: ["container_id", "record_type"])
+
+    // MARK: Assets
+
+    /// The keys that sign asset URLs, shared by every server.
+    public static let assetKeys = TableDefinition("asset_keys", [
+        ColumnDefinition("id", .text),
+        ColumnDefinition("secret", .bytes),
+        ColumnDefinition("created_at", .int64),
+    ], primaryKey: ["id"])
+
+    /// Blobs by checksum, and since when no record holds one.
+    public static let assetBlobs = TableDefinition("asset_blobs", [
+        ColumnDefinition("checksum", .text),
+        ColumnDefinition("size", .int64),
+        ColumnDefinition("orphaned_at", .int64, nullable: true),
+    ], primaryKey: ["checksum"], indexes: [
+        IndexDefinition("asset_blobs_orphaned", ["orphaned_at"], where: "orphaned_at IS NOT NULL"),
+    ])
+
+    /// A blob's bytes in chunks (``assetChunkSize``), so that every server serves every asset;
+    /// the SQLite engine keeps them in files under `assets/`.
+    public static let assetChunks = TableDefinition("asset_chunks", [
+        ColumnDefinition("checksum", .text),
+        ColumnDefinition("idx", .int32),
+        ColumnDefinition("bytes", .bytes),
+    ], primaryKey: ["checksum", "idx"], dialects: [.postgres])
+
+    /// The size of the chunks ``assetChunks`` holds.
+    public static let assetChunkSize = 256 * 1024
+
+    /// Upload receipts: what was uploaded, by whom, for which record type and field, and the
+    /// record field it was bound to, once it is.
+    public static let assetReceipts = TableDefinition("asset_receipts", [
+        ColumnDefinition("receipt", .text),
+        ColumnDefinition("checksum", .text),
+        ColumnDefinition("size", .int64),
+        ColumnDefinition("user_id", .int64),
+        ColumnDefinition("container", .text),
+        ColumnDefinition("environment", .text),
+        ColumnDefinition("kind", .text),
+        ColumnDefinition("zone_name", .text),
+        ColumnDefinition("record_type", .text),
+        ColumnDefinition("field", .text),
+        ColumnDefinition("created_at", .int64),
+        ColumnDefinition("bound_zone", .int64, nullable: true),
+        ColumnDefinition("bound_record", .text, nullable: true),
+        ColumnDefinition("bound_field", .text, nullable: true),
+    ], primaryKey: ["receipt"], indexes: [
+        IndexDefinition("asset_receipts_by_checksum", ["checksum"]),
+    ])
+
+    /// Which record fields hold which blob.
+    public static let assetRefs = TableDefinition("asset_refs", [
+        ColumnDefinition("zone_id", .int64),
+        ColumnDefinition("record_name", .text),
+        ColumnDefinition("field", .text),
+        ColumnDefinition("checksum", .text),
+    ], primaryKey: ["record_name", "zone_id", "field", "checksum"], indexes: [
+        IndexDefinition("asset_refs_by_checksum", ["checksum"]),
+    ])
+
+    // MARK: Subscriptions and notifications
+
+    /// Subscriptions, by owner and database; `body` is the wire JSON.
+    public static let subscriptions = TableDefinition("subscriptions", [
+        ColumnDefinition("container", .text),
+        ColumnDefinition("environment", .text),
+        ColumnDefinition("kind", .text),
+        ColumnDefinition("user_id", .int64),
+        ColumnDefinition("id", .text),
+        ColumnDefinition("body", .text),
+        ColumnDefinition("created_at", .int64),
+    ], primaryKey: ["container", "environment", "kind", "user_id", "id"])
+
+    /// The notifications subscriptions made, numbered (numbers only grow).
+    public static let notifications = TableDefinition("notifications", [
+        ColumnDefinition("id", .int64, generated: .serial),
+        ColumnDefinition("user_id", .int64),
+        ColumnDefinition("container", .text),
+        ColumnDefinition("environment", .text),
+        ColumnDefinition("payload", .text),
+        ColumnDefinition("created_at", .int64),
+    ], primaryKey: ["id"], indexes: [
+        IndexDefinition("notifications_by_user", ["user_id", "container", "environment", "id"]),
+        IndexDefinition("notifications_by_age", ["created_at"]),
+    ])
+
+    /// Webcourier tokens: whose notifications each delivers, from which number on (`floor`).
+    public static let pushTokens = TableDefinition("push_tokens", [
+        ColumnDefinition("token", .text),
+        ColumnDefinition("user_id", .int64),
+        ColumnDefinition("container", .text),
+        ColumnDefinition("environment", .text),
+        ColumnDefinition("floor", .int64),
+        ColumnDefinition("created_at", .int64),
+        ColumnDefinition("polled_at", .int64),
+    ], primaryKey: ["token"])
+
+    /// What each webcourier token delivered (numbers can commit out of order: none is skipped).
+    public static let pushDeliveries = TableDefinition("push_deliveries", [
+        ColumnDefinition("token", .text),
+        ColumnDefinition("notification", .int64),
+    ], primaryKey: ["token", "notification"])
+
+    /// Every table, targets of foreign keys first (the order `data copy` fills them in).
+    public static let tables: [TableDefinition] = [
+        users, tokens, tokenRevocations, serverKeys, signaturesSeen, apiTokens, userUsage,
+        containers, databases, zones, zoneIncarnations, schemaFields,
+        refFields, records, refs, searchTokens, searchLocations, searchTypes, tombstones,
+        assetKeys, assetBlobs, assetReceipts, assetRefs, assetChunks,
+        subscriptions, notifications, pushTokens, pushDeliveries,
+    ]
+
+    /// The tables of `dialect`.
+    public static func tables(in dialect: SQLDialect) -> [TableDefinition] {
+        tables.filter { $0.dialects.contains(dialect) }
+    }
+
+    /// The table named `name`.
+    public static func table(_ name: String) -> TableDefinition? {
+        tables.first { $0.name == name }
+    }
+
+    /// Every statement that makes the schema in an empty database of `dialect`: the tables,
+    /// then ``routines``.
+    public static func createStatements(in dialect: SQLDialect) -> [String] {
+        tables(in: dialect).flatMap { $0.createStatements(in: dialect) } + routines.compactMap { $0.statement(in: dialect) }
+    }
+}
+
+/// The stored code of each reference action (`refs.action`).
+public enum ReferenceActionCode {
+    public static let none = 0
+    public static let deleteSelf = 1
+    public static let validate = 2
+    public static let nullify = 3
+
+    /// The code of `action`.
+    public static func code(_ action: Reference.Action) -> Int {
+        switch action {
+        case .none: none
+        case .deleteSelf: deleteSelf
+        case .validate: validate
+        case .nullify: nullify
+        }
+    }
+
+    /// The action of a stored code (`NONE` for one no action has).
+    public static func action(_ code: Int) -> Reference.Action {
+        Reference.Action.allCases.first { Self.code($0) == code } ?? .none
+    }
+}
