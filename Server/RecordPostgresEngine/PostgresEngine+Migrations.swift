@@ -3,17 +3,24 @@ import Logging
 import NIOPosix
 import PostgresNIO
 import RecordModel
+import RecordSQL
 
 extension PostgresEngine {
     /// The schema, as named migrations (each a list of statements, run in one transaction). A
-    /// migration is never edited after it ships: add a new one.
+    /// migration is never edited after it ships: a new one is written once for both engines, in
+    /// ``StorageSchema/migrations``.
     ///
     /// The tables are the SQLite engine's, with the same keys, so that a data directory copied
     /// in keeps its zone keys, reference field keys and feed numbers. Every text a query
     /// compares or sorts is `COLLATE "C"` (byte order, as SQLite compares). Every table of a
     /// zone's contents, and each of their indexes, leads with the zone (`docs/deploying.md`,
     /// "When one PostgreSQL is not enough").
-    static let migrations: [(name: String, statements: [String])] = [
+    static let migrations: [(name: String, statements: [String])] = shipped
+        + StorageSchema.migrations.map { ($0.name, $0.statements(in: .postgres)) }
+
+    /// The migrations of this engine alone (those after them are written once for both engines:
+    /// ``StorageSchema/migrations``).
+    static let shipped: [(name: String, statements: [String])] = [
         ("v1", [
             """
             CREATE TABLE users(

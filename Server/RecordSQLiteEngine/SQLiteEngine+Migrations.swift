@@ -2,7 +2,8 @@ import GRDB
 import RecordSQL
 
 extension SQLiteEngine {
-    /// The schema, as named migrations. A migration is never edited after it ships: add a new one.
+    /// The schema, as named migrations. A migration is never edited after it ships: a new one is
+    /// written once for both engines, in ``StorageSchema/migrations``.
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
@@ -422,6 +423,12 @@ extension SQLiteEngine {
                     created_at INTEGER NOT NULL) WITHOUT ROWID;
                 CREATE UNIQUE INDEX api_tokens_by_name ON api_tokens(container, environment, name);
                 """)
+        }
+        // The migrations written once for both engines, in the description's terms.
+        for migration in StorageSchema.migrations {
+            migrator.registerMigration(migration.name) { db in
+                for statement in migration.statements(in: .sqlite) { try db.execute(sql: statement) }
+            }
         }
         return migrator
     }

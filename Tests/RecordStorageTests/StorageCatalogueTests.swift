@@ -48,6 +48,41 @@ import Testing
         }
     }
 
+    /// A migration written once, in the description's terms, brings a database of either engine
+    /// from one description to the next: a table created from the first, then migrated, has
+    /// the catalogue of the table created from the second.
+    @Test func aMigrationWrittenOnceBuildsTheNextDescriptionOnEveryEngine() async throws {
+        let before = TableDefinition("notes", [ColumnDefinition("id", .int64, generated: .rowid), .name("title")], primaryKey: ["id"])
+        let after = TableDefinition(before.name, before.columns + [ColumnDefinition("pinned", .bool, default: .bool(false))], primaryKey: before.primaryKey,
+                                    indexes: [IndexDefinition("notes_pinned", ["title"], where: "pinned")])
+        let migration = SchemaMigration("v-test-pinned", [.addColumn("pinned", to: after), .createIndex("notes_pinned", on: after)])
+        try await withTemporaryDirectory { directory in
+            let migrated = try DatabaseQueue(path: directory + "/migrated.sqlite"), described = try DatabaseQueue(path: directory + "/described.sqlite")
+            try await migrated.write { db in
+                for statement in before.createStatements(in: .sqlite) + migration.statements(in: .sqlite) { try db.execute(sql: statement) }
+            }
+            try await described.write { db in
+                for statement in after.createStatements(in: .sqlite) { try db.execute(sql: statement) }
+            }
+            let fromMigration = try await migrated.read { try Self.sqliteCatalogue($0) }
+            Self.expectSame(fromMigration, try await described.read { try Self.sqliteCatalogue($0) })
+            #expect(fromMigration.contains { $0.contains("pinned INTEGER notnull=1 default=0") }, "\(fromMigration)")
+            guard TestPostgres.url != nil else { return }
+            let logger = Logger(label: "test.catalogue")
+            let migratedURL = try await TestPostgres.databaseURL(for: directory + "/migrated")
+            let describedURL = try await TestPostgres.databaseURL(for: directory + "/described")
+            for (url, statements) in [(migratedURL, before.createStatements(in: .postgres) + migration.statements(in: .postgres)),
+                                      (describedURL, after.createStatements(in: .postgres))] {
+                try await PostgresEngine.withConnection(to: try PostgresLocation(url: url), logger: logger) { connection in
+                    for statement in statements { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
+                }
+            }
+            let postgresMigrated = try await Self.postgresCatalogue(schema: Self.schema(of: migratedURL))
+            Self.expectSame(postgresMigrated, try await Self.postgresCatalogue(schema: Self.schema(of: describedURL)))
+            #expect(postgresMigrated.contains { $0.contains("pinned boolean nullable=NO default=false") }, "\(postgresMigrated)")
+        }
+    }
+
     /// Each line the two catalogues do not share.
     static func expectSame(_ migrated: [String], _ described: [String], sourceLocation: SourceLocation = #_sourceLocation) {
         let onlyMigrated = migrated.filter { !described.contains($0) }, onlyDescribed = described.filter { !migrated.contains($0) }
