@@ -26,7 +26,7 @@ extension PostgresTransaction {
     }
 
     func anyValidatingReference(inZone zone: Int64) throws -> Bool {
-        try !rows("SELECT 1 FROM refs WHERE zone_id = \(zone) AND action = \(ReferenceActionCode.validate) LIMIT 1").isEmpty
+        try !rows("SELECT 1 FROM refs WHERE zone_id = \(zone) AND action = \(unescaped: ReferenceActionCode.sql(.validate)) LIMIT 1").isEmpty
     }
 
     /// Each level is one statement: the `DELETE_SELF` sources of the level before (a range of
@@ -42,7 +42,7 @@ extension PostgresTransaction {
                 INSERT INTO doomed(pos, name)
                 SELECT \(count) + row_number() OVER (ORDER BY s.pos, s.field, s.source), s.source FROM (
                     SELECT DISTINCT ON (refs.source) refs.source, d.pos, refs.field
-                    FROM doomed d JOIN refs ON refs.zone_id = \(zone) AND refs.target = d.name AND refs.action = \(ReferenceActionCode.deleteSelf)
+                    FROM doomed d JOIN refs ON refs.zone_id = \(zone) AND refs.target = d.name AND refs.action = \(unescaped: ReferenceActionCode.sql(.deleteSelf))
                     WHERE d.pos > \(levelStart) AND d.pos <= \(count)
                       AND NOT EXISTS (SELECT 1 FROM doomed x WHERE x.name = refs.source)
                     ORDER BY refs.source, d.pos, refs.field) s
@@ -62,7 +62,7 @@ extension PostgresTransaction {
         try execute("""
             INSERT INTO batch_deleted(name, operation)
             SELECT d.name, \(operation) FROM doomed d
-            WHERE EXISTS (SELECT 1 FROM refs WHERE refs.zone_id = \(zone) AND refs.target = d.name AND refs.action = \(ReferenceActionCode.validate))
+            WHERE EXISTS (SELECT 1 FROM refs WHERE refs.zone_id = \(zone) AND refs.target = d.name AND refs.action = \(unescaped: ReferenceActionCode.sql(.validate)))
             ON CONFLICT (name) DO UPDATE SET operation = excluded.operation
             """)
     }
@@ -88,7 +88,7 @@ extension PostgresTransaction {
         return try execute("""
             INSERT INTO nullified(pos, name)
             SELECT row_number() OVER (ORDER BY s.source), s.source FROM (
-                SELECT DISTINCT refs.source FROM doomed d JOIN refs ON refs.zone_id = \(zone) AND refs.target = d.name AND refs.action = \(ReferenceActionCode.nullify)
+                SELECT DISTINCT refs.source FROM doomed d JOIN refs ON refs.zone_id = \(zone) AND refs.target = d.name AND refs.action = \(unescaped: ReferenceActionCode.sql(.nullify))
                 WHERE NOT EXISTS (SELECT 1 FROM doomed x WHERE x.name = refs.source)) s
             """)
     }
@@ -99,7 +99,7 @@ extension PostgresTransaction {
             SELECT r.name, r.type, r.fields, r.created_at, r.created_by, f.name, refs.target
             FROM nullified n
             JOIN records r ON r.zone_id = \(zone) AND r.name = n.name
-            JOIN refs ON refs.zone_id = \(zone) AND refs.source = n.name AND refs.action = \(ReferenceActionCode.nullify)
+            JOIN refs ON refs.zone_id = \(zone) AND refs.source = n.name AND refs.action = \(unescaped: ReferenceActionCode.sql(.nullify))
             JOIN ref_fields f ON f.id = refs.field
             WHERE n.pos BETWEEN \(Int64(positions.lowerBound)) AND \(Int64(positions.upperBound))
               AND EXISTS (SELECT 1 FROM doomed d WHERE d.name = refs.target)
@@ -116,7 +116,7 @@ extension PostgresTransaction {
 
     func removeNullifiedReferences(inZone zone: Int64) throws {
         try execute("""
-            DELETE FROM refs WHERE zone_id = \(zone) AND action = \(ReferenceActionCode.nullify) AND source IN (SELECT name FROM nullified)
+            DELETE FROM refs WHERE zone_id = \(zone) AND action = \(unescaped: ReferenceActionCode.sql(.nullify)) AND source IN (SELECT name FROM nullified)
               AND target IN (SELECT name FROM doomed)
             """)
     }
@@ -128,7 +128,7 @@ extension PostgresTransaction {
     func validatingBlockers(inZone zone: Int64) throws -> [ValidatingBlocker] {
         try rows("""
             SELECT DISTINCT ON (b.operation) b.operation, refs.source, refs.target
-            FROM batch_deleted b JOIN refs ON refs.zone_id = \(zone) AND refs.target = b.name AND refs.action = \(ReferenceActionCode.validate)
+            FROM batch_deleted b JOIN refs ON refs.zone_id = \(zone) AND refs.target = b.name AND refs.action = \(unescaped: ReferenceActionCode.sql(.validate))
             ORDER BY b.operation, refs.target, refs.field, refs.source
             """).map { let (operation, source, target) = try $0.decode((Int64, String, String).self); return ValidatingBlocker(operation: Int(operation), source: source, target: target) }
     }

@@ -367,6 +367,10 @@ public enum ReferenceActionCode {
         }
     }
 
+    /// The code of `action` as SQL text: a literal in a statement, never a bound value, so that
+    /// a statement's `action = 2` is the one `refs_validating`'s predicate names.
+    public static func sql(_ action: Reference.Action) -> String { "\(code(action))" }
+
     /// The action of a stored code (`NONE` for one no action has).
     public static func action(_ code: Int) -> Reference.Action {
         Reference.Action.allCases.first { Self.code($0) == code } ?? .none
