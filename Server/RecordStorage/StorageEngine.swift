@@ -403,7 +403,7 @@ public struct StoredDatabase: Sendable {
     }
 }
 
-/// What a user may let others find them by: ``RecordStore/setProfile(ofUserNamed:_:)``.
+/// What a user may let others find them by (the rules' `RecordStore.setProfile(ofUserNamed:_:)`).
 public struct UserProfile: Sendable, Hashable {
     /// The email address, trimmed and lowercased; unique among users.
     public var email: String?

@@ -24,17 +24,23 @@ public struct SchemaMigration: Sendable {
         self.changes = changes
     }
 
-    /// The statements that run the migration in `dialect`.
+    /// The statements that run the migration in `dialect`. A change naming a column or index
+    /// its table does not describe is a programming error, stopped at once (every test that
+    /// opens a store runs it).
     public func statements(in dialect: SQLDialect) -> [String] {
         changes.flatMap { change -> [String] in
             switch change {
             case .createTable(let table):
                 return table.dialects.contains(dialect) ? table.createStatements(in: dialect) : []
             case .addColumn(let name, let table):
-                guard table.dialects.contains(dialect), let column = table.column(name) else { return [] }
+                guard table.dialects.contains(dialect) else { return [] }
+                guard let column = table.column(name) else { preconditionFailure("migration \(self.name): \(table.name) describes no column \(name)") }
                 return ["ALTER TABLE \(table.name) ADD COLUMN \(column.definition(in: dialect, soleKey: false))"]
             case .createIndex(let name, let table):
-                guard table.dialects.contains(dialect), let index = table.indexes.first(where: { $0.name == name }) else { return [] }
+                guard table.dialects.contains(dialect) else { return [] }
+                guard let index = table.indexes.first(where: { $0.name == name }) else {
+                    preconditionFailure("migration \(self.name): \(table.name) describes no index \(name)")
+                }
                 return [index.createStatement(on: table, in: dialect)]
             case .statements(let sqlite, let postgres):
                 return dialect == .sqlite ? sqlite : postgres
