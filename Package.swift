@@ -278,6 +278,20 @@ let package = Package(
             path: "Tests/RecordStorageTests",
             swiftSettings: swiftSettings
         ),
+        // The fuzz harnesses (Fuzz/Sources/recordfuzz, linked file by file) over their seeds.
+        .testTarget(
+            name: "FuzzCorpusTests",
+            dependencies: [
+                "RecordModel",
+                "RecordRules",
+                "RecordServer",
+                "RecordSQLiteEngine",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            path: "Tests/FuzzCorpusTests",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "RecordBenchTests",
             dependencies: ["recordbench", "TestSupport"],

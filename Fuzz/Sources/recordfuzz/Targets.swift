@@ -1,7 +1,9 @@
-// libFuzzer harnesses for every parser of outside input. One binary holds every target;
-// RECORDSYNC_FUZZ_TARGET picks one. Each target must never crash, whatever the bytes; where a
-// parse succeeds, what it produced must hold together (round trips, two decoders agreeing, a
-// body split anywhere read the same as whole, no INTERNAL_ERROR from the rules).
+// The fuzz targets: one harness for every parser of outside input. Each must never crash,
+// whatever the bytes; where a parse succeeds, what it produced must hold together (round trips,
+// two decoders agreeing, a body split anywhere read the same as whole, no INTERNAL_ERROR from the
+// rules). A failed check ends the process (fatalError), as libFuzzer expects. libFuzzer drives
+// them through Entry.swift; the main package's FuzzCorpusTests links this file and the targets'
+// (not Entry.swift) and runs every seed of Fuzz/corpus through them.
 import Foundation
 
 enum FuzzTarget: String, CaseIterable {
@@ -39,31 +41,24 @@ enum FuzzTarget: String, CaseIterable {
     case compact
 }
 
-let target: FuzzTarget = {
-    guard let name = ProcessInfo.processInfo.environment["RECORDSYNC_FUZZ_TARGET"], let target = FuzzTarget(rawValue: name) else {
-        fatalError("set RECORDSYNC_FUZZ_TARGET to one of \(FuzzTarget.allCases.map(\.rawValue))")
+extension FuzzTarget {
+    /// Runs the harness over one input.
+    func run(_ data: Data) {
+        switch self {
+        case .json: fuzzJSON(data)
+        case .modify: fuzzModify(data)
+        case .query: fuzzQuery(data)
+        case .predicate: fuzzPredicate(data)
+        case .tokens: fuzzTokens(data)
+        case .gzip: fuzzGzip(data)
+        case .range: fuzzRange(data)
+        case .multipart: fuzzMultipart(data)
+        case .signedurl: fuzzSignedURL(data)
+        case .signature: fuzzSignature(data)
+        case .rules: fuzzRules(data)
+        case .compact: fuzzCompact(data)
+        }
     }
-    return target
-}()
-
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzOne(_ start: UnsafePointer<UInt8>, _ count: Int) -> CInt {
-    let data = Data(bytes: start, count: count)
-    switch target {
-    case .json: fuzzJSON(data)
-    case .modify: fuzzModify(data)
-    case .query: fuzzQuery(data)
-    case .predicate: fuzzPredicate(data)
-    case .tokens: fuzzTokens(data)
-    case .gzip: fuzzGzip(data)
-    case .range: fuzzRange(data)
-    case .multipart: fuzzMultipart(data)
-    case .signedurl: fuzzSignedURL(data)
-    case .signature: fuzzSignature(data)
-    case .rules: fuzzRules(data)
-    case .compact: fuzzCompact(data)
-    }
-    return 0
 }
 
 /// Runs async work to its end from libFuzzer's synchronous callback.

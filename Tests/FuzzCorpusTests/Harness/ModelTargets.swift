@@ -1,0 +1,1 @@
+../../../Fuzz/Sources/recordfuzz/ModelTargets.swift
