@@ -66,26 +66,9 @@ extension PostgresTransaction {
     /// other program uses, first).
     static let searchTypesLock: Int32 = 0x5253_5354 // "RSST"
 
-    func searchableTypes(inContainer container: Int64) throws -> Set<String> {
-        try execute("SELECT pg_advisory_xact_lock_shared(\(Self.searchTypesLock), \(Int32(truncatingIfNeeded: container)))")
-        return Set(try rows("SELECT record_type FROM search_types WHERE container_id = \(container)").map { try $0.decode(String.self) })
-    }
-
-    func markSearchable(_ recordType: String, inContainer container: Int64) throws -> Bool {
-        try execute("SELECT pg_advisory_xact_lock(\(Self.searchTypesLock), \(Int32(truncatingIfNeeded: container)))")
-        return try !rows("""
-            INSERT INTO search_types(container_id, record_type) VALUES (\(container), \(recordType)) ON CONFLICT DO NOTHING RETURNING record_type
-            """).isEmpty
-    }
-
-    func records(ofType recordType: String, inContainer container: Int64, after: (zone: Int64, name: String)?, limit: Int) throws
-        -> [(zone: Int64, name: String, fields: String)] {
-        try rows("""
-            SELECT r.zone_id, r.name, r.fields FROM zones z JOIN databases d ON d.id = z.database_id
-            JOIN records r ON r.zone_id = z.id AND r.type = \(recordType)
-            WHERE d.container_id = \(container) AND (r.zone_id, r.name) > (\(after?.zone ?? Int64.min), \(after?.name ?? ""))
-            ORDER BY r.zone_id, r.name LIMIT \(limit)
-            """).map { try $0.decode((Int64, String, String).self) }
+    func lockSearchTypes(inContainer container: Int64, exclusive: Bool) throws {
+        let lock = exclusive ? "pg_advisory_xact_lock" : "pg_advisory_xact_lock_shared"
+        try execute("SELECT \(unescaped: lock)(\(Self.searchTypesLock), \(Int32(truncatingIfNeeded: container)))")
     }
 
     func removeSearchIndex(of name: String, inZone zone: Int64) throws {

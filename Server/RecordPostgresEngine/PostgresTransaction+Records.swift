@@ -27,27 +27,6 @@ extension PostgresTransaction {
             .map { try Self.record(from: $0, zoneID: zoneID) }
     }
 
-    func recordExists(named name: String, inZone zone: Int64) throws -> Bool {
-        try !rows("SELECT 1 FROM records WHERE zone_id = \(zone) AND name = \(name)").isEmpty
-    }
-
-    func zoneHasTombstones(_ zone: Int64) throws -> Bool {
-        try !rows("SELECT 1 FROM tombstones WHERE zone_id = \(zone) LIMIT 1").isEmpty
-    }
-
-    func references(to target: String, inZone zone: Int64, after source: String?, limit: Int) throws -> [(source: String, field: String, action: Reference.Action)] {
-        try rows("""
-            SELECT r.source, f.name, r.action FROM refs r JOIN ref_fields f ON f.id = r.field
-            WHERE r.zone_id = \(zone) AND r.target = \(target)
-              AND r.source = ANY(ARRAY(SELECT DISTINCT source FROM refs WHERE zone_id = \(zone) AND target = \(target)
-                                       AND source COLLATE "C" > \(source ?? "") ORDER BY source LIMIT \(Int64(limit))))
-            ORDER BY r.source COLLATE "C", f.name COLLATE "C"
-            """).map { row in
-            let (source, field, action) = try row.decode((String, String, Int16).self)
-            return (source, field, ReferenceActionCode.action(Int(action)))
-        }
-    }
-
     func registerReferenceFields(_ names: [String]) throws {
         for name in names { _ = try fieldKey(name) }
     }

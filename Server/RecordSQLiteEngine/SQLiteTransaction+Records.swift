@@ -27,14 +27,6 @@ extension SQLiteTransaction {
             .map { try RecordRow.record(from: $0, zoneID: zoneID) }
     }
 
-    func recordExists(named name: String, inZone zone: Int64) throws -> Bool {
-        try Int.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM records WHERE zone_id = ? AND name = ?"), arguments: [zone, name]) != nil
-    }
-
-    func zoneHasTombstones(_ zone: Int64) throws -> Bool {
-        try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM tombstones WHERE zone_id = ?)"), arguments: [zone]) ?? true
-    }
-
     func insertRecord(_ row: RecordWrite, inZone zone: Int64) throws {
         try db.cachedStatement(sql: """
             INSERT INTO records(zone_id, name, type, tag, fields, created_at, created_by, modified_at, modified_by, seq, asset_bytes)
@@ -69,16 +61,6 @@ extension SQLiteTransaction {
         try db.cachedStatement(sql: "DELETE FROM refs WHERE zone_id = ? AND source = ?").execute(arguments: [zone, source])
     }
 
-    func references(to target: String, inZone zone: Int64, after source: String?, limit: Int) throws -> [(source: String, field: String, action: Reference.Action)] {
-        let rows = try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT r.source, f.name, r.action FROM refs r JOIN ref_fields f ON f.id = r.field
-            WHERE r.target = ?1 AND r.zone_id = ?2
-              AND r.source IN (SELECT DISTINCT source FROM refs WHERE target = ?1 AND zone_id = ?2 AND source > ?3 ORDER BY source LIMIT ?4)
-            ORDER BY r.source, f.name
-            """), arguments: [target, zone, source ?? "", limit])
-        return rows.map { ($0[0], $0[1], ReferenceActionCode.action($0[2])) }
-    }
-
     func insertReferences(_ references: [(field: String, reference: Reference)], from source: String, inZone zone: Int64) throws {
         let insert = try db.cachedStatement(sql: "INSERT OR IGNORE INTO refs(zone_id, source, field, target, action) VALUES (?, ?, ?, ?, ?)")
         for (field, reference) in references {
@@ -87,27 +69,6 @@ extension SQLiteTransaction {
                 binder.bind(zone); binder.bind(source); binder.bind(key); binder.bind(reference.recordName); binder.bind(ReferenceActionCode.code(reference.action))
             }
         }
-    }
-
-    func searchableTypes(inContainer container: Int64) throws -> Set<String> {
-        Set(try String.fetchAll(db.cachedStatement(sql: "SELECT record_type FROM search_types WHERE container_id = ?"), arguments: [container]))
-    }
-
-    /// SQLite writes one transaction at a time: nothing is in flight while a type is marked.
-    func markSearchable(_ recordType: String, inContainer container: Int64) throws -> Bool {
-        try db.execute(sql: "INSERT OR IGNORE INTO search_types(container_id, record_type) VALUES (?, ?)", arguments: [container, recordType])
-        return db.changesCount > 0
-    }
-
-    func records(ofType recordType: String, inContainer container: Int64, after: (zone: Int64, name: String)?, limit: Int) throws
-        -> [(zone: Int64, name: String, fields: String)] {
-        try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT r.zone_id, r.name, r.fields FROM zones z JOIN databases d ON d.id = z.database_id
-            CROSS JOIN records r ON r.zone_id = z.id AND r.type = ?2
-            WHERE d.container_id = ?1 AND (r.zone_id > ?3 OR (r.zone_id = ?3 AND r.name > ?4))
-            ORDER BY r.zone_id, r.name LIMIT ?5
-            """), arguments: [container, recordType, after?.zone ?? Int64.min, after?.name ?? "", limit])
-            .map { ($0[0], $0[1], $0[2]) }
     }
 
     func removeSearchIndex(of name: String, inZone zone: Int64) throws {

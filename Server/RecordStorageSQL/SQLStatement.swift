@@ -36,6 +36,13 @@ public struct SQLStatement: Sendable, ExpressibleByStringInterpolation {
         member(column, .integers(values), in: dialect)
     }
 
+    /// `column` is one of the values `rows` selects (one column): SQLite `IN`, PostgreSQL an
+    /// array (`= ANY(ARRAY(…))`), which its planner reads as a list of values, so that the outer
+    /// table's key drives the plan rather than a join with the subquery.
+    public static func member(_ column: String, ofRows rows: SQLStatement, in dialect: SQLDialect) -> SQLStatement {
+        dialect == .sqlite ? "\(raw: column) IN (\(rows))" : "\(raw: column) = ANY(ARRAY(\(rows)))"
+    }
+
     private static func member(_ column: String, _ list: SQLBind, in dialect: SQLDialect) -> SQLStatement {
         dialect == .sqlite ? "\(raw: column) IN (SELECT value FROM json_each(\(list)))" : "\(raw: column) = ANY(\(list))"
     }

@@ -76,8 +76,4 @@ extension SQLStorageTransaction {
         try run("DELETE FROM notifications WHERE created_at < \(cutoff)")
         try run("DELETE FROM push_tokens WHERE polled_at < \(cutoff)")
     }
-
-    public func doomedNames() throws -> [String] {
-        try fetch("SELECT name FROM \(raw: dialect.temporary("doomed")) ORDER BY pos").map { try $0.string(0) }
-    }
 }

@@ -15,11 +15,24 @@ public protocol SQLStorageTransaction: StorageTransaction, SQLSession {
     /// before (another writer deleted or replaced it in between). Default: nothing (an engine
     /// that serialises its writes).
     func checkLockedZone(_ zone: Int64, uid: UUID, deleted: Bool) throws
+    /// Orders marking a record type searchable after the writes in flight, on an engine where
+    /// several writers run at once: a writing transaction holds it shared from reading the
+    /// searchable types to its end, marking takes it alone. Default: nothing (an engine that
+    /// serialises its writes).
+    func lockSearchTypes(inContainer container: Int64, exclusive: Bool) throws
+    /// Makes sure the connection has the temporary table before a delete uses it. Default:
+    /// creates it if missing (SQLite: one created inside a transaction goes if that rolls
+    /// back, so each use asks).
+    func prepareTemporaryTable(_ table: TemporaryTable) throws
 }
 
 extension SQLStorageTransaction {
     public func noteZoneRead(_ zone: Int64, uid: UUID, deleted: Bool) {}
     public func checkLockedZone(_ zone: Int64, uid: UUID, deleted: Bool) throws {}
+    public func lockSearchTypes(inContainer container: Int64, exclusive: Bool) throws {}
+    public func prepareTemporaryTable(_ table: TemporaryTable) throws {
+        try run("\(raw: table.createStatement(in: dialect))")
+    }
 }
 
 extension SQLDialect {
@@ -32,6 +45,14 @@ extension SQLDialect {
     /// `FOR UPDATE`; nothing on SQLite, whose writes are serialised.
     public var rowLock: String {
         self == .sqlite ? "" : " FOR UPDATE"
+    }
+
+    /// The join that keeps its left table the outer loop where the planner would not: SQLite's
+    /// `CROSS JOIN` (each row of the left one search of the right's key, rather than a walk of
+    /// the right probing the left); PostgreSQL's plain `JOIN`, whose planner weighs both with
+    /// statistics.
+    public var orderedJoin: String {
+        self == .sqlite ? "CROSS JOIN" : "JOIN"
     }
 }
 

@@ -168,7 +168,11 @@ import Testing
                 func plan(_ sql: String, _ arguments: StatementArguments) throws -> [String] {
                     try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: arguments).map { $0["detail"] as String }
                 }
-                return (try plan(Cascade.anyValidatingSQL, [1]), try plan(Cascade.noteValidatedSQL, [0, 1]))
+                func plan(_ statement: SQLStatement) throws -> [String] {
+                    let (sql, values) = statement.rendered(in: .sqlite)
+                    return try plan(sql, SQLiteTransaction.arguments(values))
+                }
+                return (try plan(.anyValidatingReference(inZone: 1)), try plan(.notingValidated(operation: 0, inZone: 1, in: .sqlite)))
             }
             // One probe of the small partial index, never a walk of the zone's references.
             #expect(probe.contains { $0.contains("SEARCH refs USING COVERING INDEX refs_validating") }, "\(probe)")
@@ -194,21 +198,26 @@ import Testing
                 let tables = try String.fetchAll(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'table' AND name IN ('records', 'refs', 'tombstones') ORDER BY name")
                 let indexes = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'records' ORDER BY name")
                 let refs = try Row.fetchAll(db, sql: "SELECT source, target FROM refs ORDER BY source")
-                try db.execute(sql: "CREATE TEMP TABLE doomed(pos INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)")
-                try db.execute(sql: "CREATE TEMP TABLE IF NOT EXISTS batch_deleted(name TEXT PRIMARY KEY, operation INTEGER NOT NULL) WITHOUT ROWID")
+                for table in TemporaryTable.allCases { try db.execute(sql: table.createStatement(in: .sqlite)) }
                 let zoneDeletes = SQLStatement.deletingContents(ofZone: 1).map { $0.rendered(in: .sqlite) }
+                let doomedDeletes = SQLStatement.deletingDoomed(inZone: 1, firstSequence: 1, in: .sqlite).map { $0.rendered(in: .sqlite) }
                 func plan(_ sql: String, _ arguments: StatementArguments) throws -> [String] {
                     try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: arguments).map { $0["detail"] as String }
                 }
+                func plan(_ statement: SQLStatement) throws -> [String] {
+                    let (sql, values) = statement.rendered(in: .sqlite)
+                    return try plan(sql, SQLiteTransaction.arguments(values))
+                }
                 return (tables, indexes, refs, [
-                    "blockers": try plan(Cascade.blockersSQL, [1]),
+                    "blockers": try plan(.validatingBlockers(inZone: 1, in: .sqlite)),
+                    "generic collect": try plan(.cascadeLevel(inZone: 1, after: 0, through: 1, in: .sqlite)),
                     "zone refs": try plan(zoneDeletes[0].sql, SQLiteTransaction.arguments(zoneDeletes[0].values)),
                     "zone records": try plan(zoneDeletes[3].sql, SQLiteTransaction.arguments(zoneDeletes[3].values)),
                     "zone tombstones": try plan(zoneDeletes[4].sql, SQLiteTransaction.arguments(zoneDeletes[4].values)),
                     "collect": try plan(Cascade.levelSQL, [1, 0, 1]),
                     "stored rows": try plan(SQLiteTransaction.storedRowsSQL, ["[\"lilies\"]", 1]),
-                    "tombstones": try plan(Cascade.tombstonesSQL, [1, 1]),
-                    "rows": try plan(Cascade.deleteRowsSQL, [1]),
+                    "tombstones": try plan(doomedDeletes[0].sql, SQLiteTransaction.arguments(doomedDeletes[0].values)),
+                    "rows": try plan(doomedDeletes[4].sql, SQLiteTransaction.arguments(doomedDeletes[4].values)),
                 ])
             }
             #expect(tables.count == 3 && tables[0].contains("PRIMARY KEY(name, zone_id)) WITHOUT ROWID")
@@ -219,8 +228,10 @@ import Testing
             // haystacks' reference was written on insert, lilies' replaced on update.
             #expect(refs.map { $0[0] as String } == ["haystacks", "lilies"] && refs.map { $0[1] as String } == ["monet", "manet"], "\(refs)")
             // The level before leads (a range of its rowids); each name is one covering search.
-            #expect(plans["collect"]!.first?.contains("SEARCH d USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)") == true
-                    && plans["collect"]!.contains { $0.contains("SEARCH refs USING COVERING INDEX refs_by_target (target=? AND zone_id=? AND action=?)") }, "\(plans)")
+            for walk in ["collect", "generic collect"] {
+                #expect(plans[walk]!.first { !$0.hasPrefix("CO-ROUTINE") }?.contains("SEARCH d USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)") == true
+                        && plans[walk]!.contains { $0.contains("SEARCH refs USING COVERING INDEX refs_by_target (target=? AND zone_id=? AND action=?)") }, "\(walk): \(plans[walk]!)")
+            }
             for statement in ["stored rows", "tombstones", "rows"] {
                 #expect(plans[statement]!.contains { $0.contains("USING PRIMARY KEY (name=? AND zone_id=?)") }, "\(statement): \(plans[statement]!)")
                 #expect(!plans[statement]!.contains { $0.hasPrefix("SCAN r") || $0.contains("INDEX records_by") }, "\(statement): \(plans[statement]!)")

@@ -2,6 +2,8 @@ import Foundation
 import RecordModel
 @testable import RecordRules
 import RecordServer
+import RecordStorage
+import RecordStorageSQL
 import TestSupport
 import Testing
 
@@ -92,6 +94,19 @@ import Testing
             }
             // The graph is one worth checking: the cascade goes several levels and leaves records.
             #expect(expected.count > 10 && expected.count < count, "\(expected.count) doomed")
+            // The engine's walk (SQLite's own) and the walk written once doom the same records
+            // in the same order.
+            let zoneKey = try await store.engine.read { transaction in
+                try RecordStore.zone(nil, database: RecordStore.database(scope, in: transaction, create: false).key, scope: scope, in: transaction).key
+            }
+            let walks = try await store.engine.write { transaction -> WriteOutcome<[[String]]> in
+                guard let sql = transaction as? any SQLStorageTransaction else { return .rollback([]) }
+                _ = try sql.collectCascade(from: root, inZone: zoneKey)
+                let engines = try sql.doomedNames()
+                _ = try sql.collectCascadeLevels(from: root, inZone: zoneKey)
+                return .rollback([engines, try sql.doomedNames()])
+            }
+            #expect(walks == [expected, expected], "\(backend), seed \(seed)")
             let deleted = try await modify(store, scope, [RecordOperation(.forceDelete, RecordPayload(recordName: root))])
             guard case .success(_, let cascaded)? = deleted.first else {
                 Issue.record("\(backend): the delete failed")

@@ -1,0 +1,46 @@
+import RecordModel
+import RecordSQL
+import RecordStorage
+
+extension SQLStorageTransaction {
+    public func recordExists(named name: String, inZone zone: Int64) throws -> Bool {
+        try !fetch("SELECT 1 FROM records WHERE zone_id = \(zone) AND name = \(name)").isEmpty
+    }
+
+    public func zoneHasTombstones(_ zone: Int64) throws -> Bool {
+        try !fetch("SELECT 1 FROM tombstones WHERE zone_id = \(zone) LIMIT 1").isEmpty
+    }
+
+    /// A page of the records holding references to `target`: whole sources (every reference
+    /// each holds to it), `limit` of them after `source`, each source's references by field name.
+    public func references(to target: String, inZone zone: Int64, after source: String?, limit: Int) throws -> [(source: String, field: String, action: Reference.Action)] {
+        let sources: SQLStatement = """
+            SELECT DISTINCT source FROM refs WHERE zone_id = \(zone) AND target = \(target) AND source > \(source ?? "") ORDER BY source LIMIT \(limit)
+            """
+        return try fetch("""
+            SELECT r.source, f.name, r.action FROM refs r JOIN ref_fields f ON f.id = r.field
+            WHERE r.zone_id = \(zone) AND r.target = \(target) AND \(.member("r.source", ofRows: sources, in: dialect))
+            ORDER BY r.source, f.name
+            """).map { (try $0.string(0), try $0.string(1), ReferenceActionCode.action(try $0.int(2))) }
+    }
+
+    public func searchableTypes(inContainer container: Int64) throws -> Set<String> {
+        try lockSearchTypes(inContainer: container, exclusive: false)
+        return Set(try fetch("SELECT record_type FROM search_types WHERE container_id = \(container)").map { try $0.string(0) })
+    }
+
+    public func markSearchable(_ recordType: String, inContainer container: Int64) throws -> Bool {
+        try lockSearchTypes(inContainer: container, exclusive: true)
+        return try run("INSERT INTO search_types(container_id, record_type) VALUES (\(container), \(recordType)) ON CONFLICT DO NOTHING") > 0
+    }
+
+    public func records(ofType recordType: String, inContainer container: Int64, after: (zone: Int64, name: String)?, limit: Int) throws
+        -> [(zone: Int64, name: String, fields: String)] {
+        try fetch("""
+            SELECT r.zone_id, r.name, r.fields FROM zones z JOIN databases d ON d.id = z.database_id
+            \(raw: dialect.orderedJoin) records r ON r.zone_id = z.id AND r.type = \(recordType)
+            WHERE d.container_id = \(container) AND (r.zone_id, r.name) > (\(after?.zone ?? Int64.min), \(after?.name ?? ""))
+            ORDER BY r.zone_id, r.name LIMIT \(limit)
+            """).map { (try $0.int64(0), try $0.string(1), try $0.string(2)) }
+    }
+}
