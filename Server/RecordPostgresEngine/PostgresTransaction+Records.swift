@@ -26,8 +26,4 @@ extension PostgresTransaction {
         try rows("SELECT \(unescaped: Self.recordColumns) FROM records WHERE zone_id = \(zone) AND name = \(name)").first
             .map { try Self.record(from: $0, zoneID: zoneID) }
     }
-
-    func registerReferenceFields(_ names: [String]) throws {
-        for name in names { _ = try fieldKey(name) }
-    }
 }

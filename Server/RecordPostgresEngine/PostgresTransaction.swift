@@ -13,7 +13,7 @@ final class PostgresTransaction: StorageTransaction {
     let engine: PostgresEngine
     /// The keys of reference field names read or added in this transaction; a savepoint that is
     /// undone forgets those it added.
-    private var fieldKeys: [String: Int64] = [:]
+    var fieldKeys: [String: Int64] = [:]
     /// What this transaction read of each zone before locking it (incarnation, deleted): a zone
     /// another writer changed in between makes the transaction stale.
     var zonesSeen: [Int64: (uid: UUID, deleted: Bool)] = [:]
@@ -109,18 +109,6 @@ final class PostgresTransaction: StorageTransaction {
             try execute(PostgresQuery(unsafeSQL: "ROLLBACK TO SAVEPOINT \(name)"))
         }
         try execute(PostgresQuery(unsafeSQL: "RELEASE SAVEPOINT \(name)"))
-    }
-
-    /// The key of the reference field `name` in `ref_fields`, added if the store has none yet.
-    func fieldKey(_ name: String) throws -> Int64 {
-        if let key = fieldKeys[name] { return key }
-        var key = try rows("INSERT INTO ref_fields(name) VALUES (\(name)) ON CONFLICT (name) DO NOTHING RETURNING id").first?.decode(Int64.self)
-        if key == nil {
-            key = try rows("SELECT id FROM ref_fields WHERE name = \(name)").first?.decode(Int64.self)
-        }
-        guard let key else { throw PostgresRetry("reference field \(name) vanished") }
-        fieldKeys[name] = key
-        return key
     }
 }
 

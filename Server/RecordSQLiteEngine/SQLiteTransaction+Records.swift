@@ -53,10 +53,6 @@ extension SQLiteTransaction {
         try db.cachedStatement(sql: "DELETE FROM tombstones WHERE zone_id = ? AND name = ?").execute(arguments: [zone, name])
     }
 
-    func registerReferenceFields(_ names: [String]) throws {
-        for name in names { _ = try fieldKey(name) }
-    }
-
     func removeReferences(from source: String, inZone zone: Int64) throws {
         try db.cachedStatement(sql: "DELETE FROM refs WHERE zone_id = ? AND source = ?").execute(arguments: [zone, source])
     }

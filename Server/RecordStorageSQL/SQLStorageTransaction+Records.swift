@@ -34,6 +34,27 @@ extension SQLStorageTransaction {
         return try run("INSERT INTO search_types(container_id, record_type) VALUES (\(container), \(recordType)) ON CONFLICT DO NOTHING") > 0
     }
 
+    /// The key of the reference field `name` in `ref_fields` (what `refs.field` holds), added
+    /// if the store has none yet. A field name's key never changes and is never removed; keys
+    /// are shared by every zone, and the order they were added in orders a cascade's sources.
+    /// Looked up first, so a name already stored never spends a key (PostgreSQL's sequence
+    /// moves on at each `INSERT`, even one that conflicts); a concurrent writer adding the same
+    /// name leaves the insert nothing, and its key is read after it.
+    public func fieldKey(_ name: String) throws -> Int64 {
+        if let key = fieldKeys[name] { return key }
+        let select: SQLStatement = "SELECT id FROM ref_fields WHERE name = \(name)"
+        let key = try fetch(select).first?.int64(0)
+            ?? fetch("INSERT INTO ref_fields(name) VALUES (\(name)) ON CONFLICT (name) DO NOTHING RETURNING id").first?.int64(0)
+            ?? fetch(select).first?.int64(0)
+        guard let key else { throw StaleWrite("reference field \(name) vanished") }
+        fieldKeys[name] = key
+        return key
+    }
+
+    public func registerReferenceFields(_ names: [String]) throws {
+        for name in names { _ = try fieldKey(name) }
+    }
+
     public func records(ofType recordType: String, inContainer container: Int64, after: (zone: Int64, name: String)?, limit: Int) throws
         -> [(zone: Int64, name: String, fields: String)] {
         try fetch("""

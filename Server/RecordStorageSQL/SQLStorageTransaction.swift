@@ -24,6 +24,9 @@ public protocol SQLStorageTransaction: StorageTransaction, SQLSession {
     /// creates it if missing (SQLite: one created inside a transaction goes if that rolls
     /// back, so each use asks).
     func prepareTemporaryTable(_ table: TemporaryTable) throws
+    /// The keys of reference field names in `ref_fields` this transaction has read or added
+    /// (``fieldKey(_:)``); the engine's savepoint, undone, forgets those it added.
+    var fieldKeys: [String: Int64] { get set }
 }
 
 extension SQLStorageTransaction {

@@ -48,6 +48,33 @@ import Testing
         }
     }
 
+    /// Reference-field keys (``SQLStorageTransaction/fieldKey(_:)``): added in the order names
+    /// are first stored, the same key for a name ever after, and one added in a savepoint that
+    /// is undone forgotten with its row, so the transaction adds the name again.
+    @Test func referenceFieldKeysAreStoredOnceAndForgottenWithAnUndoneSavepoint() async throws {
+        try await withStores { backend, store, _ in
+            let first = try await store.engine.write { transaction -> WriteOutcome<[Int64]> in
+                guard let sql = transaction as? any SQLStorageTransaction else { return .rollback([]) }
+                let owner = try sql.fieldKey("owner")
+                let keeper = try sql.fieldKey("keeper")
+                return .commit([owner, keeper, try sql.fieldKey("owner")])
+            }
+            #expect(first.count == 3 && first[0] < first[1] && first[2] == first[0], "\(backend): \(first)")
+            let second = try await store.engine.write { transaction -> WriteOutcome<[Int64]> in
+                guard let sql = transaction as? any SQLStorageTransaction else { return .rollback([]) }
+                var undone: Int64 = 0
+                try sql.savepoint {
+                    undone = try sql.fieldKey("undone")
+                    return false
+                }
+                let again = try sql.fieldKey("undone")
+                let stored = try sql.fetch("SELECT id FROM ref_fields WHERE name = \("undone")").map { try $0.int64(0) }
+                return .commit([try sql.fieldKey("keeper"), undone, again] + stored)
+            }
+            #expect(second.count == 4 && second[0] == first[1] && second[1] > first[1] && second[3] == second[2], "\(backend): \(second)")
+        }
+    }
+
     @Test(arguments: [1, 2, 5, 7, 8] as [UInt64])
     func aCascadeRemovesRecordsInTheContractsOrder(seed: UInt64) async throws {
         try await withStores { backend, store, scope in
