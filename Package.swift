@@ -165,7 +165,6 @@ let package = Package(
                 "RecordSQL",
                 "RecordSQLiteEngine",
                 "RecordPostgresEngine",
-                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import PostgresNIO
 import RecordSQL
 import RecordStorageSQL
@@ -41,7 +42,14 @@ extension PostgresTransaction: SQLStorageTransaction {
     /// its 16 bytes.
     static func row(_ row: PostgresRow) throws -> SQLRow {
         try SQLRow(row.map { cell -> SQLValue in
-            guard cell.bytes != nil else { return .null }
+            guard let bytes = cell.bytes else { return .null }
+            // Text and BIGINT straight from their binary form (``PostgresCells``).
+            if cell.format == .binary {
+                if cell.dataType == .text { return .text(String(buffer: bytes)) }
+                if cell.dataType == .int8, bytes.readableBytes == 8, let value = bytes.getInteger(at: bytes.readerIndex, as: Int64.self) {
+                    return .integer(value)
+                }
+            }
             switch cell.dataType {
             case .int2, .int4, .int8: return .integer(try cell.decode(Int64.self))
             case .bool: return .integer(try cell.decode(Bool.self) ? 1 : 0)

@@ -4,21 +4,27 @@ import RecordSQL
 import RecordStorageSQL
 
 /// The SQLite engine's session: the primitives written once run their statements here, each
-/// compiled once per connection (GRDB's statement cache).
+/// compiled once per connection (GRDB's statement cache) unless its text follows the request
+/// (``SQLStatement/reused``: the cache never evicts).
 extension SQLiteTransaction: SQLStorageTransaction {
     var dialect: SQLDialect { .sqlite }
 
     @discardableResult
     func run(_ statement: SQLStatement) throws -> Int {
-        let (sql, values) = statement.rendered(in: .sqlite)
-        try db.cachedStatement(sql: sql).execute(arguments: Self.arguments(values))
+        try prepared(statement).execute()
         return db.changesCount
     }
 
     func fetch(_ statement: SQLStatement) throws -> [SQLRow] {
+        try Row.fetchAll(prepared(statement)).map { SQLRow($0.databaseValues.map(SQLValue.init)) }
+    }
+
+    /// The statement compiled (or taken from the cache), its values bound.
+    func prepared(_ statement: SQLStatement) throws -> Statement {
         let (sql, values) = statement.rendered(in: .sqlite)
-        return try Row.fetchAll(db.cachedStatement(sql: sql), arguments: Self.arguments(values))
-            .map { SQLRow($0.databaseValues.map(SQLValue.init)) }
+        let prepared = statement.reused ? try db.cachedStatement(sql: sql) : try db.makeStatement(sql: sql)
+        try prepared.setArguments(Self.arguments(values))
+        return prepared
     }
 
     /// Values as this engine stores them: a `UUID` as its 16 bytes, a `Bool` as 0 or 1.

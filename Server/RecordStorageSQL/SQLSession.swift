@@ -37,6 +37,11 @@ public struct SQLRow: Sendable {
         return try int64(index)
     }
 
+    public func optionalBool(_ index: Int) throws -> Bool? {
+        if case .null = cells[index] { return nil }
+        return try bool(index)
+    }
+
     public func int(_ index: Int) throws -> Int { Int(try int64(index)) }
 
     public func bool(_ index: Int) throws -> Bool { try int64(index) != 0 }

@@ -13,9 +13,14 @@ public struct SQLStatement: Sendable, ExpressibleByStringInterpolation {
     enum Piece: Sendable {
         case text(String)
         case value(SQLBind)
+        /// A value whose placeholder the text already spells (``init(compiled:values:)``).
+        case placed(SQLBind)
     }
 
     var pieces: [Piece]
+    /// Whether an engine may keep the statement compiled for its next run (SQLite's statement
+    /// cache, which never evicts): false for text that varies with the request.
+    public var reused = true
 
     public init(stringLiteral value: String) {
         pieces = [.text(value)]
@@ -23,6 +28,21 @@ public struct SQLStatement: Sendable, ExpressibleByStringInterpolation {
 
     public init(stringInterpolation: Interpolation) {
         pieces = stringInterpolation.pieces
+    }
+
+    /// A statement compiled elsewhere (``QueryCompiler``), whose text already spells its
+    /// placeholders in the dialect it runs in; not kept compiled, as its text follows the request.
+    public init(compiled sql: String, values: [SQLValue]) {
+        pieces = [.text(sql)] + values.map { value -> Piece in
+            switch value {
+            case .integer(let number): .placed(.integer(number))
+            case .real(let number): .placed(.real(number))
+            case .text(let text): .placed(.text(text))
+            case .blob(let data): .placed(.blob(data))
+            case .null: .placed(.null)
+            }
+        }
+        reused = false
     }
 
     /// `column` is one of `values`: SQLite reads the list as JSON (`json_each`), PostgreSQL as
@@ -58,6 +78,8 @@ public struct SQLStatement: Sendable, ExpressibleByStringInterpolation {
             case .value(let value):
                 values.append(value)
                 sql += dialect == .sqlite ? "?" : "$\(values.count)"
+            case .placed(let value):
+                values.append(value)
             }
         }
         return (sql, values)

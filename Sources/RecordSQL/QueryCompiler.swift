@@ -666,11 +666,11 @@ public struct QueryCompiler: Sendable {
     }
 
     /// The JSON value of a sort-key column, for a continuation marker.
-    public static func markerValue(_ value: DatabaseValue) -> JSONValue {
-        switch value.storage {
-        case .int64(let number): .int(number)
-        case .double(let number): .double(number)
-        case .string(let string): .string(string)
+    public static func markerValue(_ value: SQLValue) -> JSONValue {
+        switch value {
+        case .integer(let number): .int(number)
+        case .real(let number): .double(number)
+        case .text(let string): .string(string)
         case .null, .blob: .null
         }
     }

@@ -1,7 +1,6 @@
 import ArgumentParser
 import Crypto
 import Foundation
-import GRDB
 import RecordPostgresEngine
 import RecordRules
 import RecordSQLiteEngine
@@ -51,20 +50,9 @@ extension DataCommand {
                 try? FileManager.default.removeItem(atPath: snapshot)
                 try? FileManager.default.removeItem(atPath: staging)
             }
-            // Opened as it is, never migrated: the server serving it may be of another release.
-            var configuration = Configuration()
-            configuration.busyMode = .timeout(30)
-            let source = try DatabasePool(path: path, configuration: configuration)
-            let copy = try DatabaseQueue(path: snapshot)
-            try source.backup(to: copy)
-            try copy.close()
-            try source.close()
+            try SQLiteEngine.backUp(path, to: snapshot)
             // Every blob the snapshot names; an orphaned one may have been collected since.
-            let blobs = try DatabaseQueue(path: snapshot).read { db in
-                guard try db.tableExists("asset_blobs") else { return [(checksum: String, size: Int64, orphaned: Bool)]() }
-                return try Row.fetchAll(db, sql: "SELECT checksum, size, orphaned_at IS NOT NULL FROM asset_blobs ORDER BY checksum")
-                    .map { (checksum: $0[0] as String, size: $0[1] as Int64, orphaned: $0[2] as Bool) }
-            }
+            let blobs = try SQLiteEngine.blobs(inFile: snapshot)
             guard FileManager.default.createFile(atPath: staging, contents: nil), let output = FileHandle(forWritingAtPath: staging) else {
                 throw CopyError("cannot write \(staging)")
             }
@@ -145,13 +133,9 @@ extension DataCommand {
                 guard listed[name] == digest else { throw CopyError("the backup is damaged: \(name) is not as it was backed up") }
             }
             let restored = (staging as NSString).appendingPathComponent("records.sqlite")
-            let blobs = try await DatabaseQueue(path: restored).read { db in
-                let check = try String.fetchAll(db, sql: "PRAGMA integrity_check")
-                guard check == ["ok"] else { throw CopyError("the backup's database fails SQLite's integrity check: \(check.prefix(5).joined(separator: "; "))") }
-                guard try db.tableExists("asset_blobs") else { return [(checksum: String, size: Int64, orphaned: Bool)]() }
-                return try Row.fetchAll(db, sql: "SELECT checksum, size, orphaned_at IS NOT NULL FROM asset_blobs")
-                    .map { (checksum: $0[0] as String, size: $0[1] as Int64, orphaned: $0[2] as Bool) }
-            }
+            let problems = try SQLiteEngine.integrityProblems(inFile: restored)
+            guard problems.isEmpty else { throw CopyError("the backup's database fails SQLite's integrity check: \(problems.prefix(5).joined(separator: "; "))") }
+            let blobs = try SQLiteEngine.blobs(inFile: restored)
             for blob in blobs {
                 let file = (staging as NSString).appendingPathComponent("assets/\(blob.checksum.prefix(2))/\(blob.checksum)")
                 guard let bytes = FileManager.default.contents(atPath: file) else {
@@ -168,8 +152,7 @@ extension DataCommand {
             do {
                 let engine = try SQLiteEngine(path: restored)
                 renewed = try await RecordStore(engine: engine).startNewHistory()
-                try await engine.pool.writeWithoutTransaction { try $0.checkpoint(.truncate) }
-                try engine.pool.close()
+                try await engine.close(truncatingLog: true)
             }
             // The data in place moves aside first, and comes back if the restore cannot finish;
             // it is removed only once the restored data is in place.

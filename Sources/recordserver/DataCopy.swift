@@ -1,6 +1,5 @@
 import ArgumentParser
 import Foundation
-import GRDB
 import Logging
 import RecordPostgresEngine
 import RecordSQL
@@ -68,12 +67,12 @@ struct DataCommand: AsyncParsableCommand {
             }
             let progress = Progress()
             do {
-                try await source.pool.read { db in
+                try await source.readTables { reader in
                     try target.begin(replacing: replace)
                     for table in Self.tables {
-                        try Self.copy(table, from: db, to: target, progress: progress)
+                        try Self.copy(table, from: reader, to: target, progress: progress)
                     }
-                    try Self.copyAssetBytes(from: db, directory: from, to: target, progress: progress)
+                    try Self.copyAssetBytes(of: try reader.blobs(), directory: from, to: target, progress: progress)
                     try target.commit()
                 }
             } catch {
@@ -84,27 +83,16 @@ struct DataCommand: AsyncParsableCommand {
             progress.say("copied \(from) to \(location)")
         }
 
-        /// One table of the SQLite engine, its columns, and its key (the order it is read in).
-        struct Table {
-            var name: String
-            var columns: [PostgresCopyTarget.Column]
-            var key: String
-        }
-
         /// Every table carried as it is, in the order ``PostgresCopyTarget/tables`` fills them.
-        static let tables: [Table] = StorageSchema.tables(in: .sqlite).filter(\.copied).map { table in
-            Table(name: table.name, columns: table.columns.map(PostgresCopyTarget.Column.init),
-                  key: table.primaryKey.columns(in: .sqlite).joined(separator: ", "))
-        }
+        static let tables: [TableDefinition] = StorageSchema.tables(in: .sqlite).filter(\.copied)
 
         /// The columns of the asset chunks the bytes of blobs are copied into.
         static let chunkColumns = StorageSchema.assetChunks.columns.map(PostgresCopyTarget.Column.init)
 
         /// Copies the bytes of every blob (files under `assets/`) into PostgreSQL's chunks.
-        static func copyAssetBytes(from db: Database, directory: String, to target: PostgresCopyTarget, progress: Progress) throws {
-            let blobs = try String.fetchAll(db, sql: "SELECT checksum FROM asset_blobs ORDER BY checksum")
+        static func copyAssetBytes(of blobs: [StoredBlob], directory: String, to target: PostgresCopyTarget, progress: Progress) throws {
             progress.say("asset bytes: 0 of \(blobs.count)")
-            for (done, checksum) in blobs.enumerated() {
+            for (done, checksum) in blobs.map(\.checksum).enumerated() {
                 let path = "\(directory)/assets/\(checksum.prefix(2))/\(checksum)"
                 guard let handle = FileHandle(forReadingAtPath: path) else {
                     throw CopyError("the bytes of asset \(checksum) are missing (\(path))")
@@ -127,25 +115,17 @@ struct DataCommand: AsyncParsableCommand {
         }
 
         /// Copies one table in batches, saying how far it got.
-        static func copy(_ table: Table, from db: Database, to target: PostgresCopyTarget, progress: Progress) throws {
-            let total = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(table.name)") ?? 0
-            // PostgreSQL takes at most 65,535 parameters a statement.
-            let batchSize = 60_000 / table.columns.count
-            var batch: [[SQLValue]] = []
+        static func copy(_ table: TableDefinition, from reader: SQLiteTableReader, to target: PostgresCopyTarget, progress: Progress) throws {
+            let total = try reader.count(of: table)
+            let columns = table.columns.map(PostgresCopyTarget.Column.init)
             var copied = 0
             progress.say("\(table.name): 0 of \(total)")
-            let cursor = try Row.fetchCursor(db, sql: "SELECT \(table.columns.map(\.name).joined(separator: ", ")) FROM \(table.name) ORDER BY \(table.key)")
-            while let row = try cursor.next() {
-                batch.append((0..<table.columns.count).map { SQLValue(row[$0] as DatabaseValue) })
-                if batch.count == batchSize {
-                    try target.insert(batch, into: table.name, columns: table.columns)
-                    copied += batch.count
-                    batch.removeAll(keepingCapacity: true)
-                    progress.say("\(table.name): \(copied) of \(total)", everySecond: true)
-                }
+            // PostgreSQL takes at most 65,535 parameters a statement.
+            try reader.rows(of: table, batchSize: 60_000 / columns.count) { batch in
+                try target.insert(batch, into: table.name, columns: columns)
+                copied += batch.count
+                progress.say("\(table.name): \(copied) of \(total)", everySecond: true)
             }
-            try target.insert(batch, into: table.name, columns: table.columns)
-            copied += batch.count
             progress.say("\(table.name): \(copied) of \(total)")
         }
     }

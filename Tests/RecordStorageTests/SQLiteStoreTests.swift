@@ -112,12 +112,10 @@ import Testing
     @Test func theChangeFeedIsReadThroughTheSequenceIndexes() async throws {
         try await withTemporaryDirectory { directory in
             let engine = try SQLiteEngine(path: directory + "/records.sqlite")
-            for types in [nil, 2] {
+            for types in [nil, ["T", "U"]] as [[String]?] {
                 let plan = try await engine.pool.read { db in
-                    try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + SQLiteTransaction.changesSQL(recordTypeCount: types),
-                                     arguments: StatementArguments([1, 5] + Array(repeating: "T", count: types ?? 0) as [any DatabaseValueConvertible])
-                                        + StatementArguments([1, 5] + Array(repeating: "T", count: types ?? 0) as [any DatabaseValueConvertible]) + [10])
-                        .map { $0["detail"] as String }
+                    let (sql, values) = SQLStatement.changePage(inZone: 1, after: 5, tombstonesAfter: 5, recordTypes: types, limit: 10, in: .sqlite).rendered(in: .sqlite)
+                    return try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: SQLiteTransaction.arguments(values)).map { $0["detail"] as String }
                 }
                 #expect(plan.contains { $0.contains("records_by_seq") }, "\(plan)")
                 #expect(plan.contains { $0.contains("tombstones_by_seq") }, "\(plan)")
@@ -131,10 +129,11 @@ import Testing
         try await withTemporaryDirectory { directory in
             let engine = try SQLiteEngine(path: directory + "/records.sqlite")
             let plan = try await engine.pool.read { db in
-                try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + SQLiteTransaction.storedRowsSQL, arguments: [#"["a","b"]"#, 1]).map { $0["detail"] as String }
+                let (sql, values) = SQLStatement.storedRecords(named: ["a", "b"], inZone: 1, in: .sqlite).rendered(in: .sqlite)
+                return try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: SQLiteTransaction.arguments(values)).map { $0["detail"] as String }
             }
-            #expect(plan.first?.hasPrefix("SCAN j") == true, "\(plan)")
-            #expect(plan.contains { $0.hasPrefix("SEARCH r USING PRIMARY KEY") && $0.contains("name=? AND zone_id=?") }, "\(plan)")
+            #expect(plan.contains { $0.hasPrefix("SEARCH records USING PRIMARY KEY (name=? AND zone_id=?)") }, "\(plan)")
+            #expect(!plan.contains { $0.hasPrefix("SCAN records") }, "\(plan)")
         }
     }
 
@@ -215,7 +214,7 @@ import Testing
                     "zone records": try plan(zoneDeletes[3].sql, SQLiteTransaction.arguments(zoneDeletes[3].values)),
                     "zone tombstones": try plan(zoneDeletes[4].sql, SQLiteTransaction.arguments(zoneDeletes[4].values)),
                     "collect": try plan(Cascade.levelSQL, [1, 0, 1]),
-                    "stored rows": try plan(SQLiteTransaction.storedRowsSQL, ["[\"lilies\"]", 1]),
+                    "stored rows": try plan(.storedRecords(named: ["lilies"], inZone: 1, in: .sqlite)),
                     "tombstones": try plan(doomedDeletes[0].sql, SQLiteTransaction.arguments(doomedDeletes[0].values)),
                     "rows": try plan(doomedDeletes[4].sql, SQLiteTransaction.arguments(doomedDeletes[4].values)),
                 ])

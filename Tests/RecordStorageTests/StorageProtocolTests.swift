@@ -2,6 +2,7 @@ import Foundation
 import RecordModel
 @testable import RecordRules
 import RecordServer
+import RecordSQL
 import RecordStorage
 import RecordStorageSQL
 import TestSupport
@@ -190,10 +191,95 @@ import Testing
                             }.prefix(limit)
                             let got = try await page(after: after, tombstonesAfter: tombstonesAfter, types: types, limit: limit)
                             #expect(got.map(\.sequence) == expected.map(\.sequence), "\(backend): after \(after), tombstones after \(tombstonesAfter), \(types ?? []), limit \(limit)")
+                            // The engine's own page (its override) is the generic statement's.
+                            let generic = try await store.engine.read { transaction in
+                                try (transaction as! any SQLStorageTransaction).changePage(inZone: zoneKey, zoneID: zoneID, after: after, tombstonesAfter: tombstonesAfter,
+                                                                                          recordTypes: types, limit: limit)
+                            }
+                            #expect(got.map(Self.changeSummary) == generic.map(Self.changeSummary), "\(backend): after \(after), \(types ?? []), limit \(limit)")
                         }
                     }
                 }
             }
+        }
+    }
+
+    /// Every value of a change.
+    @Sendable static func changeSummary(_ change: FeedChange) -> String {
+        let record = change.entry.record
+        return "\(change.sequence) \(record.recordName) \(record.recordType) \(record.deleted) \(record.recordChangeTag ?? "-") \(change.entry.fieldsJSON ?? "-") "
+            + "\(record.created.map { "\($0.timestamp) \($0.userRecordName) \($0.deviceID ?? "-")" } ?? "-") "
+            + "\(record.modified.map { "\($0.timestamp) \($0.userRecordName) \($0.deviceID ?? "-")" } ?? "-")"
+    }
+
+    /// A record's rows written by the engine (PostgreSQL's batched pending writes) are the rows
+    /// the generic statements write (``SQLStorageTransaction/insertRecordRow(_:inZone:)`` and
+    /// the rest), for the same sequence of writes in two zones of one transaction: inserts,
+    /// updates with and without asset bytes, references removed and written again (a target
+    /// twice), search rows replaced, a tombstone removed.
+    @Test func aRecordsRowsWrittenByTheEngineAreWhatTheGenericStatementsWrite() async throws {
+        try await withStores { backend, store, scope in
+            _ = try await store.modifyZones(ModifyZonesRequest(operations: [.init(.create, ZoneID(zoneName: "Engine")), .init(.create, ZoneID(zoneName: "Generic"))]), in: scope)
+            let address = DatabaseAddress(scope)
+            let tables: [(String, String)] = [
+                ("records", "name, type, tag, fields, created_at, created_by, created_device, modified_at, modified_by, modified_device, seq, asset_bytes"),
+                ("refs", "source, field, target, action"), ("tombstones", "name, type, seq"),
+                ("search_tokens", "name, field, token"), ("search_locations", "name, field, cell, x, y, z"),
+            ]
+            let (engine, generic) = try await store.engine.write { transaction -> WriteOutcome<([String], [String])> in
+                let sql = transaction as! any SQLStorageTransaction
+                let database = try transaction.database(at: address)!
+                let engineZone = try transaction.zone(named: "Engine", in: database.key)!.key, genericZone = try transaction.zone(named: "Generic", in: database.key)!.key
+                for zone in [engineZone, genericZone] {
+                    try sql.run("INSERT INTO tombstones(zone_id, name, type, seq) VALUES (\(zone), 'b', 'Artist', 1), (\(zone), 'c', 'Artist', 2)")
+                }
+                func fields(_ title: String, _ latitude: Double) -> [String: FieldValue] {
+                    ["title": .string(title), "place": .location(Location(latitude: latitude, longitude: 2.35))]
+                }
+                func row(_ name: String, _ sequence: Int64, _ fields: [String: FieldValue], assetBytes: Int64?) throws -> RecordWrite {
+                    RecordWrite(name: name, recordType: "Artwork", changeTag: String(sequence, radix: 36), fields: try RecordRow.encodeFields(fields),
+                                created: Stamp(timestamp: 10, userRecordName: "_alice"), modified: Stamp(timestamp: 10 + sequence, userRecordName: "_bob"),
+                                sequence: sequence, assetBytes: assetBytes)
+                }
+                let references: [(field: String, reference: Reference)] = [
+                    ("artist", Reference(recordName: "monet", action: .deleteSelf)), ("seen", Reference(recordName: "x", action: .nullify)),
+                    ("seen", Reference(recordName: "x", action: .nullify)), ("seen", Reference(recordName: "y", action: .validate)),
+                ]
+                func write(_ zone: Int64, generic: Bool) throws {
+                    for (name, sequence) in [("a", 3), ("b", 4), ("c", 5)] as [(String, Int64)] {
+                        let values = fields("Water lilies \(name)", 48.0)
+                        if generic { try sql.deleteTombstoneRow(named: name, inZone: zone) } else { try transaction.removeTombstone(named: name, inZone: zone) }
+                        let written = try row(name, sequence, values, assetBytes: sequence * 100)
+                        if generic { try sql.insertRecordRow(written, inZone: zone) } else { try transaction.insertRecord(written, inZone: zone) }
+                        if generic { try sql.insertReferenceRows(references, from: name, inZone: zone) } else { try transaction.insertReferences(references, from: name, inZone: zone) }
+                        let index = SearchIndex(fields: values)
+                        if generic { try sql.insertSearchRows(index, of: name, inZone: zone) } else { try transaction.insertSearchIndex(index, of: name, inZone: zone) }
+                    }
+                    // a: updated keeping its asset bytes; b: updated with new ones; both get new references and search rows.
+                    for (name, sequence, bytes) in [("a", 6, nil), ("b", 7, 9)] as [(String, Int64, Int64?)] {
+                        let values = fields("Haystacks \(name) at noon", -33.9)
+                        let written = try row(name, sequence, values, assetBytes: bytes)
+                        if generic { try sql.updateRecordRow(written, inZone: zone) } else { try transaction.updateRecord(written, inZone: zone) }
+                        let kept = Array(references.prefix(name == "a" ? 1 : 4).reversed())
+                        if generic { try sql.deleteReferenceRows(from: name, inZone: zone) } else { try transaction.removeReferences(from: name, inZone: zone) }
+                        if generic { try sql.insertReferenceRows(kept, from: name, inZone: zone) } else { try transaction.insertReferences(kept, from: name, inZone: zone) }
+                        if generic { try sql.deleteSearchRows(of: name, inZone: zone) } else { try transaction.removeSearchIndex(of: name, inZone: zone) }
+                        let index = SearchIndex(fields: values)
+                        if generic { try sql.insertSearchRows(index, of: name, inZone: zone) } else { try transaction.insertSearchIndex(index, of: name, inZone: zone) }
+                    }
+                }
+                try write(engineZone, generic: false)
+                try write(genericZone, generic: true)
+                func contents(_ zone: Int64) throws -> [String] {
+                    try tables.flatMap { table, columns in
+                        try sql.fetch("SELECT \(raw: columns) FROM \(raw: table) WHERE zone_id = \(zone) ORDER BY \(raw: columns)").map { "\(table): \($0.cells)" }
+                    }
+                }
+                return .rollback((try contents(engineZone), try contents(genericZone)))
+            }
+            #expect(engine.filter { $0.hasPrefix("records:") }.count == 3 && engine.contains { $0.hasPrefix("search_locations:") }
+                    && engine.contains { $0.hasPrefix("refs:") } && engine.filter { $0.hasPrefix("tombstones:") }.isEmpty, "\(backend): \(engine)")
+            #expect(engine == generic, "\(backend)")
         }
     }
 

@@ -1,0 +1,154 @@
+import Foundation
+import RecordModel
+import RecordSQL
+import RecordStorage
+
+/// A record's rows: its row of `records` (``RecordRow/columns``), its tombstone, its references
+/// and its search rows, read and written one statement each. PostgreSQL overrides the writes
+/// with its batched pending writes (docs/architecture.md), which send a batch's rows of each
+/// kind as one statement; the statements here are the ones it is tested against.
+extension SQLStorageTransaction {
+    public func records(named names: [String], inZone zone: Int64, zoneID: ZoneID) throws -> [Record] {
+        try fetch(.storedRecords(named: names, inZone: zone, in: dialect)).map { try $0.record(zoneID: zoneID) }
+    }
+
+    public func record(named name: String, inZone zone: Int64, zoneID: ZoneID) throws -> Record? {
+        try fetch("SELECT \(raw: RecordRow.columns) FROM records WHERE zone_id = \(zone) AND name = \(name)").first.map { try $0.record(zoneID: zoneID) }
+    }
+
+    public func insertRecord(_ row: RecordWrite, inZone zone: Int64) throws {
+        try insertRecordRow(row, inZone: zone)
+    }
+
+    public func updateRecord(_ row: RecordWrite, inZone zone: Int64) throws {
+        try updateRecordRow(row, inZone: zone)
+    }
+
+    public func removeTombstone(named name: String, inZone zone: Int64) throws {
+        try deleteTombstoneRow(named: name, inZone: zone)
+    }
+
+    public func removeReferences(from source: String, inZone zone: Int64) throws {
+        try deleteReferenceRows(from: source, inZone: zone)
+    }
+
+    public func insertReferences(_ references: [(field: String, reference: Reference)], from source: String, inZone zone: Int64) throws {
+        try insertReferenceRows(references, from: source, inZone: zone)
+    }
+
+    public func removeSearchIndex(of name: String, inZone zone: Int64) throws {
+        try deleteSearchRows(of: name, inZone: zone)
+    }
+
+    public func insertSearchIndex(_ index: SearchIndex, of name: String, inZone zone: Int64) throws {
+        try insertSearchRows(index, of: name, inZone: zone)
+    }
+
+    // MARK: The statements
+
+    /// ``StorageTransaction/insertRecord(_:inZone:)`` as one statement.
+    public func insertRecordRow(_ row: RecordWrite, inZone zone: Int64) throws {
+        try run(.insertingRecord(row, inZone: zone))
+    }
+
+    /// ``StorageTransaction/updateRecord(_:inZone:)`` as one statement.
+    public func updateRecordRow(_ row: RecordWrite, inZone zone: Int64) throws {
+        try run(.updatingRecord(row, inZone: zone))
+    }
+
+    /// ``StorageTransaction/removeTombstone(named:inZone:)`` as one statement.
+    public func deleteTombstoneRow(named name: String, inZone zone: Int64) throws {
+        try run(.deletingTombstone(named: name, inZone: zone))
+    }
+
+    /// ``StorageTransaction/removeReferences(from:inZone:)`` as one statement.
+    public func deleteReferenceRows(from source: String, inZone zone: Int64) throws {
+        try run(.deletingReferences(from: source, inZone: zone))
+    }
+
+    /// ``StorageTransaction/insertReferences(_:from:inZone:)``, a statement a reference.
+    public func insertReferenceRows(_ references: [(field: String, reference: Reference)], from source: String, inZone zone: Int64) throws {
+        for (field, reference) in references {
+            try run(.insertingReference(from: source, field: try fieldKey(field), to: reference.recordName,
+                                        action: ReferenceActionCode.code(reference.action), inZone: zone))
+        }
+    }
+
+    /// ``StorageTransaction/removeSearchIndex(of:inZone:)``: both search tables' rows of the record.
+    public func deleteSearchRows(of name: String, inZone zone: Int64) throws {
+        for statement in SQLStatement.deletingSearchRows(of: name, inZone: zone) { try run(statement) }
+    }
+
+    /// ``StorageTransaction/insertSearchIndex(_:of:inZone:)``, a statement a row.
+    public func insertSearchRows(_ index: SearchIndex, of name: String, inZone zone: Int64) throws {
+        for (field, token) in index.tokens { try run(.insertingSearchToken(token, field: field, of: name, inZone: zone)) }
+        for (field, point) in index.places { try run(.insertingSearchPlace(point, field: field, of: name, inZone: zone)) }
+    }
+}
+
+/// The statements of a record's rows. An engine that binds their values itself (SQLite's
+/// override) renders each once and binds the values in the order they appear here.
+extension SQLStatement {
+    public static func insertingRecord(_ row: RecordWrite, inZone zone: Int64) -> SQLStatement {
+        """
+        INSERT INTO records(zone_id, name, type, tag, fields, created_at, created_by, modified_at, modified_by, seq, asset_bytes)
+        VALUES (\(zone), \(row.name), \(row.recordType), \(row.changeTag), \(row.fields), \(row.created.timestamp), \(row.created.userRecordName),
+                \(row.modified.timestamp), \(row.modified.userRecordName), \(row.sequence), \(row.assetBytes ?? 0))
+        """
+    }
+
+    /// The stored asset bytes are kept when the write gives none.
+    public static func updatingRecord(_ row: RecordWrite, inZone zone: Int64) -> SQLStatement {
+        """
+        UPDATE records SET tag = \(row.changeTag), fields = \(row.fields), modified_at = \(row.modified.timestamp), modified_by = \(row.modified.userRecordName),
+            modified_device = NULL, seq = \(row.sequence), asset_bytes = COALESCE(\(row.assetBytes), asset_bytes)
+        WHERE zone_id = \(zone) AND name = \(row.name)
+        """
+    }
+
+    public static func deletingTombstone(named name: String, inZone zone: Int64) -> SQLStatement {
+        "DELETE FROM tombstones WHERE zone_id = \(zone) AND name = \(name)"
+    }
+
+    public static func deletingReferences(from source: String, inZone zone: Int64) -> SQLStatement {
+        "DELETE FROM refs WHERE zone_id = \(zone) AND source = \(source)"
+    }
+
+    /// A field listing the same target twice stores it once.
+    public static func insertingReference(from source: String, field: Int64, to target: String, action: Int, inZone zone: Int64) -> SQLStatement {
+        "INSERT INTO refs(zone_id, source, field, target, action) VALUES (\(zone), \(source), \(field), \(target), \(action)) ON CONFLICT DO NOTHING"
+    }
+
+    public static func deletingSearchRows(of name: String, inZone zone: Int64) -> [SQLStatement] {
+        ["DELETE FROM search_tokens WHERE zone_id = \(zone) AND name = \(name)", "DELETE FROM search_locations WHERE zone_id = \(zone) AND name = \(name)"]
+    }
+
+    /// A word once a field.
+    public static func insertingSearchToken(_ token: String, field: String, of name: String, inZone zone: Int64) -> SQLStatement {
+        "INSERT INTO search_tokens(zone_id, name, field, token) VALUES (\(zone), \(name), \(field), \(token)) ON CONFLICT DO NOTHING"
+    }
+
+    /// A place replaces the field's place.
+    public static func insertingSearchPlace(_ point: GeoPoint, field: String, of name: String, inZone zone: Int64) -> SQLStatement {
+        """
+        INSERT INTO search_locations(zone_id, name, field, cell, x, y, z) VALUES (\(zone), \(name), \(field), \(point.cell), \(point.x), \(point.y), \(point.z))
+        ON CONFLICT (zone_id, name, field) DO UPDATE SET cell = excluded.cell, x = excluded.x, y = excluded.y, z = excluded.z
+        """
+    }
+
+    /// The rows (``RecordRow/columns``) of the records named in a zone: each name one search of
+    /// the table's `(name, zone_id)` key, never a walk of the zone.
+    public static func storedRecords(named names: [String], inZone zone: Int64, in dialect: SQLDialect) -> SQLStatement {
+        "SELECT \(raw: RecordRow.columns) FROM records WHERE zone_id = \(zone) AND \(member("name", of: names, in: dialect))"
+    }
+}
+
+extension SQLRow {
+    /// The record of a row holding ``RecordRow/columns`` from column `offset` on.
+    public func record(zoneID: ZoneID, offset: Int = 0) throws -> Record {
+        Record(recordName: try string(offset), recordType: try string(offset + 1), zoneID: zoneID, recordChangeTag: try string(offset + 2),
+               fields: try RecordRow.decodeFields(try string(offset + 3)),
+               created: Stamp(timestamp: try int64(offset + 4), userRecordName: try string(offset + 5), deviceID: try optionalString(offset + 6)),
+               modified: Stamp(timestamp: try int64(offset + 7), userRecordName: try string(offset + 8), deviceID: try optionalString(offset + 9)))
+    }
+}
