@@ -1,8 +1,9 @@
 import GRDB
 import RecordModel
 
-/// Writing a record's ``SearchIndex`` to the search tables of a SQLite store (the server's
-/// SQLite engine and the client's cache hold the same two tables):
+/// Writing a record's ``SearchIndex`` to the search tables of a SQLite store: the client's cache,
+/// and the server's SQLite engine in the migration that adds the tables (the server writes them
+/// through `RecordStorageSQL`'s statements otherwise). Both hold the same two tables:
 ///
 /// - `search_tokens(zone_id, name, field, token)`, keyed by record, and indexed by
 ///   `(zone_id, token, field)` for token searches;
