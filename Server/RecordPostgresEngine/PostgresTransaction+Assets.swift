@@ -5,6 +5,7 @@ import PostgresNIO
 import RecordModel
 import RecordSQL
 import RecordStorage
+import RecordStorageSQL
 
 /// Asset bytes as rows of chunks (256 KiB each) in the database every server shares.
 struct PostgresAssetChunks: AssetByteStore {
@@ -14,11 +15,9 @@ struct PostgresAssetChunks: AssetByteStore {
     func store(file: URL, checksum: String, size: Int64, now: Int64, receipt: AssetReceipt) async throws {
         defer { try? FileManager.default.removeItem(at: file) }
         try await engine.writeTransaction { transaction in
-            let inserted = try transaction.execute("""
-                INSERT INTO asset_blobs(checksum, size, orphaned_at) VALUES (\(checksum), \(size), \(now)) ON CONFLICT (checksum) DO NOTHING
-                """)
+            let inserted = try transaction.insertAssetBlob(checksum, size: size, now: now)
             try transaction.insertAssetReceipt(receipt)
-            guard inserted == 1 else { return .commit(()) }
+            guard inserted else { return .commit(()) }
             guard let handle = FileHandle(forReadingAtPath: file.path) else {
                 throw RecordSyncError(.internalError, "the uploaded file is gone")
             }
@@ -34,7 +33,7 @@ struct PostgresAssetChunks: AssetByteStore {
 
     func contains(_ checksum: String) async throws -> Bool {
         try await engine.readTransaction { transaction in
-            try !transaction.rows("SELECT 1 FROM asset_blobs WHERE checksum = \(checksum)").isEmpty
+            try transaction.assetBlobStored(checksum)
         }
     }
 

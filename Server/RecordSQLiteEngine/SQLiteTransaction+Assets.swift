@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import RecordModel
 import RecordStorage
+import RecordStorageSQL
 
 /// Asset bytes as files named by their SHA-256 under one directory (`ab/abcdef…`). A file is
 /// moved into place, and removed, inside a write transaction that checks its blob's row, so a
@@ -23,9 +24,9 @@ final class SQLiteAssetFiles: AssetByteStore, @unchecked Sendable {
         let target = path(of: checksum)
         try FileManager.default.createDirectory(atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         try await pool.write { db in
-            try db.execute(sql: "INSERT INTO asset_blobs(checksum, size, orphaned_at) VALUES (?, ?, ?) ON CONFLICT(checksum) DO NOTHING",
-                           arguments: [checksum, size, now])
-            try SQLiteTransaction(db).insertAssetReceipt(receipt)
+            let transaction = SQLiteTransaction(db)
+            _ = try transaction.insertAssetBlob(checksum, size: size, now: now)
+            try transaction.insertAssetReceipt(receipt)
             if FileManager.default.fileExists(atPath: target) {
                 try? FileManager.default.removeItem(at: file)
             } else {
@@ -62,8 +63,7 @@ final class SQLiteAssetFiles: AssetByteStore, @unchecked Sendable {
         for checksum in checksums {
             let target = path(of: checksum)
             try await pool.write { db in
-                let stored = try Bool.fetchOne(db, sql: "SELECT 1 FROM asset_blobs WHERE checksum = ?", arguments: [checksum]) ?? false
-                if !stored { try? FileManager.default.removeItem(atPath: target) }
+                if try !SQLiteTransaction(db).assetBlobStored(checksum) { try? FileManager.default.removeItem(atPath: target) }
             }
         }
     }

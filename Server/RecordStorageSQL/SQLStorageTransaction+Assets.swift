@@ -16,6 +16,17 @@ extension SQLStorageTransaction {
         try run("DELETE FROM asset_keys WHERE NOT (\(SQLStatement.member("id", of: kept, in: dialect)))")
     }
 
+    /// Stores a blob's row, orphaned since `now` until a record holds it, unless it is stored
+    /// already; answers whether it was new (its bytes are then the engine's to store).
+    public func insertAssetBlob(_ checksum: String, size: Int64, now: Int64) throws -> Bool {
+        try run("INSERT INTO asset_blobs(checksum, size, orphaned_at) VALUES (\(checksum), \(size), \(now)) ON CONFLICT (checksum) DO NOTHING") == 1
+    }
+
+    /// Whether a blob's row is stored.
+    public func assetBlobStored(_ checksum: String) throws -> Bool {
+        try !fetch("SELECT 1 FROM asset_blobs WHERE checksum = \(checksum)").isEmpty
+    }
+
     public func insertAssetReceipt(_ receipt: AssetReceipt) throws {
         try run("""
             INSERT INTO asset_receipts(receipt, checksum, size, user_id, container, environment, kind, zone_name, record_type, field, created_at)
