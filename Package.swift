@@ -40,6 +40,8 @@ let package = Package(
         // GET /metrics: counters and histograms through swift-metrics, in Prometheus's text format.
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        // Generated values of every wire type for the round-trip tests (tests only).
+        .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
     ],
     targets: [
         // The system zlib, for gzip-compressed request bodies (Debian: zlib1g-dev).
@@ -245,7 +247,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RecordModelTests",
-            dependencies: ["RecordModel"],
+            dependencies: ["RecordModel", .product(name: "PropertyBased", package: "swift-property-based")],
             path: "Tests/RecordModelTests",
             swiftSettings: swiftSettings
         ),

@@ -79,22 +79,6 @@ public indirect enum FieldValue: Sendable, Hashable {
         case .nested(let value): return .string((try? value.serializedString()) ?? "null")
         }
     }
-
-    /// ``json`` as the answer being written carries it: with ``WireForm/numbersAsStrings``,
-    /// `INT64` and `DOUBLE` values as strings.
-    var wireJSON: JSONValue {
-        if let links = WireForm.assetLinks {
-            if case .asset(let value) = self { return StoredAsset(value)?.wireJSON(links.link) ?? value }
-            if case .list(.asset, let elements) = self { return .array(elements.map(\.wireJSON)) }
-        }
-        guard WireForm.numbersAsStrings else { return json }
-        switch self {
-        case .int64(let value): return .string(String(value))
-        case .double: return .string((try? json.serializedString()) ?? "")
-        case .list(.int64, let elements), .list(.double, let elements): return .array(elements.map(\.wireJSON))
-        default: return json
-        }
-    }
 }
 
 extension ZoneID {
@@ -242,7 +226,7 @@ extension FieldValue {
                 throw RecordSyncError(.badRequest, "LOCATION needs latitude and longitude")
             }
             guard (-90...90).contains(latitude), (-180...180).contains(longitude) else {
-                throw RecordSyncError(.badRequest, "LOCATION latitude or longitude is out of range")
+                throw RecordSyncError(.badRequest, "LOCATION latitude \(latitude), longitude \(longitude) is not a place: out of range (latitude -90…90, longitude -180…180)")
             }
             self = .location(Location(
                 latitude: latitude, longitude: longitude,
@@ -293,7 +277,7 @@ extension FieldValue {
 ///
 /// The server resolves it against the record type's schema; ``FieldValue`` decodes it by
 /// inference when the type is absent.
-public struct RawFieldValue: Sendable, Hashable, Decodable {
+public struct RawFieldValue: Sendable, Hashable {
     /// The `value` member; `.null` (or absent) deletes the field in an update.
     public var value: JSONValue
     /// The type the field is read as: its `recordSyncType` member when RecordSync knows it,
@@ -304,35 +288,5 @@ public struct RawFieldValue: Sendable, Hashable, Decodable {
     public init(value: JSONValue, type: FieldType? = nil) {
         self.value = value
         self.type = type
-    }
-
-    enum CodingKeys: String, CodingKey { case value, type, recordSyncType }
-
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        value = try container.decodeIfPresent(JSONValue.self, forKey: .value) ?? .null
-        let extensionType = (try? container.decodeIfPresent(String.self, forKey: .recordSyncType)).flatMap { $0.flatMap(FieldType.init(rawValue:)) }
-        type = WireForm.type(type: try container.decodeIfPresent(FieldType.self, forKey: .type), extensionType: extensionType)
-    }
-}
-
-extension FieldValue: Codable {
-    enum CodingKeys: String, CodingKey { case value, type, recordSyncType }
-
-    public init(from decoder: any Decoder) throws {
-        let raw = try RawFieldValue(from: decoder)
-        do {
-            self = try FieldValue(json: raw.value, type: raw.type, numbersMayBeStrings: raw.type != nil)
-        } catch let error as RecordSyncError {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: error.reason))
-        }
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        let wire = WireForm.type(type)
-        try container.encode(wireJSON, forKey: .value)
-        try container.encode(wire.type, forKey: .type)
-        try container.encodeIfPresent(wire.extensionType, forKey: .recordSyncType)
     }
 }

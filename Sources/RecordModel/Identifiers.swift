@@ -4,7 +4,7 @@ import Foundation
 ///
 /// On the wire this is `{"zoneName": "…", "ownerRecordName": "…"}`; an omitted `zoneID`
 /// means ``ZoneID/defaultZone``.
-public struct ZoneID: Sendable, Hashable, Codable {
+public struct ZoneID: Sendable, Hashable {
     /// The zone's name, unique within its database.
     public var zoneName: String
     /// The user record name of the zone's owner, when known.

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Who changed a record, and when: the wire `created` and `modified` system fields.
-public struct Stamp: Sendable, Hashable, Codable {
+public struct Stamp: Sendable, Hashable {
     /// Milliseconds since 1970.
     public var timestamp: Int64
     /// The user record name of the user who made the change.
@@ -95,39 +95,6 @@ public struct Record: Sendable, Hashable {
     }
 }
 
-extension Record: Codable {
-    enum CodingKeys: String, CodingKey {
-        case recordName, recordType, zoneID, recordChangeTag, fields, created, modified, deleted
-    }
-
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        recordName = try container.decode(String.self, forKey: .recordName)
-        recordType = try container.decodeIfPresent(String.self, forKey: .recordType) ?? ""
-        zoneID = try container.decodeIfPresent(ZoneID.self, forKey: .zoneID)
-        recordChangeTag = try container.decodeIfPresent(String.self, forKey: .recordChangeTag)
-        fields = try container.decodeIfPresent([String: FieldValue].self, forKey: .fields) ?? [:]
-        created = try container.decodeIfPresent(Stamp.self, forKey: .created)
-        modified = try container.decodeIfPresent(Stamp.self, forKey: .modified)
-        deleted = try container.decodeIfPresent(Bool.self, forKey: .deleted) ?? false
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(recordName, forKey: .recordName)
-        try container.encode(recordType, forKey: .recordType)
-        try container.encodeIfPresent(zoneID, forKey: .zoneID)
-        if deleted {
-            try container.encode(true, forKey: .deleted)
-            return
-        }
-        try container.encodeIfPresent(recordChangeTag, forKey: .recordChangeTag)
-        try container.encode(fields, forKey: .fields)
-        try container.encodeIfPresent(created, forKey: .created)
-        try container.encodeIfPresent(modified, forKey: .modified)
-    }
-}
-
 /// One entry of a per-record result list: a record, or an error for that record.
 ///
 /// Encoded flat, as CloudKit does: a record object, or an error object with
@@ -150,29 +117,3 @@ public enum RecordResult: Sendable, Hashable {
     }
 }
 
-extension RecordResult: Codable {
-    enum ExtraKeys: String, CodingKey { case serverErrorCode, cascadedRecordNames }
-
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: ExtraKeys.self)
-        if container.contains(.serverErrorCode) {
-            self = .failure(try ErrorBody(from: decoder).error)
-        } else {
-            let cascaded = try container.decodeIfPresent([String].self, forKey: .cascadedRecordNames)
-            self = .success(try Record(from: decoder), cascadedRecordNames: cascaded)
-        }
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        switch self {
-        case .success(let record, let cascaded):
-            try record.encode(to: encoder)
-            if let cascaded {
-                var container = encoder.container(keyedBy: ExtraKeys.self)
-                try container.encode(cascaded, forKey: .cascadedRecordNames)
-            }
-        case .failure(let error):
-            try ErrorBody(error).encode(to: encoder)
-        }
-    }
-}

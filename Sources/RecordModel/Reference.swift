@@ -3,7 +3,7 @@ import Foundation
 /// A field value that points at another record in the same zone.
 ///
 /// On the wire: `{"recordName": "…", "zoneID": {…}?, "action": "NONE" | "DELETE_SELF" | "VALIDATE"}`.
-public struct Reference: Sendable, Hashable, Codable {
+public struct Reference: Sendable, Hashable {
     /// What the server does when the target of a reference is deleted or missing.
     public enum Action: String, Sendable, Hashable, Codable, CaseIterable {
         /// Nothing: the reference may dangle.
@@ -33,32 +33,10 @@ public struct Reference: Sendable, Hashable, Codable {
         self.action = action
     }
 
-    enum CodingKeys: String, CodingKey { case recordName, zoneID, action, recordSyncAction }
-
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        recordName = try container.decode(String.self, forKey: .recordName)
-        zoneID = try container.decodeIfPresent(ZoneID.self, forKey: .zoneID)
-        let wire = try container.decodeIfPresent(String.self, forKey: .action)
-        let finer = try container.decodeIfPresent(String.self, forKey: .recordSyncAction)
-        guard let action = WireForm.referenceAction(wire, extension: finer) else {
-            throw DecodingError.dataCorruptedError(forKey: .action, in: container, debugDescription: "unknown reference action \(wire ?? "")")
-        }
-        self.action = action
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(recordName, forKey: .recordName)
-        try container.encodeIfPresent(zoneID, forKey: .zoneID)
-        let wire = WireForm.wire(action)
-        try container.encode(wire.action, forKey: .action)
-        try container.encodeIfPresent(wire.extension, forKey: .recordSyncAction)
-    }
 }
 
 /// A geographic location value (`LOCATION`).
-public struct Location: Sendable, Hashable, Codable {
+public struct Location: Sendable, Hashable {
     public var latitude: Double
     public var longitude: Double
     public var horizontalAccuracy: Double?
@@ -83,5 +61,49 @@ public struct Location: Sendable, Hashable, Codable {
         self.speed = speed
         self.course = course
         self.timestamp = timestamp
+    }
+}
+
+// A reference and a location are written and read as the value of a field of their type
+// (``FieldValue/json`` and ``FieldValue/init(json:type:numbersMayBeStrings:)``): one form each,
+// wherever they appear.
+
+extension Reference: Codable {
+    public init(from decoder: any Decoder) throws {
+        guard case .reference(let reference) = try FieldValue.decodeValue(of: FieldType(.reference), from: decoder) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not a reference"))
+        }
+        self = reference
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(FieldValue.reference(self).json)
+    }
+}
+
+extension Location: Codable {
+    public init(from decoder: any Decoder) throws {
+        guard case .location(let location) = try FieldValue.decodeValue(of: FieldType(.location), from: decoder) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not a location"))
+        }
+        self = location
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(FieldValue.location(self).json)
+    }
+}
+
+extension FieldValue {
+    /// The value of a field of `type` that `decoder` holds, with the reading's error at the
+    /// decoder's path.
+    static func decodeValue(of type: FieldType, from decoder: any Decoder) throws -> FieldValue {
+        do {
+            return try FieldValue(json: try JSONValue(from: decoder), type: type)
+        } catch let error as RecordSyncError {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: error.reason))
+        }
     }
 }

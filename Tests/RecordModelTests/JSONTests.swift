@@ -56,102 +56,72 @@ import Testing
         #expect(throws: EncodingError.self) { try JSONValue.double(.nan).serialized() }
     }
 
-    /// The hand-written forms (``JSONTreeEncodable``) and the tree encoder give the JSON that
-    /// `JSONEncoder` gives through `Codable`.
-    @Test func treeFormsMatchCodable() throws {
-        let record = Record(recordName: "w1", recordType: "Artwork", zoneID: ZoneID(zoneName: "Z", ownerRecordName: "_owner"), recordChangeTag: "3b",
-                            fields: ["title": .string("Lilies"), "year": .int64(1906), "price": .double(2.5), "artist": .reference(Reference(recordName: "monet", action: .deleteSelf)),
-                                     "tags": .list(.string, [.string("oil")]), "framed": .boolean(true)],
-                            created: Stamp(timestamp: 1, userRecordName: "_u"), modified: Stamp(timestamp: 2, userRecordName: "_u", deviceID: "d"))
-        let values: [any Codable & Sendable] = [
-            record,
-            Record(recordName: "gone", recordType: "Artwork", deleted: true),
-            RecordsResponse(records: [.success(record, cascadedRecordNames: ["a", "b"]), .success(record),
-                                      .failure(RecordSyncError(.conflict, "stale", recordName: "w1", serverRecord: record))]),
-            ModifyRecordsRequest(operations: [RecordOperation(.forceReplace, RecordPayload(record), desiredKeys: ["title"]),
-                                              RecordOperation(.delete, RecordPayload(recordName: "x", recordChangeTag: "1"))],
-                                 zoneID: ZoneID(zoneName: "Z"), atomic: false),
-            ZoneChanges(zoneID: ZoneID(zoneName: "Z"), records: [record, Record(recordName: "gone", recordType: "Artwork", deleted: true)], syncToken: "t", moreComing: true),
-            QueryRecordsResponse(records: [record], continuationMarker: "m"),
-        ]
-        for value in values {
-            let codable = try JSONValue.parse(try JSONEncoder().encode(value))
-            let tree = try JSONValueEncoder().encodeTree(value)
-            // An error body carries a fresh uuid each time it is encoded.
-            func text(_ json: JSONValue) throws -> String {
-                try json.serializedString().replacingOccurrences(of: #""uuid":"[0-9A-F-]+""#, with: "", options: .regularExpression)
-            }
-            let (treeText, codableText) = (try text(tree), try text(codable))
-            #expect(treeText == codableText, "\(type(of: value))")
-            // The direct writer's bytes are exactly the tree's serialisation.
-            let directText = try text(try JSONValue.parse(try JSONValueEncoder().encode(value)))
-            #expect(directText == codableText, "\(type(of: value)) written directly")
-        }
-        let decoded = try JSONValueDecoder().decode(Record.self, from: try JSONEncoder().encode(record))
-        #expect(decoded == record)
-        let request = try JSONValueDecoder().decode(ModifyRecordsRequest.self, from: try JSONValueEncoder().encode(values[3] as! ModifyRecordsRequest))
-        #expect(request == values[3] as! ModifyRecordsRequest)
+    /// Decodes `text` with the type's reader, `nil` when it refuses.
+    static func read<T: Decodable>(_ text: String, as type: T.Type) -> T? {
+        try? JSONValueDecoder().decode(T.self, from: Data(text.utf8))
     }
 
-    /// Decodes `text` both ways: straight from the bytes (nil when that path declines) and
-    /// through the tree (nil when it fails).
-    static func bothWays<T: Decodable & Equatable & JSONDirectDecodable>(_ text: String, as type: T.Type) -> (direct: T?, tree: T?) {
-        var bytes = text
-        let direct = bytes.withUTF8 { try? JSONParser.decodeDirectly(T.self, from: $0) }
-        return (direct, try? JSONValueDecoder().decode(T.self, from: try JSONValue.parse(text)))
-    }
-
-    /// The direct path reads what the wire carries and agrees with the tree on it, nulls,
-    /// unknown and repeated members and escapes included.
-    @Test func theDirectPathReadsWireTypesAsTheTreeDoes() throws {
+    /// The readers take what the wire carries: nulls, unknown and repeated members, escapes,
+    /// whitespace and a byte order mark, keys in any order.
+    @Test func readersTakeWhatTheWireCarries() throws {
         let record = #"{"recordName":"w1","recordType":"Artwork","recordChangeTag":"3b","zoneID":{"zoneName":"Z","ownerRecordName":"_o"},"#
             + #""fields":{"title":{"type":"STRING","value":"Lilies \"1\" \u00e9\ud83c\udf38"},"year":{"type":"INT64","value":1906},"price":{"type":"DOUBLE","value":2.5},"#
             + #""artist":{"type":"REFERENCE","value":{"recordName":"monet","action":"DELETE_SELF"}},"tags":{"type":"STRING_LIST","value":["a","b"]}},"#
             + #""created":{"timestamp":1,"userRecordName":"_u"},"modified":{"timestamp":2,"userRecordName":"_u","deviceID":"d"},"extra":[1,{"x":null}]}"#
-        let changes = [
-            #"{"moreComing":true,"records":[\#(record),{"recordName":"gone","recordType":"Artwork","deleted":true}],"syncToken":"t","zoneID":{"zoneName":"Z"}}"#,
-            #"\#u{FEFF} { "zoneID" : { "zoneName" : "Z" , "ownerRecordName" : null } , "records" : [ ] , "syncToken" : "t" , "moreComing" : false } "#,
-            #"{"moreComing":false,"records":[{"recordName":"r","recordType":null,"zoneID":null,"fields":null,"created":null,"deleted":null}],"syncToken":"t","zoneID":{"zoneName":"Z"}}"#,
-            #"{"moreComing":false,"records":[{"recordName":"first","recordName":"second"}],"syncToken":"t","zoneID":{"zoneName":"Z"},"syncToken":"u"}"#,
+        let expected = Record(recordName: "w1", recordType: "Artwork", zoneID: ZoneID(zoneName: "Z", ownerRecordName: "_o"), recordChangeTag: "3b",
+                              fields: ["title": .string("Lilies \"1\" é🌸"), "year": .int64(1906), "price": .double(2.5),
+                                       "artist": .reference(Reference(recordName: "monet", action: .deleteSelf)), "tags": .list(.string, [.string("a"), .string("b")])],
+                              created: Stamp(timestamp: 1, userRecordName: "_u"), modified: Stamp(timestamp: 2, userRecordName: "_u", deviceID: "d"))
+        #expect(Self.read(record, as: Record.self) == expected)
+        let gone = Record(recordName: "gone", recordType: "Artwork", deleted: true)
+        let changes: [(String, ZoneChanges)] = [
+            (#"{"moreComing":true,"records":[\#(record),{"recordName":"gone","recordType":"Artwork","deleted":true}],"syncToken":"t","zoneID":{"zoneName":"Z"}}"#,
+             ZoneChanges(zoneID: ZoneID(zoneName: "Z"), records: [expected, gone], syncToken: "t", moreComing: true)),
+            (#"\#u{FEFF} { "zoneID" : { "zoneName" : "Z" , "ownerRecordName" : null } , "records" : [ ] , "syncToken" : "t" , "moreComing" : false } "#,
+             ZoneChanges(zoneID: ZoneID(zoneName: "Z"), records: [], syncToken: "t", moreComing: false)),
+            (#"{"moreComing":false,"records":[{"recordName":"r","recordType":null,"zoneID":null,"fields":null,"created":null,"deleted":null}],"syncToken":"t","zoneID":{"zoneName":"Z"}}"#,
+             ZoneChanges(zoneID: ZoneID(zoneName: "Z"), records: [Record(recordName: "r", recordType: "")], syncToken: "t", moreComing: false)),
+            (#"{"moreComing":false,"records":[{"recordName":"first","recordName":"second"}],"syncToken":"t","zoneID":{"zoneName":"Z"},"syncToken":"u"}"#,
+             ZoneChanges(zoneID: ZoneID(zoneName: "Z"), records: [Record(recordName: "second", recordType: "")], syncToken: "u", moreComing: false)),
         ]
-        for text in changes {
-            let (direct, tree) = Self.bothWays(text, as: ZoneChanges.self)
-            #expect(direct != nil, "declined: \(text)")
-            #expect(tree != nil && tree == direct, "\(text)")
-        }
-        let responses = [
-            #"{"records":[\#(record),{"recordName":"x","recordType":"T","deleted":true,"cascadedRecordNames":["a","b"]}],"includedRecords":[\#(record)]}"#,
-            #"{"records":[{"recordName":"x","cascadedRecordNames":null}],"includedRecords":null}"#,
+        for (text, page) in changes { #expect(Self.read(text, as: ZoneChanges.self) == page, "\(text)") }
+        let responses: [(String, RecordsResponse)] = [
+            (#"{"records":[\#(record),{"recordName":"x","recordType":"T","deleted":true,"cascadedRecordNames":["a","b"]}],"includedRecords":[\#(record)]}"#,
+             RecordsResponse(records: [.success(expected), .success(Record(recordName: "x", recordType: "T", deleted: true), cascadedRecordNames: ["a", "b"])],
+                             includedRecords: [expected])),
+            (#"{"records":[{"recordName":"x","cascadedRecordNames":null}],"includedRecords":null}"#,
+             RecordsResponse(records: [.success(Record(recordName: "x", recordType: ""))])),
         ]
-        for text in responses {
-            let (direct, tree) = Self.bothWays(text, as: RecordsResponse.self)
-            #expect(direct != nil, "declined: \(text)")
-            #expect(tree != nil && tree == direct, "\(text)")
-        }
-        let requests = [
-            #"{"operations":[{"operationType":"forceReplace","record":{"recordName":"w1","recordType":"Artwork","fields":{"title":{"value":"x"},"n":{"value":null},"y":{"type":"INT64","value":3}}},"desiredKeys":["title"]},"#
+        for (text, response) in responses { #expect(Self.read(text, as: RecordsResponse.self) == response, "\(text)") }
+        let requests: [(String, ModifyRecordsRequest)] = [
+            (#"{"operations":[{"operationType":"forceReplace","record":{"recordName":"w1","recordType":"Artwork","fields":{"title":{"value":"x"},"n":{"value":null},"y":{"type":"INT64","value":3}}},"desiredKeys":["title"]},"#
                 + #"{"operationType":"delete","record":{"recordName":"w2","recordChangeTag":"1","fields":null}}],"zoneID":{"zoneName":"Z"},"atomic":false,"desiredKeys":null}"#,
-            #"{"operations":[],"atomic":null,"zoneID":null}"#,
+             ModifyRecordsRequest(operations: [
+                RecordOperation(.forceReplace, RecordPayload(recordName: "w1", recordType: "Artwork", fields: [
+                    "title": RawFieldValue(value: .string("x")), "n": RawFieldValue(value: .null), "y": RawFieldValue(value: .int(3), type: FieldType(.int64))]),
+                    desiredKeys: ["title"]),
+                RecordOperation(.delete, RecordPayload(recordName: "w2", recordChangeTag: "1")),
+             ], zoneID: ZoneID(zoneName: "Z"), atomic: false)),
+            (#"{"operations":[],"atomic":null,"zoneID":null}"#, ModifyRecordsRequest(operations: [])),
         ]
-        for text in requests {
-            let (direct, tree) = Self.bothWays(text, as: ModifyRecordsRequest.self)
-            #expect(direct != nil, "declined: \(text)")
-            #expect(tree != nil && tree == direct, "\(text)")
-        }
+        for (text, request) in requests { #expect(Self.read(text, as: ModifyRecordsRequest.self) == request, "\(text)") }
         var stored = #"{"b":{"type":"INT64","value":2},"a":{"type":"STRING","value":"x"}}"#
-        #expect(stored.withUTF8 { try? JSONParser.decodeDirectly(StoredFields.self, from: $0) }?.fields == ["a": .string("x"), "b": .int64(2)])
+        #expect(stored.withUTF8 { try? JSONWire.decode(StoredFields.self, from: $0) }?.fields == ["a": .string("x"), "b": .int64(2)])
+        // An error result is read as the error.
+        let response = try #require(Self.read(#"{"records":[{"recordName":"x","serverErrorCode":"CONFLICT","reason":"stale","uuid":"u"}]}"#, as: RecordsResponse.self))
+        #expect(response.records.first?.error?.code == .conflict)
     }
 
-    /// A field's value read directly (the common types straight into their values, the rest
-    /// through a tree) is the one ``FieldValue/init(json:type:)`` makes of the member's tree,
-    /// and what that refuses the direct path declines too.
-    @Test func fieldValuesReadDirectlyAsFromTheTree() throws {
+    /// A field's value is what ``FieldValue/init(json:type:numbersMayBeStrings:)`` makes of
+    /// its `value` member given its `type`; what that refuses, the reader refuses.
+    @Test func fieldValuesAreReadByTheirType() throws {
         let accepted = [
             #"{"type":"STRING","value":"x"}"#, #"{"value":"x \u00e9","type":"STRING"}"#, #"{"value":"x"}"#, #"{"type":null,"value":"x"}"#,
-            #"{"type":"INT64","value":-3}"#, #"{"type":"INT64","value":3.0}"#, #"{"value":7}"#,
-            #"{"type":"DOUBLE","value":2}"#, #"{"type":"DOUBLE","value":2.5e3}"#, #"{"value":2.5}"#,
+            #"{"type":"INT64","value":-3}"#, #"{"type":"INT64","value":3.0}"#, #"{"value":7}"#, #"{"type":"INT64","value":"7"}"#,
+            #"{"type":"DOUBLE","value":2}"#, #"{"type":"DOUBLE","value":2.5e3}"#, #"{"value":2.5}"#, #"{"type":"DOUBLE","value":"2.5"}"#,
             #"{"type":"TIMESTAMP","value":1700000000000}"#, #"{"type":"TIMESTAMP","value":1.5}"#,
             #"{"type":"BOOLEAN","value":true}"#, #"{"type":"BOOLEAN","value":1}"#, #"{"value":false}"#,
+            #"{"type":"INT64","recordSyncType":"BOOLEAN","value":1}"#, #"{"type":"STRING","recordSyncType":"FUTURE","value":"x"}"#,
             #"{"type":"BYTES","value":"AAEC"}"#,
             #"{"type":"REFERENCE","value":{"recordName":"a","action":"DELETE_SELF"}}"#,
             #"{"value":{"action":null,"recordName":"a","zoneID":{"zoneName":"Z","ownerRecordName":"_o"}}}"#,
@@ -166,54 +136,78 @@ import Testing
             #"{"type":"INT64","value":3.5}"#, #"{"type":"BOOLEAN","value":"yes"}"#, #"{"type":"STRING","value":5}"#,
             #"{"type":"REFERENCE","value":{"recordName":"a","action":"NOPE"}}"#, #"{"type":"REFERENCE","value":{"recordName":""}}"#,
             #"{"type":"REFERENCE","value":"a"}"#, #"{"type":"INT64"}"#, #"{"value":null}"#, #"{"type":"NOPE","value":1}"#,
+            #"{"value":"7","type":"STRING","value":8}"#, #"{"type":5,"value":1}"#, #"[]"#, #"null"#,
         ]
         for field in accepted + refused {
-            var text = field
-            let direct = text.withUTF8 { try? JSONParser.decodeDirectly(FieldValue.self, from: $0) }
-            let raw = try? JSONValueDecoder().decodeThroughTree(RawFieldValue.self, from: Data(field.utf8))
-            let tree = raw.flatMap { try? FieldValue(json: $0.value, type: $0.type) }
-            #expect(direct == tree, "\(field)")
-            #expect((direct != nil) == accepted.contains(field), "\(field)")
+            let read = Self.read(field, as: FieldValue.self)
+            let tree = try JSONValue.parse(field)
+            var type: FieldType?
+            if case .string(let name)? = tree["type"] { type = FieldType(rawValue: name) }
+            if case .string(let name)? = tree["recordSyncType"], let finer = FieldType(rawValue: name) { type = WireForm.type(type: type, extensionType: finer) }
+            let byRule = try? FieldValue(json: tree["value"] ?? .null, type: type, numbersMayBeStrings: type != nil)
+            #expect(read == byRule || (read == nil && refused.contains(field)), "\(field)")
+            #expect((read != nil) == accepted.contains(field), "\(field)")
         }
     }
 
-    /// What the direct path declines goes through the tree, so the decoder's errors (which the
-    /// server turns into reasons) and its reading of error results are the tree's.
-    @Test func whatTheDirectPathDeclinesTheTreeDecides() throws {
-        let declined: [(String, any (Decodable & JSONDirectDecodable).Type)] = [
-            (#"{"records":[],"syncToken":"t","zoneID":{"zoneName":"Z"}}"#, ZoneChanges.self),
-            (#"{"moreComing":1,"records":[],"syncToken":"t","zoneID":{"zoneName":"Z"}}"#, ZoneChanges.self),
-            (#"{"records":[{"recordName":"x","serverErrorCode":"CONFLICT","reason":"stale","uuid":"u"}]}"#, RecordsResponse.self),
-            (#"{"records":[{"recordName":"x","fields":{"y":{"type":"INT64","value":"nine"}}}]}"#, RecordsResponse.self),
-            (#"{"operations":[{"operationType":"explode","record":{}}]}"#, ModifyRecordsRequest.self),
-            (#"{"operations":[{"operationType":"create"}]}"#, ModifyRecordsRequest.self),
-            (#"{"operations":[{"operationType":"create","record":{"fields":{"t":{"type":"NOPE","value":1}}}}]}"#, ModifyRecordsRequest.self),
-            (#"{"operations":[],"atomic":"yes"}"#, ModifyRecordsRequest.self),
-            (#"{"operations":[]} trailing"#, ModifyRecordsRequest.self),
-            (#"{"operations":[{"operationType":"create","record":{"recordName":"\ud800"}}]}"#, ModifyRecordsRequest.self),
-        ]
-        for (text, type) in declined {
-            var bytes = text
-            let direct: Bool = bytes.withUTF8 { buffer in
-                func attempt<T: JSONDirectDecodable>(_ type: T.Type) -> Bool { (try? JSONParser.decodeDirectly(type, from: buffer)) != nil }
-                return attempt(type)
+    /// Decoding errors have the kinds and coding paths `Codable` gives (the server turns them
+    /// into reasons such as "operations[1].operationType: unknown value 'x'"), whichever
+    /// decoder runs the reader; text that is not JSON is refused as such, whatever else is wrong.
+    @Test(arguments: [
+        (#"{"operations": [{"operationType": "create", "record": {}}, {"operationType": "x", "record": {}}]}"#, "dataCorrupted at operations.1.operationType"),
+        (#"{"operations": [{"record": {}}]}"#, "keyNotFound operationType at operations.0"),
+        (#"{"operations": [{"operationType": "create"}]}"#, "keyNotFound record at operations.0"),
+        (#"{"operations": [{"operationType": "create", "record": null}]}"#, "valueNotFound at operations.0.record"),
+        (#"{"operations": [{"operationType": null, "record": {}}]}"#, "valueNotFound at operations.0.operationType"),
+        (#"{"operations": [{"operationType": 5, "record": {}}]}"#, "typeMismatch at operations.0.operationType"),
+        (#"{"operations": [{"operationType": "create", "record": {"fields": {"a": {"value": 1, "type": "NOPE"}}}}]}"#, "dataCorrupted at operations.0.record.fields.a.type"),
+        (#"{"operations": [{"operationType": "create", "record": {"fields": {"a": 5}}}]}"#, "typeMismatch at operations.0.record.fields.a"),
+        (#"{"operations": [{"operationType": "create", "record": {"recordName": 7}}]}"#, "typeMismatch at operations.0.record.recordName"),
+        (#"{"operations": [{"operationType": "create", "record": {}, "desiredKeys": [1]}]}"#, "typeMismatch at operations.0.desiredKeys.0"),
+        (#"{"operations": null}"#, "valueNotFound at operations"),
+        (#"{"operations": {}}"#, "typeMismatch at operations"),
+        (#"{}"#, "keyNotFound operations at "),
+        (#"[]"#, "typeMismatch at "),
+        (#"{"operations": [], "atomic": "yes"}"#, "typeMismatch at atomic"),
+        (#"{"operations": [], "zoneID": {"ownerRecordName": "x"}}"#, "keyNotFound zoneName at zoneID"),
+        (#"{"operations": [], "zoneID": {"zoneName": null}}"#, "valueNotFound at zoneID.zoneName"),
+        // A repeated key's last value counts, a refused one included.
+        (#"{"operations": [], "atomic": "yes", "atomic": true}"#, "no error"),
+        (#"{"operations": [], "atomic": true, "atomic": "yes"}"#, "typeMismatch at atomic"),
+        // Not JSON: refused as such, even after another error.
+        (#"{"operations": [{"operationType": "x"}], "#, "dataCorrupted at "),
+        (#"{"operations": []} trailing"#, "dataCorrupted at "),
+        (#"{"operations": [{"operationType": "create", "record": {"recordName": "\ud800"}}]}"#, "dataCorrupted at "),
+    ])
+    func decodingErrorsNameTheOffendingPart(body: String, expected: String) {
+        func describe(_ error: any Error) -> String {
+            guard let error = error as? DecodingError else { return "not a DecodingError: \(error)" }
+            func path(_ keys: [any CodingKey]) -> String { keys.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".") }
+            switch error {
+            case .keyNotFound(let key, let context): return "keyNotFound \(key.stringValue) at \(path(context.codingPath))"
+            case .valueNotFound(_, let context): return "valueNotFound at \(path(context.codingPath))"
+            case .typeMismatch(_, let context): return "typeMismatch at \(path(context.codingPath))"
+            case .dataCorrupted(let context): return "dataCorrupted at \(path(context.codingPath))"
+            @unknown default: return "unknown"
             }
-            #expect(!direct, "accepted: \(text)")
-            func both<T: Decodable>(_ type: T.Type) -> (String, String) {
-                let viaData = Result { try JSONValueDecoder().decode(type, from: Data(text.utf8)) }
-                let viaTree = Result { try JSONValueDecoder().decodeThroughTree(type, from: Data(text.utf8)) }
-                return ("\(viaData)", "\(viaTree)")
-            }
-            let (viaData, viaTree) = both(type)
-            #expect(viaData == viaTree, "\(text)")
         }
-        // An error result is read as the error, as before.
-        let response = try JSONValueDecoder().decode(RecordsResponse.self, from: Data(#"{"records":[{"recordName":"x","serverErrorCode":"CONFLICT","reason":"stale","uuid":"u"}]}"#.utf8))
-        #expect(response.records.first?.error?.code == .conflict)
+        var read = "no error"
+        do { _ = try JSONValueDecoder().decode(ModifyRecordsRequest.self, from: Data(body.utf8)) } catch { read = describe(error) }
+        #expect(read == expected, "\(body)")
+        // Nested in another type, through the tree and through Foundation's decoder: the same path.
+        struct Wrapper: Decodable { var body: ModifyRecordsRequest }
+        guard expected != "no error", let tree = try? JSONValue.parse(body), let wrapped = try? JSONValue.object(["body": tree]).serialized() else { return }
+        var want = expected.replacingOccurrences(of: " at ", with: " at body.")
+        if want.hasSuffix(".") { want.removeLast() }
+        for decode in [{ try JSONValueDecoder().decode(Wrapper.self, from: wrapped) }, { try JSONDecoder().decode(Wrapper.self, from: wrapped) }] as [() throws -> Wrapper] {
+            var nested = "no error"
+            do { _ = try decode() } catch { nested = describe(error) }
+            #expect(nested == want, "\(body) nested")
+        }
     }
 
     /// Read by a client, a change page keeps each record's fields decoded and as the exact
-    /// text they arrived in; a page the direct path declines still decodes, without the text.
+    /// text they arrived in.
     @Test func aClientKeepsTheTextFieldsArrivedIn() throws {
         let fields = #"{ "title" : {"type":"STRING","value":"Lilies \u00e9"}, "year":{"type":"INT64","value":1906} }"#
         let text = #"{"moreComing":false,"records":[{"recordName":"w1","recordType":"Artwork","fields":\#(fields)},"#
@@ -227,7 +221,7 @@ import Testing
         // would read the first).
         let twice = try StoredZoneChanges.decode(Data(#"{"moreComing":false,"records":[{"recordName":"w","fields":{"a":{"type":"INT64","value":1},"a":{"type":"INT64","value":2}}}],"syncToken":"t","zoneID":{"zoneName":"Z"}}"#.utf8))
         #expect(twice.entries[0].record.fields == ["a": .int64(2)] && twice.entries[0].fieldsJSON == nil)
-        // A record result without a name is not for the direct path; the tree decides.
+        // A record without a name is refused.
         #expect(throws: DecodingError.self) { try StoredZoneChanges.decode(Data(#"{"moreComing":false,"records":[{}],"syncToken":"t","zoneID":{"zoneName":"Z"}}"#.utf8)) }
     }
 
@@ -267,6 +261,9 @@ import Testing
             let encoded = EncodedModifyRecordsRequest(operations: operations.map(EncodedOperation.init), zoneID: zoneID, atomic: atomic)
             #expect(try JSONValueEncoder().encode(encoded) == JSONValueEncoder().encode(ModifyRecordsRequest(operations: operations, zoneID: zoneID, atomic: atomic)))
             #expect(try JSONValueEncoder().encodeTree(encoded) == JSONValueEncoder().encodeTree(encoded.request))
+            let sorted = JSONEncoder()
+            sorted.outputFormatting = .sortedKeys
+            #expect(try sorted.encode(encoded) == sorted.encode(encoded.request))
         }
     }
 

@@ -17,12 +17,103 @@ func fuzzJSON(_ data: Data) {
     }
 }
 
+/// The reader of `records/modify` bodies (`Wire+Modify.swift`, reading the bytes) against this
+/// target's own reading of the same text, over the tree `JSONValue.parse` makes of it
+/// (`modifyRequest(_:)`, below, as Apple's reference describes the body). The two share only
+/// the parser's handling of strings and numbers and `WireForm`'s names: a member the reader
+/// drops, misreads or takes where it should refuse makes them differ.
 func fuzzModify(_ data: Data) {
-    let decoded = try? JSONValueDecoder().decode(ModifyRecordsRequest.self, from: data)
-    let direct = data.withUnsafeBytes { raw in
-        try? JSONParser.decodeDirectly(ModifyRecordsRequest.self, from: UnsafeBufferPointer(start: raw.baseAddress?.assumingMemoryBound(to: UInt8.self), count: raw.count))
+    let read = try? JSONValueDecoder().decode(ModifyRecordsRequest.self, from: data)
+    let expected = (try? JSONValue.parse(data)).flatMap(modifyRequest)
+    guard read == expected else {
+        fatalError("the reader read \(read.map { "\($0)" } ?? "nothing") where the reference reading gives \(expected.map { "\($0)" } ?? "nothing")")
     }
-    if let decoded, let direct, decoded != direct { fatalError("the direct decoder read another request") }
+}
+
+/// A `records/modify` body read from its tree, or `nil` if it is not one.
+private func modifyRequest(_ body: JSONValue) -> ModifyRecordsRequest? {
+    /// `.some(nil)` for absent or null, `nil` for a value of another kind.
+    func string(_ value: JSONValue?) -> String?? {
+        switch value {
+        case nil, .null?: return .some(nil)
+        case .string(let text)?: return .some(text)
+        default: return nil
+        }
+    }
+    func flag(_ value: JSONValue?) -> Bool?? {
+        switch value {
+        case nil, .null?: return .some(nil)
+        case .bool(let flag)?: return .some(flag)
+        default: return nil
+        }
+    }
+    func strings(_ value: JSONValue?) -> [String]?? {
+        switch value {
+        case nil, .null?: return .some(nil)
+        case .array(let elements)?:
+            var texts: [String] = []
+            for element in elements {
+                guard case .string(let text) = element else { return nil }
+                texts.append(text)
+            }
+            return .some(texts)
+        default: return nil
+        }
+    }
+    func zoneID(_ value: JSONValue?) -> ZoneID?? {
+        switch value {
+        case nil, .null?: return .some(nil)
+        case .object(let members)?:
+            guard case .string(let name)? = members["zoneName"], let owner = string(members["ownerRecordName"]) else { return nil }
+            return .some(ZoneID(zoneName: name, ownerRecordName: owner))
+        default: return nil
+        }
+    }
+    func field(_ value: JSONValue) -> RawFieldValue? {
+        guard case .object(let members) = value, let typeName = string(members["type"]) else { return nil }
+        var type: FieldType?
+        if let typeName {
+            guard let known = FieldType(rawValue: typeName) else { return nil }
+            type = known
+        }
+        var finer: FieldType?
+        if case .string(let name)? = members[WireForm.typeExtensionKey] { finer = FieldType(rawValue: name) }
+        return RawFieldValue(value: members["value"] ?? .null, type: WireForm.type(type: type, extensionType: finer))
+    }
+    func payload(_ value: JSONValue) -> RecordPayload? {
+        guard case .object(let members) = value, let name = string(members["recordName"]), let type = string(members["recordType"]),
+              let tag = string(members["recordChangeTag"]) else { return nil }
+        var fields: [String: RawFieldValue]?
+        switch members["fields"] {
+        case nil, .null?: break
+        case .object(let given)?:
+            var read: [String: RawFieldValue] = [:]
+            for (key, element) in given {
+                guard let value = field(element) else { return nil }
+                read[key] = value
+            }
+            fields = read
+        default: return nil
+        }
+        return RecordPayload(recordName: name, recordType: type, recordChangeTag: tag, fields: fields)
+    }
+    func operation(_ value: JSONValue) -> RecordOperation? {
+        guard case .object(let members) = value, case .string(let typeName)? = members["operationType"],
+              let type = OperationType(rawValue: typeName), let record = members["record"], record != .null,
+              let payload = payload(record), let keys = strings(members["desiredKeys"]) else { return nil }
+        return RecordOperation(type, payload, desiredKeys: keys)
+    }
+    guard case .object(let members) = body, case .array(let given)? = members["operations"],
+          let zone = zoneID(members["zoneID"]), let atomic = flag(members["atomic"]),
+          let keys = strings(members["desiredKeys"]), let numbersAsStrings = flag(members["numbersAsStrings"]) else { return nil }
+    var operations: [RecordOperation] = []
+    for element in given {
+        guard let read = operation(element) else { return nil }
+        operations.append(read)
+    }
+    var request = ModifyRecordsRequest(operations: operations, zoneID: zone, atomic: atomic, desiredKeys: keys)
+    request.numbersAsStrings = numbersAsStrings
+    return request
 }
 
 func fuzzQuery(_ data: Data) {

@@ -20,15 +20,13 @@ public struct JSONValueDecoder: Sendable {
     /// - Throws: `DecodingError.dataCorrupted` with an empty coding path when `data` is not
     ///   JSON (its underlying error is the ``JSONParseError``), else what decoding throws.
     ///
-    /// The hot wire types (records, change pages, modify requests and answers) are first read
-    /// straight from the bytes (`JSONDirectDecode+Wire.swift`); what that path does not accept
-    /// is decoded through the tree, so values and errors are the tree's either way.
+    /// The types with a hand-written reader (records, change pages, modify requests and
+    /// answers: `JSONDirect.swift`) are read straight from the bytes, with the same errors.
     public func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
-        if let direct = type as? any JSONDirectDecodable.Type,
-           let value = data.withUnsafeBytes({ raw in
-               try? JSONParser.decodeDirectly(direct, from: UnsafeBufferPointer(start: raw.baseAddress?.assumingMemoryBound(to: UInt8.self), count: raw.count))
-           }) {
-            return value as! T
+        if let direct = type as? any JSONDirectDecodable.Type {
+            return try data.withUnsafeBytes { raw in
+                try JSONWire.decode(direct, from: UnsafeBufferPointer(start: raw.baseAddress?.assumingMemoryBound(to: UInt8.self), count: raw.count))
+            } as! T
         }
         return try decodeThroughTree(type, from: data)
     }
@@ -97,7 +95,7 @@ final class TreeDecoder: Decoder {
         if type == Int.self { return try integer(value, Int.self, path) as! T }
         if type == Int64.self { return try integer(value, Int64.self, path) as! T }
         if type == Double.self { return try double(value, path) as! T }
-        if let tree = type as? any JSONTreeDecodable.Type { return try tree.init(jsonTree: value, path: path) as! T }
+        if let direct = type as? any JSONDirectDecodable.Type { return try JSONWire.decode(direct, from: value, path: path) as! T }
         return try T(from: TreeDecoder(value, path: path))
     }
 

@@ -12,7 +12,7 @@ public struct JSONValueEncoder: Sendable {
     /// `value` as a ``JSONValue``.
     public func encodeTree<T: Encodable>(_ value: T) throws -> JSONValue {
         if let json = value as? JSONValue { return json }
-        if let tree = value as? any JSONTreeEncodable { return try tree.jsonTree() }
+        if let direct = value as? any JSONDirectWritable { return try JSONWire.tree(of: direct) }
         let root = TreeNode()
         try value.encode(to: TreeEncoder(root, path: []))
         return root.resolved()
@@ -112,7 +112,7 @@ final class TreeEncoder: Encoder {
         case let number as Int: return .leaf(.int(Int64(number)))
         case let number as Int64: return .leaf(.int(number))
         case let number as Double: return .leaf(try double(number, path))
-        case let tree as any JSONTreeEncodable: return .leaf(try tree.jsonTree())
+        case let direct as any JSONDirectWritable: return .leaf(try JSONWire.tree(of: direct))
         default:
             let child = TreeNode()
             try value.encode(to: TreeEncoder(child, path: path))

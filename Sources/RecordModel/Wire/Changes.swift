@@ -37,7 +37,7 @@ public struct RecordChangesRequest: Sendable, Hashable, Codable {
 }
 
 /// One page of a zone's changes: changed records and tombstones (`deleted: true`), oldest first.
-public struct ZoneChanges: Sendable, Hashable, Codable {
+public struct ZoneChanges: Sendable, Hashable {
     public var zoneID: ZoneID
     public var records: [Record]
     /// The token to send next time; it covers exactly the changes in this page.
@@ -54,66 +54,6 @@ public struct ZoneChanges: Sendable, Hashable, Codable {
         self.syncToken = syncToken
         self.moreComing = moreComing
         self.includedRecords = includedRecords
-    }
-}
-
-extension ZoneChanges {
-    /// A `records/changes` answer in RecordSync's compact form (`recordSyncCompact`) put back in
-    /// CloudKit's form. Each record is an array, `[recordName, recordType, recordChangeTag,
-    /// created, modified, fields]` (`[recordName, recordType]` if deleted), and gets the
-    /// page's `zoneID`; each field gets its type's object from `recordSyncFieldTypes` with its
-    /// value in it; each stamp (`[timestamp, user]` or `[timestamp, user, deviceID]`) becomes
-    /// its object, the user named by position in `recordSyncUsers`; `null` stands for what a
-    /// record lacks. An answer in CloudKit's form comes back as it is; `nil` if the page is
-    /// not a well-formed compact page.
-    public static func expandingCompactPage(_ page: JSONValue) -> JSONValue? {
-        guard case .object(var members) = page else { return nil }
-        guard let types = members.removeValue(forKey: "recordSyncFieldTypes") else { return members["recordSyncUsers"] == nil ? page : nil }
-        guard case .object(let types) = types, case .array(let users)? = members.removeValue(forKey: "recordSyncUsers"),
-              case .array(let records)? = members["records"], let zoneID = members["zoneID"] else { return nil }
-        func stamp(_ value: JSONValue) -> JSONValue? {
-            guard case .array(let parts) = value, parts.count == 2 || parts.count == 3, case .int(let timestamp) = parts[0],
-                  case .int(let user) = parts[1], users.indices.contains(Int(user)), case .string = users[Int(user)] else { return nil }
-            var object: [String: JSONValue] = ["timestamp": .int(timestamp), "userRecordName": users[Int(user)]]
-            if parts.count == 3 {
-                guard case .string = parts[2] else { return nil }
-                object["deviceID"] = parts[2]
-            }
-            return .object(object)
-        }
-        var expanded: [JSONValue] = []
-        expanded.reserveCapacity(records.count)
-        for value in records {
-            // A tombstone has two positions, a record six or more (a later release may add some).
-            guard case .array(let parts) = value, parts.count == 2 || parts.count >= 6,
-                  case .string = parts[0], case .string(let type) = parts[1] else { return nil }
-            var record: [String: JSONValue] = ["recordName": parts[0], "recordType": parts[1], "zoneID": zoneID]
-            guard parts.count >= 6 else {
-                record["deleted"] = .bool(true)
-                expanded.append(.object(record))
-                continue
-            }
-            switch parts[2] {
-            case .null: break
-            case .string: record["recordChangeTag"] = parts[2]
-            default: return nil
-            }
-            for (key, part) in [("created", parts[3]), ("modified", parts[4])] where part != .null {
-                guard let object = stamp(part) else { return nil }
-                record[key] = object
-            }
-            guard case .object(let fields) = parts[5] else { return nil }
-            var typed: [String: JSONValue] = [:]
-            for (name, value) in fields {
-                guard case .object(var entry)? = types[type]?[name] else { return nil }
-                entry["value"] = value
-                typed[name] = .object(entry)
-            }
-            record["fields"] = .object(typed)
-            expanded.append(.object(record))
-        }
-        members["records"] = .array(expanded)
-        return .object(members)
     }
 }
 

@@ -1,16 +1,6 @@
 import Foundation
 
-extension RawFieldValue: Encodable {
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(value, forKey: .value)
-        if let type {
-            let wire = WireForm.type(type)
-            try container.encode(wire.type, forKey: .type)
-            try container.encodeIfPresent(wire.extensionType, forKey: .recordSyncType)
-        }
-    }
-
+extension RawFieldValue {
     /// The wire form of a typed value.
     public init(_ value: FieldValue) {
         self.init(value: value.json, type: value.type)
@@ -18,7 +8,7 @@ extension RawFieldValue: Encodable {
 }
 
 /// A record as a request carries it: fields whose type may be omitted.
-public struct RecordPayload: Sendable, Hashable, Codable {
+public struct RecordPayload: Sendable, Hashable {
     /// The record's name; a create without one gets a random UUID.
     public var recordName: String?
     /// The record's type; required for saves.
@@ -69,7 +59,7 @@ public enum OperationType: String, Sendable, Hashable, Codable, CaseIterable {
 }
 
 /// One operation of a `records/modify` request.
-public struct RecordOperation: Sendable, Hashable, Codable {
+public struct RecordOperation: Sendable, Hashable {
     public var operationType: OperationType
     public var record: RecordPayload
     /// Fields to return for this record (overrides the request's `desiredKeys`).
@@ -84,7 +74,7 @@ public struct RecordOperation: Sendable, Hashable, Codable {
 }
 
 /// The body of `records/modify`.
-public struct ModifyRecordsRequest: Sendable, Hashable, Codable {
+public struct ModifyRecordsRequest: Sendable, Hashable {
     public var operations: [RecordOperation]
     /// The zone of every record; `_defaultZone` when omitted.
     public var zoneID: ZoneID?
@@ -107,7 +97,7 @@ public struct ModifyRecordsRequest: Sendable, Hashable, Codable {
 
 /// The answer to `records/modify` (and `records/lookup`): one result per requested record, in
 /// request order.
-public struct RecordsResponse: Sendable, Hashable, Codable {
+public struct RecordsResponse: Sendable, Hashable {
     public var records: [RecordResult]
     /// Extension, `records/lookup` with `include`: the referenced records, targets before sources.
     public var includedRecords: [Record]?

@@ -300,7 +300,7 @@ public struct QueryRecordsRequest: Sendable, Hashable, Codable {
 }
 
 /// The answer to `records/query`.
-public struct QueryRecordsResponse: Sendable, Hashable, Codable {
+public struct QueryRecordsResponse: Sendable, Hashable {
     public var records: [Record]
     /// Present when more records remain; send it back to get them.
     public var continuationMarker: String?

@@ -62,35 +62,15 @@ public struct StoredZoneChanges: Sendable {
     /// Reads a `records/changes` answer, keeping each record's fields both decoded and as the
     /// text that carried them (a client cache stores that text as it is), or with
     /// `skimmingFields`, as that text and a summary of it (``Entry/fieldsSummary``) instead of
-    /// decoded. An answer the direct path does not take is decoded as a ``ZoneChanges``,
-    /// without the text.
+    /// decoded.
     ///
     /// - Throws: what decoding a ``ZoneChanges`` throws.
     package static func decode(_ data: Data, skimmingFields: Bool = false) throws -> StoredZoneChanges {
-        let direct = data.withUnsafeBytes { raw -> StoredZoneChanges? in
+        try data.withUnsafeBytes { raw in
             let bytes = UnsafeBufferPointer(start: raw.baseAddress?.assumingMemoryBound(to: UInt8.self), count: raw.count)
-            return skimmingFields ? (try? JSONParser.decodeDirectly(StoredZoneChangesText.Skimmed.self, from: bytes))?.page
-                : (try? JSONParser.decodeDirectly(StoredZoneChangesText.self, from: bytes))?.page
+            return skimmingFields ? try JSONWire.decode(StoredZoneChangesText.Skimmed.self, from: bytes).page
+                : try JSONWire.decode(StoredZoneChangesText.self, from: bytes).page
         }
-        if let direct { return direct }
-        return StoredZoneChanges(try JSONValueDecoder().decode(ZoneChanges.self, from: data))
-    }
-}
-
-extension Record {
-    /// Fields from the JSON text of their wire form (`{"NAME": {"type": …, "value": …}}`).
-    package static func fields(fromJSON text: String) throws -> [String: FieldValue] {
-        var text = text
-        if let stored = text.withUTF8({ try? JSONParser.decodeDirectly(StoredFields.self, from: $0) }) { return stored.fields }
-        return try JSONValueDecoder().decode([String: FieldValue].self, from: JSONValue.parse(text))
-    }
-}
-
-/// Encodes as the ``ZoneChanges`` it stands for; ``JSONValueEncoder`` writes it directly,
-/// copying stored field text.
-extension StoredZoneChanges: Encodable {
-    public func encode(to encoder: any Encoder) throws {
-        try decoded().encode(to: encoder)
     }
 }
 

@@ -1,208 +1,11 @@
 import Foundation
 
-// Direct JSON writing of the types every record passes through: bytes straight from the value,
-// keys in sorted order (except a change page's, see `changePage`), with no intermediate
-// ``JSONValue`` tree (whose dictionaries cost more than the writing). ``JSONValueEncoder/encode(_:)`` uses it for these types; `JSONTests` checks
-// that the output equals the `Codable` form.
+// The wire form of a page of zone changes (`records/changes`, one zone of `changes/zone`), in
+// CloudKit's form and in RecordSync's compact one (`recordSyncCompact`): the writer and reader
+// of each (see `JSONDirect.swift`), and what lets a client ask for the next page before it has
+// read this one (``StoredZoneChanges/continuation(of:)``).
 
-/// A type that writes its own JSON (keys sorted, compact).
-protocol JSONDirectWritable {
-    func write(to writer: inout JSONWriter) throws
-}
-
-extension JSONWriter {
-    /// Writes `,` unless this is the first member, then `"key":`.
-    mutating func key(_ key: StaticString, first: inout Bool) {
-        if !first { bytes.append(UInt8(ascii: ",")) }
-        first = false
-        bytes.append(UInt8(ascii: "\""))
-        bytes.append(contentsOf: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
-        bytes.append(UInt8(ascii: "\""))
-        bytes.append(UInt8(ascii: ":"))
-    }
-
-    mutating func open() { bytes.append(UInt8(ascii: "{")) }
-    mutating func close() { bytes.append(UInt8(ascii: "}")) }
-
-    mutating func array<C: Collection>(_ elements: C, _ each: (inout JSONWriter, C.Element) throws -> Void) rethrows {
-        bytes.append(UInt8(ascii: "["))
-        var first = true
-        for element in elements {
-            if !first { bytes.append(UInt8(ascii: ",")) }
-            first = false
-            try each(&self, element)
-        }
-        bytes.append(UInt8(ascii: "]"))
-    }
-
-    /// An object of `values` by name, names sorted.
-    mutating func sortedObject<V>(_ values: [String: V], _ each: (inout JSONWriter, V) throws -> Void) rethrows {
-        bytes.append(UInt8(ascii: "{"))
-        var first = true
-        for (name, value) in values.sorted(by: { $0.key < $1.key }) {
-            if !first { bytes.append(UInt8(ascii: ",")) }
-            first = false
-            writeString(name)
-            bytes.append(UInt8(ascii: ":"))
-            try each(&self, value)
-        }
-        bytes.append(UInt8(ascii: "}"))
-    }
-}
-
-extension ZoneID: JSONDirectWritable {
-    func write(to writer: inout JSONWriter) {
-        var first = true
-        writer.open()
-        if let ownerRecordName { writer.key("ownerRecordName", first: &first); writer.writeString(ownerRecordName) }
-        writer.key("zoneName", first: &first); writer.writeString(zoneName)
-        writer.close()
-    }
-}
-
-extension Stamp: JSONDirectWritable {
-    func write(to writer: inout JSONWriter) {
-        var first = true
-        writer.open()
-        if let deviceID { writer.key("deviceID", first: &first); writer.writeString(deviceID) }
-        writer.key("timestamp", first: &first); writer.bytes.append(contentsOf: String(timestamp).utf8)
-        writer.key("userRecordName", first: &first); writer.writeString(userRecordName)
-        writer.close()
-    }
-}
-
-extension FieldValue: JSONDirectWritable {
-    func write(to writer: inout JSONWriter) throws {
-        var first = true
-        writer.open()
-        let wire = WireForm.type(type)
-        if let extensionType = wire.extensionType { writer.key("recordSyncType", first: &first); writer.writeString(extensionType.rawValue) }
-        writer.key("type", first: &first); writer.writeString(wire.type.rawValue)
-        writer.key("value", first: &first); try writeValue(to: &writer)
-        writer.close()
-    }
-
-    /// Writes ``json`` (the same bytes), without building it for the common types.
-    private func writeValue(to writer: inout JSONWriter) throws {
-        switch self {
-        case .string(let value):
-            writer.writeString(value)
-        case .int64(let value) where writer.numbersAsStrings:
-            writer.writeString(String(value))
-        case .int64(let value), .timestamp(let value):
-            writer.bytes.append(contentsOf: String(value).utf8)
-        case .double(let value) where writer.numbersAsStrings:
-            var number = JSONWriter()
-            try number.write(.double(value))
-            writer.writeString(String(decoding: number.bytes, as: UTF8.self))
-        case .double(let value):
-            try writer.write(.double(value))
-        case .boolean(let value):
-            writer.bytes.append(value ? UInt8(ascii: "1") : UInt8(ascii: "0"))
-        case .reference(let value) where value.zoneID == nil:
-            var first = true
-            writer.open()
-            let action = WireForm.wire(value.action)
-            writer.key("action", first: &first); writer.writeString(action.action)
-            writer.key("recordName", first: &first); writer.writeString(value.recordName)
-            if let finer = action.extension { writer.key("recordSyncAction", first: &first); writer.writeString(finer) }
-            writer.close()
-        case .list(_, let elements):
-            try writer.array(elements) { try $1.writeValue(to: &$0) }
-        case .asset(let value):
-            if let links = writer.assetLinks, let asset = StoredAsset(value) {
-                try writer.write(asset.wireJSON(links.link))
-            } else {
-                try writer.write(value)
-            }
-        default:
-            try writer.write(json)
-        }
-    }
-}
-
-extension RawFieldValue: JSONDirectWritable {
-    func write(to writer: inout JSONWriter) throws {
-        var first = true
-        writer.open()
-        if let type {
-            let wire = WireForm.type(type)
-            if let extensionType = wire.extensionType { writer.key("recordSyncType", first: &first); writer.writeString(extensionType.rawValue) }
-            writer.key("type", first: &first); writer.writeString(wire.type.rawValue)
-        }
-        writer.key("value", first: &first); try writer.write(value)
-        writer.close()
-    }
-}
-
-extension Record: JSONDirectWritable {
-    func write(to writer: inout JSONWriter) throws {
-        try write(to: &writer, cascadedRecordNames: nil)
-    }
-
-    /// `fieldsJSON`, when given, is written as the record's fields instead of ``fields``: the
-    /// stored wire form, copied as is (see ``StoredZoneChanges``).
-    func write(to writer: inout JSONWriter, cascadedRecordNames: [String]?, fieldsJSON: String? = nil) throws {
-        try write(to: &writer, cascadedRecordNames: cascadedRecordNames, withZoneID: true) { writer in
-            try writeFields(to: &writer, fieldsJSON: fieldsJSON)
-        }
-    }
-
-    /// The record's fields in their wire form: `fieldsJSON` as is, or else ``fields``.
-    func writeFields(to writer: inout JSONWriter, fieldsJSON: String?) throws {
-        if let fieldsJSON {
-            writer.bytes.append(contentsOf: fieldsJSON.utf8)
-        } else {
-            try writer.sortedObject(fields) { try $1.write(to: &$0) }
-        }
-    }
-
-    /// The record with its fields written by `writeFields`, and its `zoneID` only `withZoneID`.
-    func write(to writer: inout JSONWriter, cascadedRecordNames: [String]?, withZoneID: Bool,
-               fields writeFields: (inout JSONWriter) throws -> Void) throws {
-        var first = true
-        writer.open()
-        if let cascadedRecordNames {
-            writer.key("cascadedRecordNames", first: &first)
-            writer.array(cascadedRecordNames) { $0.writeString($1) }
-        }
-        if !deleted, let created { writer.key("created", first: &first); created.write(to: &writer) }
-        if deleted { writer.key("deleted", first: &first); writer.bytes.append(contentsOf: "true".utf8) }
-        if !deleted {
-            writer.key("fields", first: &first)
-            try writeFields(&writer)
-            if let modified { writer.key("modified", first: &first); modified.write(to: &writer) }
-            if let recordChangeTag { writer.key("recordChangeTag", first: &first); writer.writeString(recordChangeTag) }
-        }
-        writer.key("recordName", first: &first); writer.writeString(recordName)
-        writer.key("recordType", first: &first); writer.writeString(recordType)
-        if withZoneID, let zoneID { writer.key("zoneID", first: &first); zoneID.write(to: &writer) }
-        writer.close()
-    }
-}
-
-extension RecordResult: JSONDirectWritable {
-    func write(to writer: inout JSONWriter) throws {
-        switch self {
-        case .success(let record, let cascaded): try record.write(to: &writer, cascadedRecordNames: cascaded)
-        case .failure: try writer.write(try jsonTree())
-        }
-    }
-}
-
-extension RecordsResponse: JSONDirectWritable {
-    func write(to writer: inout JSONWriter) throws {
-        var first = true
-        writer.open()
-        if let includedRecords {
-            writer.key("includedRecords", first: &first)
-            try writer.array(includedRecords) { try $1.write(to: &$0) }
-        }
-        writer.key("records", first: &first)
-        try writer.array(records) { try $1.write(to: &$0) }
-        writer.close()
-    }
-}
+// MARK: - Writing
 
 extension JSONWriter {
     /// A page of zone changes; `records` writes the records array.
@@ -217,7 +20,7 @@ extension JSONWriter {
                              includedRecords: [Record]?, records: (inout JSONWriter) throws -> Void) throws {
         var first = true
         open()
-        key("moreComing", first: &first); bytes.append(contentsOf: (moreComing ? "true" : "false").utf8)
+        key("moreComing", first: &first); writeBool(moreComing)
         key("syncToken", first: &first); writeString(syncToken)
         key("zoneID", first: &first); zoneID.write(to: &self)
         if let compact {
@@ -236,15 +39,10 @@ extension JSONWriter {
     }
 }
 
-extension ZoneChanges: JSONDirectWritable {
-    func write(to writer: inout JSONWriter) throws {
-        try writer.changePage(moreComing: moreComing, syncToken: syncToken, zoneID: zoneID, includedRecords: includedRecords) { writer in
-            try writer.array(records) { try $1.write(to: &$0) }
-        }
-    }
-}
+extension StoredZoneChanges: Encodable, JSONDirectWritable {
+    public func encode(to encoder: any Encoder) throws { try JSONWire.encode(self, to: encoder) }
 
-extension StoredZoneChanges: JSONDirectWritable {
+    /// CloudKit's form, records' stored fields text copied as is; or the compact form.
     func write(to writer: inout JSONWriter) throws {
         // A page the compact form cannot hold (see compactRecords) is written in CloudKit's form.
         if compact, let page = try? compactRecords(like: writer) {
@@ -515,113 +313,211 @@ extension JSONParser {
     }
 }
 
-extension QueryRecordsResponse: JSONDirectWritable {
+// MARK: - Reading
+
+extension ZoneChanges: Codable, JSONDirectWritable, JSONDirectDecodable {
+    public init(from decoder: any Decoder) throws { self = try JSONWire.decode(Self.self, from: decoder) }
+    public func encode(to encoder: any Encoder) throws { try JSONWire.encode(self, to: encoder) }
+
     func write(to writer: inout JSONWriter) throws {
-        var first = true
-        writer.open()
-        if let continuationMarker { writer.key("continuationMarker", first: &first); writer.writeString(continuationMarker) }
-        if let includedRecords {
-            writer.key("includedRecords", first: &first)
-            try writer.array(includedRecords) { try $1.write(to: &$0) }
-        }
-        writer.key("records", first: &first)
-        try writer.array(records) { try $1.write(to: &$0) }
-        writer.close()
-    }
-}
-
-extension RecordPayload: JSONDirectWritable {
-    func write(to writer: inout JSONWriter) throws {
-        var first = true
-        writer.open()
-        if let fields { writer.key("fields", first: &first); try writer.sortedObject(fields) { try $1.write(to: &$0) } }
-        if let recordChangeTag { writer.key("recordChangeTag", first: &first); writer.writeString(recordChangeTag) }
-        if let recordName { writer.key("recordName", first: &first); writer.writeString(recordName) }
-        if let recordType { writer.key("recordType", first: &first); writer.writeString(recordType) }
-        writer.close()
-    }
-}
-
-extension RecordOperation: JSONDirectWritable {
-    func write(to writer: inout JSONWriter) throws {
-        var first = true
-        writer.open()
-        if let desiredKeys { writer.key("desiredKeys", first: &first); writer.array(desiredKeys) { $0.writeString($1) } }
-        writer.key("operationType", first: &first); writer.writeString(operationType.rawValue)
-        writer.key("record", first: &first); try record.write(to: &writer)
-        writer.close()
-    }
-}
-
-/// An operation with its JSON, encoded once: the client sizes each operation against its
-/// request limits and then sends those same bytes.
-package struct EncodedOperation: Sendable {
-    package let operation: RecordOperation
-    /// The operation's JSON; empty when it could not be encoded (see ``failure``).
-    package let json: [UInt8]
-    /// Why the operation could not be encoded (a non-finite number, say), or `nil`.
-    package let failure: String?
-
-    package init(_ operation: RecordOperation) {
-        var writer = JSONWriter()
-        self.operation = operation
-        do {
-            try operation.write(to: &writer)
-            self.json = writer.bytes
-            self.failure = nil
-        } catch {
-            self.json = []
-            self.failure = "\(error)"
+        try writer.changePage(moreComing: moreComing, syncToken: syncToken, zoneID: zoneID, includedRecords: includedRecords) { writer in
+            try writer.array(records) { try $1.write(to: &$0) }
         }
     }
+
+    /// `{"includedRecords"?, "moreComing", "records", "syncToken", "zoneID"}`, in any order.
+    init(direct parser: inout JSONParser) throws {
+        let page = try StoredZoneChangesText.page(&parser, keepingFieldsText: false)
+        self.init(zoneID: page.zoneID, records: page.entries.map(\.record), syncToken: page.syncToken, moreComing: page.moreComing,
+                  includedRecords: page.includedRecords)
+    }
 }
 
-/// A `records/modify` body whose operations are already encoded; written as the
-/// ``ModifyRecordsRequest`` it stands for, byte for byte.
-package struct EncodedModifyRecordsRequest: Sendable, Encodable, JSONDirectWritable {
-    package var operations: [EncodedOperation]
-    package var zoneID: ZoneID?
-    package var atomic: Bool?
+/// A `records/changes` answer whose records keep the text of their fields as it arrived.
+struct StoredZoneChangesText: JSONDirectDecodable {
+    var page: StoredZoneChanges
 
-    package init(operations: [EncodedOperation], zoneID: ZoneID?, atomic: Bool?) {
-        self.operations = operations
-        self.zoneID = zoneID
-        self.atomic = atomic
+    init(direct parser: inout JSONParser) throws {
+        page = try Self.page(&parser, keepingFieldsText: true)
     }
 
-    /// The request it stands for.
-    package var request: ModifyRecordsRequest {
-        ModifyRecordsRequest(operations: operations.map(\.operation), zoneID: zoneID, atomic: atomic)
-    }
+    /// A `records/changes` answer whose records keep their fields only as text and a summary.
+    struct Skimmed: JSONDirectDecodable {
+        var page: StoredZoneChanges
 
-    package func encode(to encoder: any Encoder) throws {
-        try request.encode(to: encoder)
-    }
-
-    func write(to writer: inout JSONWriter) throws {
-        if let failure = operations.lazy.compactMap(\.failure).first {
-            throw EncodingError.invalidValue(operations, .init(codingPath: [], debugDescription: failure))
+        init(direct parser: inout JSONParser) throws {
+            page = try StoredZoneChangesText.page(&parser, keepingFieldsText: true, skimmingFields: true)
         }
-        var first = true
-        writer.open()
-        if let atomic { writer.key("atomic", first: &first); writer.bytes.append(contentsOf: (atomic ? "true" : "false").utf8) }
-        writer.key("operations", first: &first)
-        writer.array(operations) { $0.bytes.append(contentsOf: $1.json) }
-        if let zoneID { writer.key("zoneID", first: &first); zoneID.write(to: &writer) }
-        writer.close()
+    }
+
+    /// A change page (`zoneID`, `records`, `syncToken` and `moreComing` required); with
+    /// `keepingFieldsText`, each record's fields also as the text they arrived in, and with
+    /// `skimmingFields` only as that text and its summary.
+    static func page(_ parser: inout JSONParser, keepingFieldsText: Bool, skimmingFields: Bool = false) throws -> StoredZoneChanges {
+        var zoneID: ZoneID?, entries: [StoredZoneChanges.Entry]?, token: String?, more: Bool?, included: [Record]?
+        try parser.forEachMember { parser, key in
+            switch key {
+            case "zoneID": zoneID = try ZoneID(direct: &parser)
+            case "includedRecords": included = try parser.takeNull() ? nil : try parser.directArray(of: Record.self)
+            case "records":
+                var read: [StoredZoneChanges.Entry] = []
+                try parser.forEachElement { parser in
+                    let (record, _, text, summary) = try Record.direct(&parser, asResult: false, keepingFieldsText: keepingFieldsText,
+                                                                      skimmingFields: skimmingFields)
+                    var entry = StoredZoneChanges.Entry(record: record, fieldsJSON: text)
+                    entry.fieldsSummary = summary
+                    read.append(entry)
+                }
+                entries = read
+            case "syncToken": token = try parser.directString()
+            case "moreComing": more = try parser.directBool()
+            default: try parser.skipValue()
+            }
+        }
+        guard let zoneID else { throw DecodingError.missing("zoneID") }
+        guard let entries else { throw DecodingError.missing("records") }
+        guard let token else { throw DecodingError.missing("syncToken") }
+        guard let more else { throw DecodingError.missing("moreComing") }
+        return StoredZoneChanges(zoneID: zoneID, entries: entries, syncToken: token, moreComing: more, includedRecords: included)
     }
 }
 
-extension ModifyRecordsRequest: JSONDirectWritable {
-    func write(to writer: inout JSONWriter) throws {
-        var first = true
-        writer.open()
-        if let atomic { writer.key("atomic", first: &first); writer.bytes.append(contentsOf: (atomic ? "true" : "false").utf8) }
-        if let desiredKeys { writer.key("desiredKeys", first: &first); writer.array(desiredKeys) { $0.writeString($1) } }
-        if let numbersAsStrings { writer.key("numbersAsStrings", first: &first); writer.bytes.append(contentsOf: (numbersAsStrings ? "true" : "false").utf8) }
-        writer.key("operations", first: &first)
-        try writer.array(operations) { try $1.write(to: &$0) }
-        if let zoneID { writer.key("zoneID", first: &first); zoneID.write(to: &writer) }
-        writer.close()
+extension StoredZoneChanges {
+    /// The `syncToken` and `moreComing` of a `records/changes` answer, found without decoding
+    /// its records, so the next page can be asked for while this one is decoded. RecordSync's
+    /// server writes both before the records, and reading stops there; in another order, the
+    /// records are stepped over by structure. `nil` when the text does not read as such an
+    /// answer; a text that yields a continuation here may still fail ``decode(_:)`` or decode
+    /// to another token (the sync engine checks that it does not).
+    package static func continuation(of data: Data) -> (syncToken: String, moreComing: Bool)? {
+        data.withUnsafeBytes { raw -> (syncToken: String, moreComing: Bool)? in
+            guard let base = raw.baseAddress else { return nil }
+            var parser = JSONParser(bytes: UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: raw.count))
+            var token: String?, more: Bool?
+            /// Both were read: the rest (RecordSync writes them before the records) is not.
+            struct Found: Error {}
+            do {
+                try parser.forEachMember { parser, key in
+                    switch key {
+                    case "syncToken": token = try parser.directString()
+                    case "moreComing": more = try parser.directBool()
+                    default: try parser.skipValueStructurally()
+                    }
+                    if token != nil, more != nil { throw Found() }
+                }
+            } catch is Found {
+            } catch {
+                return nil
+            }
+            guard let token, let more else { return nil }
+            return (token, more)
+        }
+    }
+}
+
+extension JSONParser {
+    /// Steps over one value by its structure alone (strings and nesting), building nothing and
+    /// checking little: for finding a later member quickly, and for the members of a field the
+    /// client's skim leaves as text. Whoever needs the value decodes the text properly.
+    mutating func skipValueStructurally() throws {
+        var depth = 0
+        skipWhitespace()
+        while index < bytes.count {
+            switch bytes[index] {
+            case UInt8(ascii: "\""):
+                index += 1
+                while true {
+                    guard index < bytes.count else { throw error("unexpected end of the text in a string") }
+                    let next = bytes[index]
+                    index += next == UInt8(ascii: "\\") ? 2 : 1
+                    if next == UInt8(ascii: "\"") { break }
+                }
+                if depth == 0 { return }
+            case UInt8(ascii: "{"), UInt8(ascii: "["):
+                depth += 1
+                index += 1
+            case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                guard depth > 0 else { throw error("unexpected '\(Unicode.Scalar(bytes[index]))'") }
+                depth -= 1
+                index += 1
+                if depth == 0 { return }
+            case UInt8(ascii: ","), UInt8(ascii: ":"), UInt8(ascii: " "), UInt8(ascii: "\n"), UInt8(ascii: "\r"), UInt8(ascii: "\t"):
+                guard depth > 0 else { return }
+                index += 1
+            default:
+                // A scalar (number, true, false, null): up to the next delimiter.
+                index += 1
+                if depth == 0 {
+                    while index < bytes.count, !Self.delimiters.contains(bytes[index]) { index += 1 }
+                    return
+                }
+            }
+        }
+        throw error("unexpected end of the text")
+    }
+
+    private static let delimiters: Set<UInt8> = [UInt8(ascii: ","), UInt8(ascii: "}"), UInt8(ascii: "]"), UInt8(ascii: " "),
+                                                 UInt8(ascii: "\n"), UInt8(ascii: "\r"), UInt8(ascii: "\t")]
+}
+
+// MARK: - The compact form read back
+
+extension ZoneChanges {
+    /// A `records/changes` answer in RecordSync's compact form (`recordSyncCompact`) put back in
+    /// CloudKit's form. Each record is an array, `[recordName, recordType, recordChangeTag,
+    /// created, modified, fields]` (`[recordName, recordType]` if deleted), and gets the
+    /// page's `zoneID`; each field gets its type's object from `recordSyncFieldTypes` with its
+    /// value in it; each stamp (`[timestamp, user]` or `[timestamp, user, deviceID]`) becomes
+    /// its object, the user named by position in `recordSyncUsers`; `null` stands for what a
+    /// record lacks. An answer in CloudKit's form comes back as it is; `nil` if the page is
+    /// not a well-formed compact page.
+    public static func expandingCompactPage(_ page: JSONValue) -> JSONValue? {
+        guard case .object(var members) = page else { return nil }
+        guard let types = members.removeValue(forKey: "recordSyncFieldTypes") else { return members["recordSyncUsers"] == nil ? page : nil }
+        guard case .object(let types) = types, case .array(let users)? = members.removeValue(forKey: "recordSyncUsers"),
+              case .array(let records)? = members["records"], let zoneID = members["zoneID"] else { return nil }
+        func stamp(_ value: JSONValue) -> JSONValue? {
+            guard case .array(let parts) = value, parts.count == 2 || parts.count == 3, case .int(let timestamp) = parts[0],
+                  case .int(let user) = parts[1], users.indices.contains(Int(user)), case .string = users[Int(user)] else { return nil }
+            var object: [String: JSONValue] = ["timestamp": .int(timestamp), "userRecordName": users[Int(user)]]
+            if parts.count == 3 {
+                guard case .string = parts[2] else { return nil }
+                object["deviceID"] = parts[2]
+            }
+            return .object(object)
+        }
+        var expanded: [JSONValue] = []
+        expanded.reserveCapacity(records.count)
+        for value in records {
+            // A tombstone has two positions, a record six or more (a later release may add some).
+            guard case .array(let parts) = value, parts.count == 2 || parts.count >= 6,
+                  case .string = parts[0], case .string(let type) = parts[1] else { return nil }
+            var record: [String: JSONValue] = ["recordName": parts[0], "recordType": parts[1], "zoneID": zoneID]
+            guard parts.count >= 6 else {
+                record["deleted"] = .bool(true)
+                expanded.append(.object(record))
+                continue
+            }
+            switch parts[2] {
+            case .null: break
+            case .string: record["recordChangeTag"] = parts[2]
+            default: return nil
+            }
+            for (key, part) in [("created", parts[3]), ("modified", parts[4])] where part != .null {
+                guard let object = stamp(part) else { return nil }
+                record[key] = object
+            }
+            guard case .object(let fields) = parts[5] else { return nil }
+            var typed: [String: JSONValue] = [:]
+            for (name, value) in fields {
+                guard case .object(var entry)? = types[type]?[name] else { return nil }
+                entry["value"] = value
+                typed[name] = .object(entry)
+            }
+            record["fields"] = .object(typed)
+            expanded.append(.object(record))
+        }
+        members["records"] = .array(expanded)
+        return .object(members)
     }
 }

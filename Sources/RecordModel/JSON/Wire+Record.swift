@@ -1,0 +1,363 @@
+import Foundation
+
+// The wire form of a record and what it holds (zone IDs, stamps, fields) and of a per-record
+// result: each type's one reader beside its one writer (see `JSONDirect.swift`). Writers put
+// keys in sorted order; readers take keys in any order and step over unknown ones.
+
+// MARK: - ZoneID
+
+extension ZoneID: Codable, JSONDirectWritable, JSONDirectDecodable {
+    public init(from decoder: any Decoder) throws { self = try JSONWire.decode(Self.self, from: decoder) }
+    public func encode(to encoder: any Encoder) throws { try JSONWire.encode(self, to: encoder) }
+
+    /// `{"ownerRecordName"?, "zoneName"}`.
+    func write(to writer: inout JSONWriter) {
+        var first = true
+        writer.open()
+        if let ownerRecordName { writer.key("ownerRecordName", first: &first); writer.writeString(ownerRecordName) }
+        writer.key("zoneName", first: &first); writer.writeString(zoneName)
+        writer.close()
+    }
+
+    init(direct parser: inout JSONParser) throws {
+        var zoneName: String?, nameIsNull = false, owner: String?
+        try parser.forEachMember { parser, key in
+            switch key {
+            case "zoneName": zoneName = try parser.directOptionalString(); nameIsNull = zoneName == nil
+            case "ownerRecordName": owner = try parser.directOptionalString()
+            default: try parser.skipValue()
+            }
+        }
+        guard let zoneName else { throw nameIsNull ? DecodingError.null(String.self, at: "zoneName") : DecodingError.missing("zoneName") }
+        self.init(zoneName: zoneName, ownerRecordName: owner)
+    }
+}
+
+// MARK: - Stamp
+
+extension Stamp: Codable, JSONDirectWritable, JSONDirectDecodable {
+    public init(from decoder: any Decoder) throws { self = try JSONWire.decode(Self.self, from: decoder) }
+    public func encode(to encoder: any Encoder) throws { try JSONWire.encode(self, to: encoder) }
+
+    /// `{"deviceID"?, "timestamp", "userRecordName"}`.
+    func write(to writer: inout JSONWriter) {
+        var first = true
+        writer.open()
+        if let deviceID { writer.key("deviceID", first: &first); writer.writeString(deviceID) }
+        writer.key("timestamp", first: &first); writer.bytes.append(contentsOf: String(timestamp).utf8)
+        writer.key("userRecordName", first: &first); writer.writeString(userRecordName)
+        writer.close()
+    }
+
+    init(direct parser: inout JSONParser) throws {
+        var timestamp: Int64?, user: String?, device: String?
+        try parser.forEachMember { parser, key in
+            switch key {
+            case "timestamp": timestamp = try parser.directInt64()
+            case "userRecordName": user = try parser.directString()
+            case "deviceID": device = try parser.directOptionalString()
+            default: try parser.skipValue()
+            }
+        }
+        guard let timestamp else { throw DecodingError.missing("timestamp") }
+        guard let user else { throw DecodingError.missing("userRecordName") }
+        self.init(timestamp: timestamp, userRecordName: user, deviceID: device)
+    }
+}
+
+// MARK: - Fields
+
+extension RawFieldValue: Codable, JSONDirectWritable, JSONDirectDecodable {
+    public init(from decoder: any Decoder) throws { self = try JSONWire.decode(Self.self, from: decoder) }
+    public func encode(to encoder: any Encoder) throws { try JSONWire.encode(self, to: encoder) }
+
+    /// `{"recordSyncType"?, "type"?, "value"}`: Apple's type, and RecordSync's finer one
+    /// beside it where they differ (``WireForm/type(_:)``).
+    func write(to writer: inout JSONWriter) throws {
+        var first = true
+        writer.open()
+        if let type { writeType(type, to: &writer, first: &first) }
+        writer.key("value", first: &first); try writer.write(value)
+        writer.close()
+    }
+
+    /// `{"value": …, "type"?: …, "recordSyncType"?: …}`, in any order: `value` as it is (absent
+    /// is null), the type a known name or null, `recordSyncType` read when RecordSync knows it.
+    init(direct parser: inout JSONParser) throws {
+        var value = JSONValue.null, type: FieldType?, extensionType: FieldType?
+        try parser.forEachMember { parser, key in
+            switch key {
+            case "value": value = try parser.anyValue()
+            case "type": type = try parser.directFieldType()
+            case WireForm.typeExtensionKey: extensionType = try parser.directExtensionType()
+            default: try parser.skipValue()
+            }
+        }
+        self.init(value: value, type: WireForm.type(type: type, extensionType: extensionType))
+    }
+}
+
+/// Writes the `recordSyncType` and `type` members of a field of `type`.
+private func writeType(_ type: FieldType, to writer: inout JSONWriter, first: inout Bool) {
+    let wire = WireForm.type(type)
+    if let extensionType = wire.extensionType { writer.key("recordSyncType", first: &first); writer.writeString(extensionType.rawValue) }
+    writer.key("type", first: &first); writer.writeString(wire.type.rawValue)
+}
+
+extension FieldValue: Codable, JSONDirectWritable, JSONDirectDecodable {
+    public init(from decoder: any Decoder) throws { self = try JSONWire.decode(Self.self, from: decoder) }
+    public func encode(to encoder: any Encoder) throws { try JSONWire.encode(self, to: encoder) }
+
+    /// `{"recordSyncType"?, "type", "value"}`, the value as ``json`` gives it with the
+    /// answer's options: with ``WireForm/numbersAsStrings``, `INT64` and `DOUBLE` values as
+    /// strings; with ``WireForm/assetLinks``, stored assets with their download links.
+    func write(to writer: inout JSONWriter) throws {
+        var first = true
+        writer.open()
+        writeType(type, to: &writer, first: &first)
+        writer.key("value", first: &first); try writeValue(to: &writer)
+        writer.close()
+    }
+
+    private func writeValue(to writer: inout JSONWriter) throws {
+        switch self {
+        case .string(let value):
+            writer.writeString(value)
+        case .int64(let value) where writer.numbersAsStrings:
+            writer.writeString(String(value))
+        case .int64(let value), .timestamp(let value):
+            writer.bytes.append(contentsOf: String(value).utf8)
+        case .double(let value) where writer.numbersAsStrings:
+            var number = JSONWriter(storing: ())
+            try number.write(.double(value))
+            writer.writeString(String(decoding: number.bytes, as: UTF8.self))
+        case .list(_, let elements):
+            try writer.array(elements) { try $1.writeValue(to: &$0) }
+        case .asset(let value):
+            if let links = writer.assetLinks, let asset = StoredAsset(value) {
+                try writer.write(asset.wireJSON(links.link))
+            } else {
+                try writer.write(value)
+            }
+        default:
+            try writer.write(json)
+        }
+    }
+
+    /// A field as ``RawFieldValue`` reads it, its value read by ``init(json:type:numbersMayBeStrings:)``
+    /// (numbers may be strings only when the field gives its type).
+    init(direct parser: inout JSONParser) throws {
+        let raw = try RawFieldValue(direct: &parser)
+        do {
+            self = try FieldValue(json: raw.value, type: raw.type, numbersMayBeStrings: raw.type != nil)
+        } catch let error as RecordSyncError {
+            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: error.reason))
+        }
+    }
+}
+
+/// The `fields` object of a record as stored.
+struct StoredFields: JSONDirectDecodable {
+    var fields: [String: FieldValue]
+
+    init(direct parser: inout JSONParser) throws {
+        fields = try parser.directDictionary(of: FieldValue.self)
+    }
+}
+
+extension Record {
+    /// Fields from the JSON text of their wire form (`{"NAME": {"type": …, "value": …}}`).
+    package static func fields(fromJSON text: String) throws -> [String: FieldValue] {
+        var text = text
+        return try text.withUTF8 { try JSONWire.decode(StoredFields.self, from: $0) }.fields
+    }
+}
+
+// MARK: - Record
+
+extension Record: Codable, JSONDirectWritable, JSONDirectDecodable {
+    public init(from decoder: any Decoder) throws { self = try JSONWire.decode(Self.self, from: decoder) }
+    public func encode(to encoder: any Encoder) throws { try JSONWire.encode(self, to: encoder) }
+
+    /// `{"cascadedRecordNames"?, "created"?, "deleted"?, "fields", "modified"?,
+    /// "recordChangeTag"?, "recordName", "recordType", "zoneID"?}`; a deleted record has no
+    /// fields, stamps or tag.
+    func write(to writer: inout JSONWriter) throws {
+        try write(to: &writer, cascadedRecordNames: nil)
+    }
+
+    /// `fieldsJSON`, when given, is written as the record's fields instead of ``fields``: the
+    /// stored wire form, copied as is (see ``StoredZoneChanges``).
+    func write(to writer: inout JSONWriter, cascadedRecordNames: [String]?, fieldsJSON: String? = nil) throws {
+        try write(to: &writer, cascadedRecordNames: cascadedRecordNames, withZoneID: true) { writer in
+            try writeFields(to: &writer, fieldsJSON: fieldsJSON)
+        }
+    }
+
+    /// The record's fields in their wire form: `fieldsJSON` as is, or else ``fields``.
+    func writeFields(to writer: inout JSONWriter, fieldsJSON: String?) throws {
+        if let fieldsJSON {
+            writer.bytes.append(contentsOf: fieldsJSON.utf8)
+        } else {
+            try writer.sortedObject(fields) { try $1.write(to: &$0) }
+        }
+    }
+
+    /// The record with its fields written by `writeFields`, and its `zoneID` only `withZoneID`.
+    func write(to writer: inout JSONWriter, cascadedRecordNames: [String]?, withZoneID: Bool,
+               fields writeFields: (inout JSONWriter) throws -> Void) throws {
+        var first = true
+        writer.open()
+        if let cascadedRecordNames {
+            writer.key("cascadedRecordNames", first: &first)
+            writer.array(cascadedRecordNames) { $0.writeString($1) }
+        }
+        if !deleted, let created { writer.key("created", first: &first); created.write(to: &writer) }
+        if deleted { writer.key("deleted", first: &first); writer.writeBool(true) }
+        if !deleted {
+            writer.key("fields", first: &first)
+            try writeFields(&writer)
+            if let modified { writer.key("modified", first: &first); modified.write(to: &writer) }
+            if let recordChangeTag { writer.key("recordChangeTag", first: &first); writer.writeString(recordChangeTag) }
+        }
+        writer.key("recordName", first: &first); writer.writeString(recordName)
+        writer.key("recordType", first: &first); writer.writeString(recordType)
+        if withZoneID, let zoneID { writer.key("zoneID", first: &first); zoneID.write(to: &writer) }
+        writer.close()
+    }
+
+    init(direct parser: inout JSONParser) throws {
+        self = try Self.direct(&parser, asResult: false).record
+    }
+
+    /// Thrown by ``direct(_:asResult:keepingFieldsText:skimmingFields:)`` reading a result
+    /// that is an error (it carries `serverErrorCode`).
+    struct ErrorResult: Error {}
+
+    /// A record, and (read as a ``RecordResult``) its `cascadedRecordNames`. With
+    /// `keepingFieldsText`, also the text of its `fields` object as it arrived. With
+    /// `skimmingFields` (and `keepingFieldsText`), the record's fields are left as that text
+    /// and only summarised (``FieldsSummary``): a field whose type is given and holds no
+    /// reference is stepped over, any other is decoded.
+    ///
+    /// `recordName` is required (a string); `recordType` missing is empty, `deleted` false.
+    /// As a result, an object with `serverErrorCode` throws ``ErrorResult``.
+    static func direct(_ parser: inout JSONParser, asResult: Bool, keepingFieldsText: Bool = false, skimmingFields: Bool = false)
+        throws -> (record: Record, cascaded: [String]?, fieldsJSON: String?, summary: FieldsSummary?) {
+        var name: String?, nameIsNull = false, type: String?, zoneID: ZoneID?, tag: String?
+        var fields: [String: FieldValue] = [:], created: Stamp?, modified: Stamp?, deleted: Bool?
+        var cascaded: [String]?, fieldsJSON: String?, summary: FieldsSummary?
+        try parser.forEachMember { parser, key in
+            switch key {
+            case "recordName": name = try parser.directOptionalString(); nameIsNull = name == nil
+            case "recordType": type = try parser.directOptionalString()
+            case "zoneID": zoneID = try parser.takeNull() ? nil : try ZoneID(direct: &parser)
+            case "recordChangeTag": tag = try parser.directOptionalString()
+            case "fields":
+                fields = [:]
+                fieldsJSON = nil
+                summary = nil
+                if try parser.takeNull() { return }
+                let start = parser.index  // at the value (takeNull skipped the whitespace)
+                if keepingFieldsText && skimmingFields, let skimmed = try FieldsSummary(skimming: &parser) {
+                    summary = skimmed
+                } else {
+                    parser.index = start
+                    var members = 0
+                    var read: [String: FieldValue] = [:]
+                    read.reserveCapacity(8)
+                    try parser.forEachMember { parser, name in
+                        members += 1
+                        read[name] = try FieldValue(direct: &parser)
+                    }
+                    fields = read
+                    // Kept only when it says exactly what was decoded: a repeated name keeps
+                    // its last value here but its first for SQLite's json_extract.
+                    guard members == read.count else { return }
+                }
+                if keepingFieldsText {
+                    fieldsJSON = String(decoding: UnsafeBufferPointer(rebasing: parser.bytes[start..<parser.index]), as: UTF8.self)
+                }
+            case "created": created = try parser.takeNull() ? nil : try Stamp(direct: &parser)
+            case "modified": modified = try parser.takeNull() ? nil : try Stamp(direct: &parser)
+            case "deleted": deleted = try parser.directOptionalBool()
+            case "cascadedRecordNames" where asResult: cascaded = try parser.directOptionalStrings()
+            case "serverErrorCode" where asResult: throw ErrorResult()
+            default: try parser.skipValue()
+            }
+        }
+        guard let name else { throw nameIsNull ? DecodingError.null(String.self, at: "recordName") : DecodingError.missing("recordName") }
+        return (Record(recordName: name, recordType: type ?? "", zoneID: zoneID, recordChangeTag: tag, fields: fields,
+                       created: created, modified: modified, deleted: deleted ?? false), cascaded, fieldsJSON, summary)
+    }
+}
+
+extension FieldsSummary {
+    /// Summarises a `fields` object, the parser at its `{`; `nil` (the parser somewhere inside)
+    /// when a name repeats, so that the caller decodes the object instead.
+    init?(skimming parser: inout JSONParser) throws {
+        var types: [(field: String, type: FieldType)] = []
+        var holding: [(field: String, value: FieldValue)] = []
+        var locations: [(key: String, value: FieldValue)] = []
+        var names: Set<String> = []
+        var repeated = false
+        try parser.forEachMember { parser, name in
+            if !names.insert(name).inserted { repeated = true }
+            let start = parser
+            var type: FieldType?, extensionType: FieldType?
+            try parser.forEachMember { parser, key in
+                switch key {
+                case "type": type = try parser.directFieldType()
+                case WireForm.typeExtensionKey: extensionType = try parser.directExtensionType()
+                default: try parser.skipValueStructurally()
+                }
+            }
+            type = WireForm.type(type: type, extensionType: extensionType)
+            // Decoded only when it holds references or a location (a text's words are indexed
+            // only for the few searchable types: the cache reads them from the text then).
+            if let type, type.scalar != .reference, type != FieldType(.location) {
+                types.append((name, type))
+            } else {
+                parser = start
+                let value = try FieldValue(direct: &parser)
+                types.append((name, value.type))
+                if !value.references.isEmpty { holding.append((name, value)) }
+                if case .location = value { locations.append((name, value)) }
+            }
+        }
+        if repeated { return nil }
+        self.init(types: types, references: Record.references(in: holding), locations: locations)
+    }
+}
+
+// MARK: - RecordResult
+
+extension RecordResult: Codable, JSONDirectWritable, JSONDirectDecodable {
+    public init(from decoder: any Decoder) throws { self = try JSONWire.decode(Self.self, from: decoder) }
+    public func encode(to encoder: any Encoder) throws { try JSONWire.encode(self, to: encoder) }
+
+    /// A record (with `cascadedRecordNames` when given), or an ``ErrorBody``.
+    func write(to writer: inout JSONWriter) throws {
+        switch self {
+        case .success(let record, let cascaded): try record.write(to: &writer, cascadedRecordNames: cascaded)
+        case .failure(let error): try writer.write(try JSONValueEncoder().encodeTree(ErrorBody(error)))
+        }
+    }
+
+    /// An object with `serverErrorCode` is an ``ErrorBody``; any other a record.
+    init(direct parser: inout JSONParser) throws {
+        let start = parser.index
+        do {
+            let (record, cascaded, _, _) = try Record.direct(&parser, asResult: true)
+            self = .success(record, cascadedRecordNames: cascaded)
+        } catch let error as DecodingError {
+            // An error result is read as one even when it is not a record.
+            parser.index = start
+            guard case .object(let members) = try parser.anyValue(), members["serverErrorCode"] != nil else { throw error }
+            self = .failure(try JSONValueDecoder().decode(ErrorBody.self, from: .object(members)).error)
+        } catch is Record.ErrorResult {
+            parser.index = start
+            self = .failure(try JSONValueDecoder().decode(ErrorBody.self, from: try parser.anyValue()).error)
+        }
+    }
+}
