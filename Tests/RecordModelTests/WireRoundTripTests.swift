@@ -198,6 +198,38 @@ import Testing
         }
     }
 
+    /// A field's reader reads the common values straight (``FieldValue/init(direct:)``) and the
+    /// rest as JSON through ``FieldValue/init(json:type:numbersMayBeStrings:)``: on generated
+    /// field objects, references odd and plain, numbers as strings, repeated and unknown members
+    /// among them, both give the same value or the same error.
+    @Test func fieldReadersAgree() async {
+        await propertyCheck(count: 2000, input: Generator(run: { Arbitrary.fieldText(&$0) })) { text in
+            /// The value read, or the error's description.
+            func outcome(_ read: () throws -> FieldValue) -> Result<FieldValue, Failure> {
+                do { return .success(try read()) } catch { return .failure(Failure(description: "\(error)")) }
+            }
+            var bytes = Array(text.utf8)
+            let direct = bytes.withUnsafeBufferPointer { buffer in outcome { try JSONParser.decodeDirectly(FieldValue.self, from: buffer) } }
+            let throughJSON = bytes.withUnsafeBufferPointer { buffer in
+                outcome {
+                    let raw = try JSONParser.decodeDirectly(RawFieldValue.self, from: buffer)
+                    do {
+                        return try FieldValue(json: raw.value, type: raw.type, numbersMayBeStrings: raw.type != nil)
+                    } catch let error as RecordSyncError {
+                        throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: error.reason))
+                    }
+                }
+            }
+            bytes.removeAll()
+            #expect(direct == throughJSON, "\(text)")
+        }
+    }
+
+    /// An error as ``fieldReadersAgree()`` compares them: by description.
+    struct Failure: Error, Equatable {
+        var description: String
+    }
+
     /// `record` as a store reads it: its fields as their stored text (a tombstone has none).
     static func storedEntry(_ record: Record) throws -> StoredZoneChanges.Entry {
         guard !record.deleted else { return StoredZoneChanges.Entry(record: record) }
@@ -394,6 +426,58 @@ enum Arbitrary {
             members[key] = maybe(&rng) { JSONValue.string(string(&$0)) }
         }
         return .object(members)
+    }
+
+    /// The text of a field object as any client might send it: `value` (a value of a type, any
+    /// JSON, a reference plain or odd, a number as a string; now and then twice or missing),
+    /// `type` and `recordSyncType` (either, both, neither, null or unknown), unknown members, in
+    /// any order.
+    static func fieldText(_ rng: inout RNG) -> String {
+        func text(_ value: JSONValue) -> String {
+            var writer = JSONWriter(storing: ())
+            try! writer.write(value)
+            return String(decoding: writer.bytes, as: UTF8.self)
+        }
+        func referenceText(_ rng: inout RNG) -> String {
+            var members: [String] = []
+            let names = [text(.string(name(&rng))), "\"\"", "5", "null", "\"a\\u0000b\"", "\"\(String(repeating: "n", count: 300))\""]
+            if Int.random(in: 0..<8, using: &rng) != 0 { members.append("\"recordName\":" + pick(&rng, names)) }
+            let actions = ["\"NONE\"", "\"DELETE_SELF\"", "\"VALIDATE\"", "\"NULLIFY\"", "\"bogus\"", "null", "3"]
+            if bool(&rng) { members.append("\"action\":" + pick(&rng, actions)) }
+            if Int.random(in: 0..<4, using: &rng) == 0 { members.append("\"recordSyncAction\":" + pick(&rng, actions)) }
+            let zones = ["null", "{\"zoneName\":\"z\"}", "{\"zoneName\":\"z\",\"ownerRecordName\":\"o\"}", "{\"zoneName\":5}",
+                         "{\"zoneName\":\"z\",\"ownerRecordName\":5}", "{\"zoneName\":\"z\",\"ownerRecordName\":null,\"x\":1}",
+                         "{\"ownerRecordName\":\"o\"}", "\"z\"", "[]"]
+            if bool(&rng) { members.append("\"zoneID\":" + pick(&rng, zones)) }
+            if Int.random(in: 0..<6, using: &rng) == 0 { members.append("\"other\":" + text(json(&rng, depth: 1))) }
+            if Int.random(in: 0..<10, using: &rng) == 0, let first = members.first { members.append(first) }
+            members.shuffle(using: &rng)
+            return "{" + members.joined(separator: ",") + "}"
+        }
+        func valueText(_ rng: inout RNG) -> String {
+            switch Int.random(in: 0..<6, using: &rng) {
+            case 0: return text(fieldValue(&rng, wholeDoubles: false).json)
+            case 1: return text(json(&rng))
+            case 2, 3: return referenceText(&rng)
+            case 4: return text(.string(pick(&rng, ["12", "-3", "1.5", "1e3", "x", "", "9223372036854775808", "true"])))
+            default: return pick(&rng, ["0", "1", "2", "-1", "2.0", "1.5", "1e400", "true", "false", "null", "[]", "[1,2.5]", "[\"a\"]", "{}"])
+            }
+        }
+        func typeName(_ rng: inout RNG) -> String {
+            switch Int.random(in: 0..<8, using: &rng) {
+            case 0: return "null"
+            case 1: return pick(&rng, ["\"FOO\"", "3", "\"\""])
+            default: return text(.string(fieldType(&rng).rawValue))
+            }
+        }
+        var members: [String] = []
+        if Int.random(in: 0..<10, using: &rng) != 0 { members.append("\"value\":" + valueText(&rng)) }
+        if Int.random(in: 0..<8, using: &rng) == 0 { members.append("\"value\":" + valueText(&rng)) }
+        if Int.random(in: 0..<3, using: &rng) != 0 { members.append("\"type\":" + typeName(&rng)) }
+        if Int.random(in: 0..<5, using: &rng) == 0 { members.append("\"recordSyncType\":" + typeName(&rng)) }
+        if Int.random(in: 0..<6, using: &rng) == 0 { members.append("\"other\":" + text(json(&rng, depth: 1))) }
+        members.shuffle(using: &rng)
+        return "{" + members.joined(separator: ",") + "}"
     }
 
     /// Any type a field may have: every scalar, a list a quarter of the time.
