@@ -28,7 +28,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
-        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "4.1.0"..<"5.0.0"),
         // The client's HTTP on Linux (FoundationNetworking's URLSession costs about a millisecond
         // a request and spins on large uploads: docs/performance.md, "The client's HTTP on Linux").
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
@@ -40,6 +40,8 @@ let package = Package(
         // GET /metrics: counters and histograms through swift-metrics, in Prometheus's text format.
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        // ID tokens of identity providers (OpenID Connect, Sign in with Apple): JWT and JWKS.
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
         // Generated values of every wire type for the round-trip tests (tests only).
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
     ],
@@ -89,6 +91,7 @@ let package = Package(
                 "RecordStorage",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "JWTKit", package: "jwt-kit"),
             ],
             path: "Server/RecordRules",
             swiftSettings: swiftSettings
@@ -141,6 +144,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                // Fetching identity providers' keys (JWKS) from their URLs.
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             path: "Server/RecordServer",
             swiftSettings: swiftSettings
@@ -318,6 +324,9 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                // A test identity provider: its own keys, JWKS and ID tokens.
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
             ],
             path: "Tests/RecordServerTests",
             // Read from the source tree by OldDataDirectoryTests (a data directory of an earlier release).

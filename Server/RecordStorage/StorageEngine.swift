@@ -80,13 +80,19 @@ public protocol StorageTransaction: AnyObject {
     func tokens(ofUser key: Int64) throws -> [StoredToken]
     /// Removes a user's token by name; `false` if they had none of that name.
     func deleteToken(named name: String, ofUser key: Int64) throws -> Bool
+    /// The user an identity (an identity provider's issuer and subject) belongs to, or `nil`.
+    func user(withIdentityIssuer issuer: String, subject: String) throws -> User?
+    /// Stores an identity as a user's (the issuer and subject are known to be nobody's).
+    func insertIdentity(_ identity: StoredIdentity, userKey: Int64) throws
+    /// A user's identities, by issuer and subject.
+    func identities(ofUser key: Int64) throws -> [StoredIdentity]
     /// A number that grows whenever a token stops being valid before its expiry (revoked, or its
     /// user deleted), so that servers holding tokens in memory know to read them again.
     func revocationSequence() throws -> Int64
     /// Adds one to ``revocationSequence()``.
     func advanceRevocationSequence() throws
     /// Removes a user and everything stored under their key outside their databases: tokens,
-    /// server-to-server keys, profile, subscriptions, notifications and their deliveries,
+    /// identities, server-to-server keys, profile, subscriptions, notifications and their deliveries,
     /// webcourier tokens, upload receipts, their ``usage(ofUser:)``.
     func deleteUser(_ key: Int64) throws
     /// What the records a user created (named by their `userRecordName`) hold, in every
@@ -578,6 +584,33 @@ public struct StoredToken: Sendable, Hashable {
         self.name = name
         self.createdAt = createdAt
         self.expiresAt = expiresAt
+    }
+}
+
+/// An identity a user signs in with: an identity provider's issuer and subject (an ID token's
+/// `iss` and `sub`), and what the provider said of it when it was first seen.
+public struct StoredIdentity: Sendable, Hashable {
+    /// The provider's issuer (`https://appleid.apple.com`).
+    public var issuer: String
+    /// The provider's identifier of the person, unique and never reused within the issuer.
+    public var subject: String
+    /// The operator's name for the provider.
+    public var provider: String
+    /// The email address the provider gave, if any.
+    public var email: String?
+    /// Whether the provider said it verified ``email``.
+    public var emailVerified: Bool
+    /// When it was first seen, in milliseconds since 1970.
+    public var createdAt: Int64
+
+    /// A stored identity's values.
+    public init(issuer: String, subject: String, provider: String, email: String?, emailVerified: Bool, createdAt: Int64) {
+        self.issuer = issuer
+        self.subject = subject
+        self.provider = provider
+        self.email = email
+        self.emailVerified = emailVerified
+        self.createdAt = createdAt
     }
 }
 

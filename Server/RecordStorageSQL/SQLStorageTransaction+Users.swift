@@ -51,9 +51,35 @@ extension SQLStorageTransaction {
             .map { Usage(records: try $0.int64(0), bytes: try $0.int64(1)) } ?? .zero
     }
 
+    public func user(withIdentityIssuer issuer: String, subject: String) throws -> User? {
+        try fetch("""
+            SELECT u.id, u.name, u.record_name FROM identities i JOIN users u ON u.id = i.user_id
+            WHERE i.issuer = \(issuer) AND i.subject = \(subject)
+            """).first.map { User(id: try $0.int64(0), name: try $0.string(1), userRecordName: try $0.string(2)) }
+    }
+
+    public func insertIdentity(_ identity: StoredIdentity, userKey: Int64) throws {
+        try run("""
+            INSERT INTO identities(issuer, subject, user_id, provider, email, email_verified, created_at)
+            VALUES (\(identity.issuer), \(identity.subject), \(userKey), \(identity.provider), \(identity.email),
+                    \(identity.emailVerified), \(identity.createdAt))
+            """)
+    }
+
+    public func identities(ofUser key: Int64) throws -> [StoredIdentity] {
+        try fetch("""
+            SELECT issuer, subject, provider, email, email_verified, created_at FROM identities
+            WHERE user_id = \(key) ORDER BY issuer, subject
+            """).map {
+            StoredIdentity(issuer: try $0.string(0), subject: try $0.string(1), provider: try $0.string(2), email: try $0.optionalString(3),
+                           emailVerified: try $0.bool(4), createdAt: try $0.int64(5))
+        }
+    }
+
     public func deleteUser(_ key: Int64) throws {
         try run("DELETE FROM user_usage WHERE user_record = (SELECT record_name FROM users WHERE id = \(key))")
         try run("DELETE FROM tokens WHERE user_id = \(key)")
+        try run("DELETE FROM identities WHERE user_id = \(key)")
         try run("DELETE FROM server_keys WHERE user_id = \(key)")
         try run("DELETE FROM subscriptions WHERE user_id = \(key)")
         try run("DELETE FROM push_deliveries WHERE token IN (SELECT token FROM push_tokens WHERE user_id = \(key))")

@@ -146,7 +146,17 @@ extension RecordServerCommand {
         @Option(help: ArgumentHelp("A token GET /metrics requires (Authorization: Bearer TOKEN); also read from RECORDSYNC_METRICS_TOKEN. Without one, /metrics is open.", valueName: "token"))
         var metricsToken: String?
 
+        @Option(help: ArgumentHelp("Identity providers whose ID tokens sign users in: a JSON file holding an array of {name, issuer, audiences, jwksFile or jwksURL, clockSkewSeconds?, keyRefreshSeconds?} (docs/deploying.md).", valueName: "file"))
+        var identityProviders: String?
+
+        @Option(help: ArgumentHelp("Sign in with Apple for this client ID (the app's bundle ID, or its Services ID on the web); repeat for each.", valueName: "client-id"))
+        var signInWithApple: [String] = []
+
+        @Option(help: "Days a session token from a sign-in works.")
+        var sessionDays: Int = 90
+
         func validate() throws {
+            guard (1...3650).contains(sessionDays) else { throw ValidationError("--session-days must be between 1 and 3650") }
             guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
             guard maxOperations > 0 else { throw ValidationError("--max-operations must be positive") }
             guard maxBodyBytes > 0 else { throw ValidationError("--max-body-bytes must be positive") }
@@ -183,6 +193,13 @@ extension RecordServerCommand {
             configuration.maximumHeaderBytes = maxHeaderBytes
             configuration.userTokensAsAPIToken = !strictAPITokens
             configuration.metricsToken = metricsToken ?? ProcessInfo.processInfo.environment["RECORDSYNC_METRICS_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
+            configuration.sessionLifetime = .seconds(sessionDays * 24 * 60 * 60)
+            do {
+                configuration.identityProviders = try IdentityProviderSettings.read(file: identityProviders, signInWithApple: signInWithApple)
+            } catch {
+                FileHandle.standardError.write(Data("recordserver: \(error)\n".utf8))
+                throw ExitCode.failure
+            }
             do {
                 try checkTLSFiles(configuration)
             } catch let error as TLSFilesError {

@@ -28,6 +28,7 @@ import Testing
 //   UsersResponse, UserDiscoverabilityRequest.
 // - Wire/Backlinks.swift: BacklinksRequest, Backlink, BacklinksResponse.
 // - Wire/ZoneNotification.swift: ZoneNotification.
+// - Wire/SignIn.swift: IDTokenSignInRequest, SignInResponse.
 // - Wire/Assets.swift: AssetUploadRequest (Token), AssetUploadResponse (Token), AssetUploadReceipt
 //   (SingleFile), AssetRereferenceRequest (Entry), AssetRereferenceResponse, Asset.
 //
@@ -241,6 +242,8 @@ import Testing
     // MARK: - Users
 
     @Test func userIdentities() async { await Self.check { Arbitrary.userIdentity(&$0) } }
+    @Test func idTokenSignInRequests() async { await Self.check { Arbitrary.idTokenSignInRequest(&$0) } }
+    @Test func signInResponses() async { await Self.check { Arbitrary.signInResponse(&$0) } }
     @Test func userLookupInfos() async { await Self.check { Arbitrary.userLookupInfo(&$0) } }
     @Test func userNameComponents() async { await Self.check { Arbitrary.userNameComponents(&$0) } }
     @Test func userIdentityInfos() async { await Self.check { Arbitrary.userIdentityInfo(&$0) } }
@@ -478,6 +481,16 @@ enum Arbitrary {
         if Int.random(in: 0..<6, using: &rng) == 0 { members.append("\"other\":" + text(json(&rng, depth: 1))) }
         members.shuffle(using: &rng)
         return "{" + members.joined(separator: ",") + "}"
+    }
+
+    static func idTokenSignInRequest(_ rng: inout RNG) -> IDTokenSignInRequest {
+        IDTokenSignInRequest(idToken: string(&rng), provider: maybe(&rng, string), nonce: maybe(&rng, string), deviceName: maybe(&rng, string),
+                             givenName: maybe(&rng, string), familyName: maybe(&rng, string))
+    }
+
+    static func signInResponse(_ rng: inout RNG) -> SignInResponse {
+        SignInResponse(ckWebAuthToken: string(&rng), userRecordName: string(&rng), expires: int64(&rng), created: bool(&rng),
+                       tokenName: string(&rng))
     }
 
     /// Any type a field may have: every scalar, a list a quarter of the time.

@@ -83,6 +83,12 @@ public func withCannedAnswer<T: Sendable>(
     return try await withLoopbackApp(router, body)
 }
 
+/// Runs `router` on a loopback port for as long as `body` runs (a stand-in for a service the
+/// server calls, such as an identity provider's key URL).
+public func withLoopbackServer<T: Sendable>(_ router: Router<BasicRequestContext>, _ body: @escaping @Sendable (_ url: URL) async throws -> T) async throws -> T {
+    try await withLoopbackApp(router, body)
+}
+
 /// Runs `router` on a loopback port for as long as `body` runs.
 private func withLoopbackApp<T: Sendable>(_ router: Router<BasicRequestContext>, _ body: @escaping @Sendable (_ url: URL) async throws -> T) async throws -> T {
     let (ports, announce) = AsyncStream.makeStream(of: Int.self)

@@ -105,6 +105,9 @@ public func buildApplication(
                    userTokensAsAPIToken: configuration.userTokensAsAPIToken)
         .register(on: router)
     SignInPage.register(on: router)
+    IdentityRoutes(store: store, providers: try IdentityRoutes.providers(configuration.identityProviders),
+                   sessionLifetime: configuration.sessionLifetime)
+        .register(on: router)
     AssetRoutes(store: store, incoming: (configuration.dataDirectory as NSString).appendingPathComponent("assets/incoming"))
         .register(on: router)
     // Ready only when the store answers: for load balancers and orchestrators.

@@ -59,6 +59,11 @@ public struct ServerConfiguration: Sendable {
     /// earlier releases did; `false` refuses it (`AUTHENTICATION_FAILED`), so that only API
     /// tokens travel in `ckAPIToken` (`--strict-api-tokens`).
     public var userTokensAsAPIToken = true
+    /// The identity providers whose ID tokens sign users in (docs/deploying.md, "Identity
+    /// providers"); none: only the tokens `recordserver user add` and `user token` issue.
+    public var identityProviders: [IdentityProviderSettings] = []
+    /// How long a session token a sign-in gives works (90 days unless set).
+    public var sessionLifetime: Duration = .seconds(90 * 24 * 60 * 60)
     /// The logger for the server's own messages.
     public var logger = Logger(label: "recordserver")
 

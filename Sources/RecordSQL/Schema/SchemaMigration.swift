@@ -52,5 +52,7 @@ public struct SchemaMigration: Sendable {
 extension StorageSchema {
     /// The migrations after the shipped ones, in order, each run by both engines (after
     /// SQLite's `v14-api-tokens` and PostgreSQL's `v10`). Never edit one once shipped.
-    public static let migrations: [SchemaMigration] = []
+    public static let migrations: [SchemaMigration] = [
+        SchemaMigration("identities", [.createTable(identities)]),
+    ]
 }

@@ -38,6 +38,22 @@ public enum StorageSchema {
         IndexDefinition("tokens_by_user", ["user_id", "name"], unique: true),
     ])
 
+    /// The identities users sign in with (docs/protocol.md, "Signing in"): an identity
+    /// provider's issuer and subject (an ID token's `iss` and `sub`), each its user's for good;
+    /// `provider` the operator's name for the provider, `email` the address the provider gave
+    /// when the identity was first seen and whether it said the address was verified.
+    public static let identities = TableDefinition("identities", [
+        .name("issuer"),
+        .name("subject"),
+        ColumnDefinition("user_id", .int64, references: "users(id)"),
+        .name("provider"),
+        ColumnDefinition("email", .text, nullable: true),
+        ColumnDefinition("email_verified", .bool, default: .bool(false)),
+        ColumnDefinition("created_at", .int64),
+    ], primaryKey: ["issuer", "subject"], indexes: [
+        IndexDefinition("identities_by_user", ["user_id"]),
+    ])
+
     /// Counts revocations (its single row), so that servers holding tokens in memory notice one.
     public static let tokenRevocations = TableDefinition("token_revocations", [
         ColumnDefinition("id", .int32, check: "id = 1"),
@@ -326,7 +342,7 @@ public enum StorageSchema {
 
     /// Every table, targets of foreign keys first (the order `data copy` fills them in).
     public static let tables: [TableDefinition] = [
-        users, tokens, tokenRevocations, serverKeys, signaturesSeen, apiTokens, userUsage,
+        users, tokens, identities, tokenRevocations, serverKeys, signaturesSeen, apiTokens, userUsage,
         containers, databases, zones, zoneIncarnations, schemaFields,
         refFields, records, refs, searchTokens, searchLocations, searchTypes, tombstones,
         assetKeys, assetBlobs, assetReceipts, assetRefs, assetChunks,

@@ -1,0 +1,90 @@
+import Crypto
+import Foundation
+import RecordModel
+import RecordStorage
+
+/// A sign-in's outcome: its user (created by it, or not) and its session token's name and expiry.
+public struct SignIn: Sendable, Hashable {
+    public var user: User
+    public var created: Bool
+    public var tokenName: String
+    public var expiresAt: Int64
+}
+
+extension RecordStore {
+    /// Signs in with an identity an ID token proved: its user, created at the identity's first
+    /// sign-in, gets a session token (`tokenHash`) that expires after `lifetime`.
+    ///
+    /// A new user is named after the provider and the subject, gets a record name of its own
+    /// that is never reused, and, when the provider verified the email address and no other
+    /// user holds it, that address in its profile (which makes it discoverable, as for the
+    /// users `recordserver user add` makes). The names the app sends are taken at the first
+    /// sign-in only, unverified. An identity never joins an existing user by its email: two
+    /// identities become one user only when the operator links them.
+    ///
+    /// The session token is named `deviceName` (replacing the user's token of that name: a
+    /// device signing in again holds one token), or the first free `sign-in-N`.
+    public func signIn(with identity: VerifiedIdentity, tokenHash: Data, deviceName: String?, givenName: String?, familyName: String?,
+                       lifetime: Duration) async throws -> SignIn {
+        if let deviceName, let problem = NameRules.problem(withName: deviceName, kind: "device name") {
+            throw RecordSyncError(.badRequest, problem)
+        }
+        for name in [givenName, familyName].compactMap({ $0 }) where name.utf8.count > 255 {
+            throw RecordSyncError(.badRequest, "a name of over 255 bytes")
+        }
+        let now = Self.now()
+        let expiresAt = now + lifetime.components.seconds * 1000
+        return try await engine.write { transaction in
+            var created = false
+            let user: User
+            if let existing = try transaction.user(withIdentityIssuer: identity.issuer, subject: identity.subject) {
+                user = existing
+            } else {
+                user = try Self.createUser(for: identity, givenName: givenName, familyName: familyName, now: now, in: transaction)
+                created = true
+            }
+            let held = Set(try transaction.tokens(ofUser: user.id).map(\.name))
+            let tokenName = deviceName ?? (1...).lazy.map { "sign-in-\($0)" }.first { !held.contains($0) }!
+            if held.contains(tokenName) {
+                _ = try transaction.deleteToken(named: tokenName, ofUser: user.id)
+                try transaction.advanceRevocationSequence()
+            }
+            try transaction.insertToken(hash: tokenHash, userKey: user.id, name: tokenName, createdAt: now, expiresAt: expiresAt)
+            return .commit(SignIn(user: user, created: created, tokenName: tokenName, expiresAt: expiresAt))
+        }
+    }
+
+    /// A user for an identity seen for the first time.
+    private static func createUser(for identity: VerifiedIdentity, givenName: String?, familyName: String?, now: Int64,
+                                   in transaction: any StorageTransaction) throws -> User {
+        let recordName = "_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        let user = try transaction.insertUser(named: try freeName(for: identity, in: transaction), recordName: recordName, createdAt: now)
+        let email = identity.email.map(normalizedEmail)
+        try transaction.insertIdentity(StoredIdentity(issuer: identity.issuer, subject: identity.subject, provider: identity.provider,
+                                                      email: email, emailVerified: identity.emailVerified, createdAt: now),
+                                       userKey: user.id)
+        var profile = UserProfile(givenName: givenName?.trimmingCharacters(in: .whitespacesAndNewlines),
+                                  familyName: familyName?.trimmingCharacters(in: .whitespacesAndNewlines))
+        // Only a verified address that reads as one and nobody holds is the user's to be found by.
+        if identity.emailVerified, let email, let checked = try? checked(UserProfile(email: email)).email,
+           try transaction.users(withEmails: [checked]).isEmpty {
+            profile.email = checked
+            profile.discoverable = true
+        }
+        try transaction.setProfile(profile, ofUser: user.id)
+        return user
+    }
+
+    /// `PROVIDER-SUBJECT`, or (when that is no name, or taken) `PROVIDER-` and the first 16 hex
+    /// digits of the SHA-256 of the issuer and subject, with `-N` after it if need be.
+    private static func freeName(for identity: VerifiedIdentity, in transaction: any StorageTransaction) throws -> String {
+        let plain = "\(identity.provider)-\(identity.subject)"
+        if NameRules.problem(withName: plain, kind: "user name") == nil, try transaction.user(named: plain) == nil { return plain }
+        let digest = SHA256.hash(data: Data("\(identity.issuer)\n\(identity.subject)".utf8)).prefix(8).map { String(format: "%02x", $0) }.joined()
+        let hashed = "\(identity.provider)-\(digest)"
+        if try transaction.user(named: hashed) == nil { return hashed }
+        var number = 2
+        while try transaction.user(named: "\(hashed)-\(number)") != nil { number += 1 }
+        return "\(hashed)-\(number)"
+    }
+}
