@@ -292,7 +292,7 @@ extension RecordServerCommand {
         /// `user list`: every user, one a line.
         struct List: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
-                abstract: "List the users: name, user record name, when created (UTC) and how many tokens each holds, tab-separated, by name."
+                abstract: "List the users: name, user record name, when created (UTC), how many tokens each holds, and how they sign in (operator: tokens from 'user add' and 'user token'; else the identity providers of their identities), tab-separated, by name."
             )
             @OptionGroup var dataOptions: DataOptions
 
@@ -300,7 +300,9 @@ extension RecordServerCommand {
                 let store = try await openStore(dataOptions.configuration())
                 for (user, createdAt, tokens) in try await store.users() {
                     let created = Date(timeIntervalSince1970: Double(createdAt) / 1000).formatted(.iso8601)
-                    print([user.name, user.userRecordName, created, "\(tokens) token\(tokens == 1 ? "" : "s")"].joined(separator: "\t"))
+                    let providers = try await store.identities(of: user).map(\.provider)
+                    let signsIn = providers.isEmpty ? "operator" : providers.joined(separator: ",")
+                    print([user.name, user.userRecordName, created, "\(tokens) token\(tokens == 1 ? "" : "s")", signsIn].joined(separator: "\t"))
                 }
                 await (store.engine as? PostgresEngine)?.shutdown()
             }

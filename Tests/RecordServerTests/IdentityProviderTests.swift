@@ -51,6 +51,13 @@ import Testing
                 let bobUser = try #require(try await server.store.users().first { $0.user.userRecordName == bob.userRecordName }?.user)
                 #expect(try await server.store.profile(of: bobUser).email == nil)
 
+                // `user list` says how each signs in.
+                if server.backend.description == Backend.sqlite.description {
+                    let listed = try await ChildProcess.run("recordserver", ["user", "list", "--data", server.directory])
+                    #expect(listed.output.contains("\t\(user.userRecordName)\t") && listed.output.split(separator: "\n").allSatisfy { $0.hasSuffix("\ttest") },
+                            "\(listed.output)")
+                }
+
                 // Deleting the user removes its identity: the next sign-in makes a new user, whose
                 // record name is never the deleted one's.
                 try await server.store.deleteUser(named: user.name)

@@ -101,8 +101,8 @@ import TestSupport
                 #expect(listed.status == 0)
                 let rows = listed.output.split(separator: "\n").map { $0.split(separator: "\t").map(String.init) }
                 #expect(rows.map { $0.first } == ["adam", "zoe"], "\(listed.output)")
-                #expect(rows.map { $0.last } == ["1 token", "2 tokens"], "\(listed.output)")
-                #expect(rows.allSatisfy { $0.count == 4 && $0[1].hasPrefix("_") && $0[2].hasSuffix("Z") }, "\(listed.output)")
+                #expect(rows.map { $0.count > 3 ? $0[3] : "" } == ["1 token", "2 tokens"], "\(listed.output)")
+                #expect(rows.allSatisfy { $0.count == 5 && $0[1].hasPrefix("_") && $0[2].hasSuffix("Z") && $0[4] == "operator" }, "\(listed.output)")
             }
         }
     }

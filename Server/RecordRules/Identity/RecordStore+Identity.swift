@@ -54,6 +54,12 @@ extension RecordStore {
         }
     }
 
+    /// The identities a user signs in with, by issuer and subject (none: the operator issues
+    /// their tokens).
+    public func identities(of user: User) async throws -> [StoredIdentity] {
+        try await engine.read { transaction in try transaction.identities(ofUser: user.id) }
+    }
+
     /// A user for an identity seen for the first time.
     private static func createUser(for identity: VerifiedIdentity, givenName: String?, familyName: String?, now: Int64,
                                    in transaction: any StorageTransaction) throws -> User {
