@@ -201,3 +201,69 @@ func fuzzRules(_ data: Data) {
         }
     }
 }
+
+// MARK: Sign-in
+
+/// An identity provider of the harness's own: a P-256 key, its key set, its tokens.
+struct FuzzIdentity: Sendable {
+    static let shared = FuzzIdentity()
+    static let issuer = "https://fuzz.example"
+    let key = P256.Signing.PrivateKey()
+    let provider: IdentityProvider
+
+    init() {
+        let point = key.publicKey.rawRepresentation
+        let jwks = """
+            {"keys":[{"kty":"EC","alg":"ES256","kid":"fuzz","crv":"P-256","x":"\(Self.base64URL(point.prefix(32)))","y":"\(Self.base64URL(point.suffix(32)))"}]}
+            """
+        provider = try! IdentityProvider(IdentityProviderSettings(name: "fuzz", issuer: Self.issuer, audiences: ["fuzz.app"], jwksFile: "-"),
+                                         loadKeys: { jwks })
+    }
+
+    /// `claims` (JSON text, as it is) signed with the provider's key.
+    func token(claims: Data) -> String {
+        let signed = Self.base64URL(Data(#"{"alg":"ES256","kid":"fuzz","typ":"JWT"}"#.utf8)) + "." + Self.base64URL(claims)
+        let signature = try! key.signature(for: Data(signed.utf8))
+        return signed + "." + Self.base64URL(signature.rawRepresentation)
+    }
+
+    static func base64URL(_ data: Data) -> String {
+        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+}
+
+func fuzzSignIn(_ data: Data) {
+    // The first byte chooses: 0, the rest is a sign-in body; 1, the rest is a token's claims,
+    // signed by the harness; any other, the rest is an ID token as it is.
+    guard let first = data.first else { return }
+    let rest = Data(data.dropFirst())
+    let fuzz = FuzzIdentity.shared
+    var token: String, nonce: String?
+    switch first {
+    case 0:
+        guard let request = try? JSONBody.decode(IDTokenSignInRequest.self, from: rest) else { return }
+        guard let written = try? JSONValueEncoder().encode(request), (try? JSONBody.decode(IDTokenSignInRequest.self, from: written)) == request else {
+            fatalError("a sign-in body does not read back as itself: \(request)")
+        }
+        (token, nonce) = (request.idToken, request.nonce)
+    case 1:
+        token = fuzz.token(claims: rest)
+        nonce = rest.count % 2 == 0 ? "n" : nil
+    default:
+        token = String(decoding: rest, as: UTF8.self)
+    }
+    _ = IdentityProvider.claimedIssuer(of: token)
+    blocking { [token, nonce] in
+        do {
+            let identity = try await fuzz.provider.verify(token, nonce: nonce)
+            guard identity.issuer == FuzzIdentity.issuer, !identity.subject.isEmpty else {
+                fatalError("an ID token passed with issuer \(identity.issuer) and subject \(identity.subject)")
+            }
+        } catch let error as RecordSyncError {
+            if error.code != .authenticationFailed { fatalError("an ID token was refused with \(error.code.rawValue), not AUTHENTICATION_FAILED: \(error)") }
+        } catch {
+            fatalError("verifying an ID token threw \(error), not a RecordSyncError")
+        }
+    }
+}

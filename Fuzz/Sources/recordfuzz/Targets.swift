@@ -39,6 +39,10 @@ enum FuzzTarget: String, CaseIterable {
     /// never a crash; for text in the server's own form, the compact page with its repeats put
     /// back is the CloudKit page.
     case compact
+    /// Signing in with an ID token: the body as the server decodes it (and writes back), and
+    /// tokens as they come or claims the harness signs with its provider's key (every claim
+    /// check reached): an identity, or `AUTHENTICATION_FAILED`, nothing else.
+    case signin
 }
 
 extension FuzzTarget {
@@ -57,6 +61,7 @@ extension FuzzTarget {
         case .signature: fuzzSignature(data)
         case .rules: fuzzRules(data)
         case .compact: fuzzCompact(data)
+        case .signin: fuzzSignIn(data)
         }
     }
 }
