@@ -3,6 +3,7 @@ import CryptoExtras
 import Foundation
 import Hummingbird
 import JWTKit
+import RecordClient
 import RecordModel
 import RecordRules
 import RecordServer
@@ -140,6 +141,28 @@ import Testing
                 let old = try await Self.signIn(server, try await provider.token(provider.claims()))
                 #expect(old.status == 401, "\(old.reason)")
                 #expect(await host.reads == reads + 2)
+            }
+        }
+    }
+
+    @Test func theClientLibrarySignsInWithAnIDToken() async throws {
+        let provider = try await TestIdentityProvider.make(issuer: "https://id.test.example")
+        try await withKeyHost(provider.jwks()) { host in
+            try await withTemporaryDirectory { directory in
+                try await withLiveServer(directory: directory, configure: { $0.identityProviders = [provider.settings(keys: host.url)] }) { server in
+                    let token = try await provider.token(provider.claims(sub: "client-1"))
+                    let (container, answer) = try await Container.signIn(serverURL: server.url, identifier: Self.container, idToken: token,
+                                                                         deviceName: "laptop", givenName: "Ada")
+                    #expect(answer.created && answer.tokenName == "laptop")
+                    #expect(try await container.userRecordID().recordName == answer.userRecordName)
+                    // A refused token is the server's error, with its reason.
+                    await #expect {
+                        _ = try await Container.signIn(serverURL: server.url, identifier: Self.container, idToken: Self.tampered(token))
+                    } throws: { error in
+                        guard let error = error as? RecordSyncError else { return false }
+                        return error.code == .authenticationFailed && error.reason.contains("signature")
+                    }
+                }
             }
         }
     }
