@@ -313,6 +313,7 @@ let package = Package(
                 "RecordSQL",
                 "TestSupport",
                 "recordserver",
+                "recordctl",
                 "recordsync-testclient",
                 "RecordClient",
                 "RecordPostgresEngine",

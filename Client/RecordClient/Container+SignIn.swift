@@ -32,4 +32,15 @@ extension Container {
         container.certificateAuthority = certificateAuthority
         return (container, answer)
     }
+
+    /// Signs out: the server revokes the container's token (on every server sharing its data
+    /// within about a second); the container can no longer be used.
+    ///
+    /// - Throws: `AUTHENTICATION_FAILED` for a token that is not valid any more.
+    public func signOut() async throws {
+        let base = serverURL.appendingPathComponent("auth/1").appendingPathComponent(identifier).appendingPathComponent(environment.rawValue)
+        var transport = HTTPTransport(baseURL: base, token: token, session: session)
+        transport.certificateAuthority = certificateAuthority
+        _ = try await transport.post("signout", EmptyBody(), as: JSONValue.self)
+    }
 }

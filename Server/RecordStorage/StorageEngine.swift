@@ -80,6 +80,8 @@ public protocol StorageTransaction: AnyObject {
     func tokens(ofUser key: Int64) throws -> [StoredToken]
     /// Removes a user's token by name; `false` if they had none of that name.
     func deleteToken(named name: String, ofUser key: Int64) throws -> Bool
+    /// Removes the token whose SHA-256 is `hash`; `false` if there was none.
+    func deleteToken(hash: Data) throws -> Bool
     /// The user an identity (an identity provider's issuer and subject) belongs to, or `nil`.
     func user(withIdentityIssuer issuer: String, subject: String) throws -> User?
     /// Stores an identity as a user's (the issuer and subject are known to be nobody's).

@@ -38,6 +38,10 @@ extension SQLStorageTransaction {
         try run("DELETE FROM tokens WHERE user_id = \(key) AND name = \(name)") > 0
     }
 
+    public func deleteToken(hash: Data) throws -> Bool {
+        try run("DELETE FROM tokens WHERE hash = \(hash)") > 0
+    }
+
     public func revocationSequence() throws -> Int64 {
         try fetch("SELECT seq FROM token_revocations WHERE id = 1").first?.int64(0) ?? 0
     }

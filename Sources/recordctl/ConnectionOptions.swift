@@ -34,28 +34,47 @@ struct ConnectionOptions: ParsableArguments {
         try Settings.resolve(flags: self, environment: ProcessInfo.processInfo.environment)
     }
 
-    /// The database the settings name.
-    func makeDatabase() throws -> Database {
-        let settings = try resolvedSettings()
+    /// The container identifier used when none is given.
+    static let defaultContainer = "iCloud.recordctl"
+
+    /// The server URL and environment the settings name.
+    func serverAndEnvironment(_ settings: Settings) throws -> (URL, Container.Environment) {
         guard let server = settings.server.value else {
             throw UsageError("no server: give --server, RECORDCTL_SERVER or a profile")
         }
         guard let url = URL(string: server), ["http", "https"].contains(url.scheme?.lowercased()), url.host?.isEmpty == false else {
             throw UsageError("server '\(server)' (\(settings.server.source)) is not an http:// or https:// URL with a host, e.g. http://127.0.0.1:8080")
         }
-        guard let token = settings.token.value else {
-            throw UsageError("no token: give --token, RECORDCTL_TOKEN or a profile")
-        }
         guard let environment = Container.Environment(rawValue: settings.environment.value ?? "development") else {
             throw UsageError("environment must be development or production")
         }
-        var container = Container(serverURL: url, identifier: settings.container.value ?? "iCloud.recordctl",
-                                  environment: environment, credentials: .bearerToken(token))
-        if let authority = caCert ?? ProcessInfo.processInfo.environment["RECORDCTL_CA_CERT"].flatMap({ $0.isEmpty ? nil : $0 }) {
-            guard FileManager.default.isReadableFile(atPath: authority) else { throw UsageError("cannot read the certificate authority file '\(authority)'") }
-            container.certificateAuthority = authority
+        return (url, environment)
+    }
+
+    /// The certificate authority file given (`--ca-cert`, `RECORDCTL_CA_CERT`), checked readable.
+    func certificateAuthority() throws -> String? {
+        guard let authority = caCert ?? ProcessInfo.processInfo.environment["RECORDCTL_CA_CERT"].flatMap({ $0.isEmpty ? nil : $0 }) else { return nil }
+        guard FileManager.default.isReadableFile(atPath: authority) else { throw UsageError("cannot read the certificate authority file '\(authority)'") }
+        return authority
+    }
+
+    /// The container the settings name, signed in with their token.
+    func makeContainer() throws -> Container {
+        let settings = try resolvedSettings()
+        let (url, environment) = try serverAndEnvironment(settings)
+        guard let token = settings.token.value else {
+            throw UsageError("no token: give --token, RECORDCTL_TOKEN or a profile, or sign in ('recordctl login')")
         }
-        switch settings.database.value ?? "private" {
+        var container = Container(serverURL: url, identifier: settings.container.value ?? Self.defaultContainer,
+                                  environment: environment, credentials: .bearerToken(token))
+        container.certificateAuthority = try certificateAuthority()
+        return container
+    }
+
+    /// The database the settings name.
+    func makeDatabase() throws -> Database {
+        let container = try makeContainer()
+        switch try resolvedSettings().database.value ?? "private" {
         case "private": return container.privateCloudDatabase
         case "public": return container.publicCloudDatabase
         case let other: throw UsageError("database must be private or public, not '\(other)'")

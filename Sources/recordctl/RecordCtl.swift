@@ -18,7 +18,7 @@ struct RecordCtl: AsyncParsableCommand {
             """,
         subcommands: [ConfigCommand.self, ZonesCommand.self, RecordsCommand.self, QueryCommand.self,
                       ChangesCommand.self, ImportCommand.self, ExportCommand.self, SyncCommand.self,
-                      SubscriptionsCommand.self]
+                      SubscriptionsCommand.self, LoginCommand.self, LogoutCommand.self]
     )
 }
 

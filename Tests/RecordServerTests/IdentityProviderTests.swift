@@ -59,6 +59,15 @@ import Testing
                             "\(listed.output)")
                 }
 
+                // Signing out revokes the token it sends, and only that one.
+                let out = try await server.send(.post, "/auth/1/\(Self.container)/development/signout",
+                                                headers: [.authorization: "Bearer \(answer.ckWebAuthToken)"])
+                #expect(out.status == 200, "\(out.reason)")
+                #expect(try await server.store.tokens(ofUserNamed: user.name).map(\.name) == ["Ada's iPad"])
+                let again2 = try await server.send(.post, "/auth/1/\(Self.container)/development/signout",
+                                                   headers: [.authorization: "Bearer \(answer.ckWebAuthToken)"])
+                #expect(again2.status == 401 && again2.code == "AUTHENTICATION_FAILED", "\(again2.reason)")
+
                 // Deleting the user removes its identity: the next sign-in makes a new user, whose
                 // record name is never the deleted one's.
                 try await server.store.deleteUser(named: user.name)
@@ -155,6 +164,10 @@ import Testing
                                                                          deviceName: "laptop", givenName: "Ada")
                     #expect(answer.created && answer.tokenName == "laptop")
                     #expect(try await container.userRecordID().recordName == answer.userRecordName)
+                    // Signing out revokes the session token.
+                    try await container.signOut()
+                    await #expect { _ = try await container.userRecordID() } throws: { ($0 as? RecordSyncError)?.code == .authenticationFailed }
+                    await #expect { try await container.signOut() } throws: { ($0 as? RecordSyncError)?.code == .authenticationFailed }
                     // A refused token is the server's error, with its reason.
                     await #expect {
                         _ = try await Container.signIn(serverURL: server.url, identifier: Self.container, idToken: Self.tampered(token))
@@ -162,6 +175,36 @@ import Testing
                         guard let error = error as? RecordSyncError else { return false }
                         return error.code == .authenticationFailed && error.reason.contains("signature")
                     }
+                }
+            }
+        }
+    }
+
+    @Test func recordctlLogsInAndOut() async throws {
+        let provider = try await TestIdentityProvider.make(issuer: "https://id.test.example")
+        try await withKeyHost(provider.jwks()) { host in
+            try await withTemporaryDirectory { directory in
+                try await withLiveServer(directory: directory, configure: { $0.identityProviders = [provider.settings(keys: host.url)] }) { server in
+                    let profile = directory + "/config/profile.json"
+                    let token = try await provider.token(provider.claims(sub: "cli-1"))
+                    let login = try await ChildProcess.run("recordctl", ["login", "--server", server.url.absoluteString, "--container", Self.container,
+                                                                         "--profile", profile, "--id-token", token, "--device-name", "ci"], mergeErrors: true)
+                    #expect(login.status == 0 && login.output.contains("signed in as _") && login.output.contains("a new user"), "\(login.output)")
+                    let permissions = try FileManager.default.attributesOfItem(atPath: profile)[.posixPermissions] as? Int
+                    #expect(permissions == 0o600)
+                    let listed = try await ChildProcess.run("recordctl", ["zones", "list", "--profile", profile], mergeErrors: true)
+                    #expect(listed.status == 0, "\(listed.output)")
+
+                    let logout = try await ChildProcess.run("recordctl", ["logout", "--profile", profile], mergeErrors: true)
+                    #expect(logout.status == 0, "\(logout.output)")
+                    let kept = try JSONDecoder().decode([String: String].self, from: Data(contentsOf: URL(fileURLWithPath: profile)))
+                    #expect(kept["token"] == nil && kept["server"] == server.url.absoluteString, "\(kept)")
+                    #expect(try await server.store.users().count == 1)
+                    let user = try #require(try await server.store.users().first?.user)
+                    #expect(try await server.store.tokens(ofUserNamed: user.name).isEmpty)
+                    let refused = try await ChildProcess.run("recordctl", ["login", "--server", server.url.absoluteString, "--profile", profile,
+                                                                           "--id-token", Self.tampered(token)], mergeErrors: true)
+                    #expect(refused.status == 1 && refused.output.contains("AUTHENTICATION_FAILED"), "\(refused.output)")
                 }
             }
         }

@@ -54,6 +54,22 @@ extension RecordStore {
         }
     }
 
+    /// Signs out: revokes the session token whose SHA-256 is `tokenHash` (any user's token:
+    /// one the operator issued too), refused on every server within
+    /// ``TokenCheck/revocationDelay``.
+    ///
+    /// - Throws: `AUTHENTICATION_FAILED` when no such token is held (never issued, revoked
+    ///   already, or its user deleted).
+    public func signOut(tokenHash: Data) async throws {
+        try await engine.write { transaction in
+            guard try transaction.deleteToken(hash: tokenHash) else {
+                throw RecordSyncError(.authenticationFailed, "the token is not valid (never issued, or revoked already)")
+            }
+            try transaction.advanceRevocationSequence()
+            return .commit(())
+        }
+    }
+
     /// The identities a user signs in with, by issuer and subject (none: the operator issues
     /// their tokens).
     public func identities(of user: User) async throws -> [StoredIdentity] {

@@ -40,6 +40,7 @@ struct IdentityRoutes: Sendable {
     }
 
     func register(on router: Router<BasicRequestContext>) {
+        registerSignOut(on: router)
         router.post("/auth/1/:container/:environment/signin/idtoken") { request, context in
             let environment = context.parameters.get("environment") ?? ""
             guard ["development", "production"].contains(environment) else {
@@ -53,6 +54,19 @@ struct IdentityRoutes: Sendable {
                                                 givenName: signIn.givenName, familyName: signIn.familyName, lifetime: sessionLifetime)
             return try JSONBody.response(SignInResponse(ckWebAuthToken: token, userRecordName: result.user.userRecordName,
                                                         expires: result.expiresAt, created: result.created, tokenName: result.tokenName))
+        }
+    }
+
+    /// `POST /auth/1/{container}/{environment}/signout`: revokes the token the request
+    /// carries (`Authorization: Bearer` or `ckWebAuthToken`); answers `{}`.
+    func registerSignOut(on router: Router<BasicRequestContext>) {
+        router.post("/auth/1/:container/:environment/signout") { request, _ in
+            _ = try await request.body.collect(upTo: 64 * 1024)
+            guard let token = try Credentials.token(in: request, userTokensAsAPIToken: false).user else {
+                throw RecordSyncError(.authenticationRequired, "sign out: send the session token as 'Authorization: Bearer TOKEN' or ckWebAuthToken")
+            }
+            try await store.signOut(tokenHash: Credentials.hash(token))
+            return try JSONBody.response([String: String]())
         }
     }
 
