@@ -91,6 +91,8 @@ let package = Package(
                 "RecordStorage",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                // scrypt, for the passwords of built-in accounts.
+                .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "JWTKit", package: "jwt-kit"),
             ],
             path: "Server/RecordRules",
@@ -147,6 +149,8 @@ let package = Package(
                 // Fetching identity providers' keys (JWKS) from their URLs.
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                // Mail (sign-up and reset codes) through an SMTP server.
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             path: "Server/RecordServer",
             swiftSettings: swiftSettings

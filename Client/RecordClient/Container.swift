@@ -9,8 +9,19 @@ import RecordModel
 public struct Container: Sendable {
     /// How a container signs in.
     public enum Credentials: Sendable, Hashable {
-        /// A user's bearer token, as printed by `recordserver user add NAME`.
+        /// A user's bearer token, as printed by `recordserver user add NAME`, or a sign-in's.
         case bearerToken(String)
+        /// A signed-in session: its token kept (the keychain, a file), renewed by signing in
+        /// again when the server refuses it.
+        case session(SignedInSession)
+
+        /// The token requests carry now.
+        var token: String {
+            switch self {
+            case .bearerToken(let token): token
+            case .session(let session): session.token
+            }
+        }
     }
 
     /// Which data set of the container: `development` or `production`.
@@ -86,9 +97,5 @@ public struct Container: Sendable {
         return Record.ID(recordName: identity.userRecordName)
     }
 
-    var token: String {
-        switch credentials {
-        case .bearerToken(let token): token
-        }
-    }
+    var token: String { credentials.token }
 }

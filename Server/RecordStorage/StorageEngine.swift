@@ -88,13 +88,41 @@ public protocol StorageTransaction: AnyObject {
     func insertIdentity(_ identity: StoredIdentity, userKey: Int64) throws
     /// A user's identities, by issuer and subject.
     func identities(ofUser key: Int64) throws -> [StoredIdentity]
+    /// The account of an email address (lower-cased), or `nil`.
+    func account(withEmail email: String) throws -> (account: StoredAccount, user: User)?
+    /// A user's account, or `nil` (they sign in otherwise).
+    func account(ofUser key: Int64) throws -> StoredAccount?
+    /// Stores a user's account (the user has none, the address is nobody's).
+    func insertAccount(_ account: StoredAccount, userKey: Int64) throws
+    /// Replaces an account's password hash.
+    func setPasswordHash(_ hash: String, ofUser key: Int64, at time: Int64) throws
+    /// Removes a user's tokens but the one whose SHA-256 is `keeping`; how many went.
+    func deleteTokens(ofUser key: Int64, keeping: Data?) throws -> Int
+    /// Stores a code (its hash known to be new); removes the codes expired before `now` first.
+    func insertAccountCode(_ code: StoredAccountCode, now: Int64) throws
+    /// The code whose SHA-256 is `hash`, or `nil`.
+    func accountCode(hash: Data) throws -> StoredAccountCode?
+    /// Removes the code whose SHA-256 is `hash`; `false` if there was none.
+    func deleteAccountCode(hash: Data) throws -> Bool
+    /// The codes of one kind for an address, newest first.
+    func accountCodes(kind: String, email: String) throws -> [StoredAccountCode]
+    /// Removes the codes of one kind for an address.
+    func deleteAccountCodes(kind: String, email: String) throws
+    /// The attempts counted under `key` and when their window began, or `nil`.
+    func signInAttempts(key: String) throws -> (attempts: Int64, windowStart: Int64)?
+    /// Counts one more attempt under `key`: in the window that began at `windowStart` if it is
+    /// no older than `windowStart`, else in a new window starting `now`. Removes the
+    /// windows begun before `windowStart` first.
+    func countSignInAttempt(key: String, now: Int64, windowStart: Int64) throws
+    /// Forgets the attempts counted under `key`.
+    func clearSignInAttempts(key: String) throws
     /// A number that grows whenever a token stops being valid before its expiry (revoked, or its
     /// user deleted), so that servers holding tokens in memory know to read them again.
     func revocationSequence() throws -> Int64
     /// Adds one to ``revocationSequence()``.
     func advanceRevocationSequence() throws
     /// Removes a user and everything stored under their key outside their databases: tokens,
-    /// identities, server-to-server keys, profile, subscriptions, notifications and their deliveries,
+    /// identities, account (and the codes mailed to its address), server-to-server keys, profile, subscriptions, notifications and their deliveries,
     /// webcourier tokens, upload receipts, their ``usage(ofUser:)``.
     func deleteUser(_ key: Int64) throws
     /// What the records a user created (named by their `userRecordName`) hold, in every
@@ -613,6 +641,53 @@ public struct StoredIdentity: Sendable, Hashable {
         self.email = email
         self.emailVerified = emailVerified
         self.createdAt = createdAt
+    }
+}
+
+/// A built-in account: a user's verified email address and the hash of their password.
+public struct StoredAccount: Sendable, Hashable {
+    /// The address, lower-cased.
+    public var email: String
+    /// `scrypt$N$r$p$SALT$KEY` (base64).
+    public var passwordHash: String
+    /// When the account was made, in milliseconds since 1970.
+    public var createdAt: Int64
+    /// When the password was last set, in milliseconds since 1970.
+    public var passwordChangedAt: Int64
+
+    public init(email: String, passwordHash: String, createdAt: Int64, passwordChangedAt: Int64) {
+        self.email = email
+        self.passwordHash = passwordHash
+        self.createdAt = createdAt
+        self.passwordChangedAt = passwordChangedAt
+    }
+}
+
+/// A single-use code (kept by the SHA-256 of its value): a sign-up's verification code, a
+/// password reset's, or an invitation.
+public struct StoredAccountCode: Sendable, Hashable {
+    /// The SHA-256 of the code.
+    public var hash: Data
+    /// `signup`, `reset` or `invitation`.
+    public var kind: String
+    /// The address it was mailed to, or (an invitation) the only one it admits; `nil`: any.
+    public var email: String?
+    /// A sign-up's chosen password, hashed.
+    public var passwordHash: String?
+    /// The SHA-256 of the invitation a sign-up gave.
+    public var invitation: Data?
+    /// In milliseconds since 1970.
+    public var createdAt: Int64
+    public var expiresAt: Int64
+
+    public init(hash: Data, kind: String, email: String?, passwordHash: String? = nil, invitation: Data? = nil, createdAt: Int64, expiresAt: Int64) {
+        self.hash = hash
+        self.kind = kind
+        self.email = email
+        self.passwordHash = passwordHash
+        self.invitation = invitation
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
     }
 }
 

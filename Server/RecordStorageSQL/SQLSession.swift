@@ -69,6 +69,11 @@ public struct SQLRow: Sendable {
         return value
     }
 
+    public func optionalData(_ index: Int) throws -> Data? {
+        if case .null = cells[index] { return nil }
+        return try data(index)
+    }
+
     public func uuid(_ index: Int) throws -> UUID {
         let bytes = try data(index)
         guard bytes.count == 16 else { throw Self.mismatch(index, "a UUID", cells[index]) }

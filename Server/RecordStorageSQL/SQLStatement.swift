@@ -108,6 +108,7 @@ public struct SQLStatement: Sendable, ExpressibleByStringInterpolation {
         public mutating func appendInterpolation(_ value: Bool) { pieces.append(.value(.bool(value))) }
         public mutating func appendInterpolation(_ value: Int64?) { pieces.append(.value(value.map(SQLBind.integer) ?? .null)) }
         public mutating func appendInterpolation(_ value: String?) { pieces.append(.value(value.map(SQLBind.text) ?? .null)) }
+        public mutating func appendInterpolation(_ value: Data?) { pieces.append(.value(value.map(SQLBind.blob) ?? .null)) }
     }
 }
 

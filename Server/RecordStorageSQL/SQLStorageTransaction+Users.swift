@@ -80,10 +80,93 @@ extension SQLStorageTransaction {
         }
     }
 
+    public func account(withEmail email: String) throws -> (account: StoredAccount, user: User)? {
+        try fetch("""
+            SELECT a.password_hash, a.created_at, a.password_changed_at, u.id, u.name, u.record_name
+            FROM accounts a JOIN users u ON u.id = a.user_id WHERE a.email = \(email)
+            """).first.map {
+            (StoredAccount(email: email, passwordHash: try $0.string(0), createdAt: try $0.int64(1), passwordChangedAt: try $0.int64(2)),
+             User(id: try $0.int64(3), name: try $0.string(4), userRecordName: try $0.string(5)))
+        }
+    }
+
+    public func account(ofUser key: Int64) throws -> StoredAccount? {
+        try fetch("SELECT email, password_hash, created_at, password_changed_at FROM accounts WHERE user_id = \(key)").first.map {
+            StoredAccount(email: try $0.string(0), passwordHash: try $0.string(1), createdAt: try $0.int64(2), passwordChangedAt: try $0.int64(3))
+        }
+    }
+
+    public func insertAccount(_ account: StoredAccount, userKey: Int64) throws {
+        try run("""
+            INSERT INTO accounts(user_id, email, password_hash, created_at, password_changed_at)
+            VALUES (\(userKey), \(account.email), \(account.passwordHash), \(account.createdAt), \(account.passwordChangedAt))
+            """)
+    }
+
+    public func setPasswordHash(_ hash: String, ofUser key: Int64, at time: Int64) throws {
+        try run("UPDATE accounts SET password_hash = \(hash), password_changed_at = \(time) WHERE user_id = \(key)")
+    }
+
+    public func deleteTokens(ofUser key: Int64, keeping: Data?) throws -> Int {
+        guard let keeping else { return try run("DELETE FROM tokens WHERE user_id = \(key)") }
+        return try run("DELETE FROM tokens WHERE user_id = \(key) AND hash <> \(keeping)")
+    }
+
+    public func insertAccountCode(_ code: StoredAccountCode, now: Int64) throws {
+        try run("DELETE FROM account_codes WHERE expires_at < \(now)")
+        try run("""
+            INSERT INTO account_codes(hash, kind, email, password_hash, invitation, created_at, expires_at)
+            VALUES (\(code.hash), \(code.kind), \(code.email), \(code.passwordHash), \(code.invitation), \(code.createdAt), \(code.expiresAt))
+            """)
+    }
+
+    public func accountCode(hash: Data) throws -> StoredAccountCode? {
+        try fetch("SELECT kind, email, password_hash, invitation, created_at, expires_at FROM account_codes WHERE hash = \(hash)").first.map {
+            StoredAccountCode(hash: hash, kind: try $0.string(0), email: try $0.optionalString(1), passwordHash: try $0.optionalString(2),
+                              invitation: try $0.optionalData(3), createdAt: try $0.int64(4), expiresAt: try $0.int64(5))
+        }
+    }
+
+    public func deleteAccountCode(hash: Data) throws -> Bool {
+        try run("DELETE FROM account_codes WHERE hash = \(hash)") > 0
+    }
+
+    public func accountCodes(kind: String, email: String) throws -> [StoredAccountCode] {
+        try fetch("""
+            SELECT hash, password_hash, invitation, created_at, expires_at FROM account_codes WHERE kind = \(kind) AND email = \(email)
+            ORDER BY created_at DESC, hash
+            """).map {
+            StoredAccountCode(hash: try $0.data(0), kind: kind, email: email, passwordHash: try $0.optionalString(1), invitation: try $0.optionalData(2),
+                              createdAt: try $0.int64(3), expiresAt: try $0.int64(4))
+        }
+    }
+
+    public func deleteAccountCodes(kind: String, email: String) throws {
+        try run("DELETE FROM account_codes WHERE kind = \(kind) AND email = \(email)")
+    }
+
+    public func signInAttempts(key: String) throws -> (attempts: Int64, windowStart: Int64)? {
+        try fetch("SELECT attempts, window_start FROM sign_in_attempts WHERE key = \(key)").first.map { (try $0.int64(0), try $0.int64(1)) }
+    }
+
+    public func countSignInAttempt(key: String, now: Int64, windowStart: Int64) throws {
+        try run("DELETE FROM sign_in_attempts WHERE window_start < \(windowStart)")
+        try run("""
+            INSERT INTO sign_in_attempts(key, attempts, window_start) VALUES (\(key), 1, \(now))
+            ON CONFLICT (key) DO UPDATE SET attempts = sign_in_attempts.attempts + 1
+            """)
+    }
+
+    public func clearSignInAttempts(key: String) throws {
+        try run("DELETE FROM sign_in_attempts WHERE key = \(key)")
+    }
+
     public func deleteUser(_ key: Int64) throws {
         try run("DELETE FROM user_usage WHERE user_record = (SELECT record_name FROM users WHERE id = \(key))")
         try run("DELETE FROM tokens WHERE user_id = \(key)")
         try run("DELETE FROM identities WHERE user_id = \(key)")
+        try run("DELETE FROM account_codes WHERE email = (SELECT email FROM accounts WHERE user_id = \(key))")
+        try run("DELETE FROM accounts WHERE user_id = \(key)")
         try run("DELETE FROM server_keys WHERE user_id = \(key)")
         try run("DELETE FROM subscriptions WHERE user_id = \(key)")
         try run("DELETE FROM push_deliveries WHERE token IN (SELECT token FROM push_tokens WHERE user_id = \(key))")

@@ -13,7 +13,7 @@ struct RecordServerCommand: AsyncParsableCommand {
         commandName: "recordserver",
         abstract: "A self-hostable, CloudKit-compatible record sync server.",
         discussion: "With no subcommand, serves on 127.0.0.1:8080 with data in ./.recordserver/.",
-        subcommands: [Serve.self, UserCommand.self, APITokenCommand.self, DataCommand.self, AssetsCommand.self],
+        subcommands: [Serve.self, UserCommand.self, AccountCommand.self, APITokenCommand.self, DataCommand.self, AssetsCommand.self],
         defaultSubcommand: Serve.self
     )
 
@@ -155,8 +155,44 @@ extension RecordServerCommand {
         @Option(help: "Days a session token from a sign-in works.")
         var sessionDays: Int = 90
 
+        @Option(help: "Who may sign up for an account with an email address and a password: open (anyone), invitation (with a code from 'account invite'), closed. Anything but closed needs --smtp or --mail-directory.")
+        var signUp: SignUpMode = .closed
+
+        @Option(help: ArgumentHelp("The SMTP server mails (sign-up and reset codes) go through: smtp://[USER[:PASSWORD]@]HOST[:PORT] (STARTTLS when offered) or smtps://… (TLS).", valueName: "url"))
+        var smtp: String?
+
+        @Option(help: ArgumentHelp("A file holding the SMTP password (instead of the URL's); also read from RECORDSYNC_SMTP_PASSWORD.", valueName: "file"))
+        var smtpPasswordFile: String?
+
+        @Option(help: ArgumentHelp("Trust the SMTP server's certificate when this CA (PEM) signed it, instead of the system's roots.", valueName: "file"))
+        var smtpCA: String?
+
+        @Option(help: ArgumentHelp("Development only: write each mail to a file in this directory instead of sending it.", valueName: "directory"))
+        var mailDirectory: String?
+
+        @Option(help: ArgumentHelp("The sender of the server's mails.", valueName: "address"))
+        var mailFrom: String = "recordserver@localhost"
+
+        @Option(help: ArgumentHelp("A proxy (IP address, or ADDRESS/BITS) whose X-Forwarded-For names the client (what sign-ins are throttled by); repeat for each.", valueName: "address"))
+        var trustedProxy: [String] = []
+
+        @Option(help: "Failed sign-ins (and codes, and password checks) for one email address within 15 minutes before THROTTLED.")
+        var signInFailures: Int = 5
+
+        @Option(help: "Failed attempts, and mails asked for, from one client address within 15 minutes before THROTTLED.")
+        var addressFailures: Int = 50
+
+        @Option(help: "scrypt's N for new password hashes (a power of two from 1024 to 1048576).")
+        var passwordHashRounds: Int = PasswordHashing.standard.rounds
+
         func validate() throws {
             guard (1...3650).contains(sessionDays) else { throw ValidationError("--session-days must be between 1 and 3650") }
+            if let problem = PasswordHashing.problem(withRounds: passwordHashRounds) { throw ValidationError("--password-hash-rounds: \(problem)") }
+            guard signInFailures > 0, addressFailures > 0 else { throw ValidationError("--sign-in-failures and --address-failures must be positive") }
+            if smtp != nil, mailDirectory != nil { throw ValidationError("--smtp and --mail-directory are two places for the same mails: give one") }
+            if signUp != .closed, smtp == nil, mailDirectory == nil {
+                throw ValidationError("--sign-up \(signUp.rawValue) mails codes to verify addresses: give --smtp (or --mail-directory, for development)")
+            }
             guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
             guard maxOperations > 0 else { throw ValidationError("--max-operations must be positive") }
             guard maxBodyBytes > 0 else { throw ValidationError("--max-body-bytes must be positive") }
@@ -194,8 +230,21 @@ extension RecordServerCommand {
             configuration.userTokensAsAPIToken = !strictAPITokens
             configuration.metricsToken = metricsToken ?? ProcessInfo.processInfo.environment["RECORDSYNC_METRICS_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
             configuration.sessionLifetime = .seconds(sessionDays * 24 * 60 * 60)
+            configuration.accounts.signUp = signUp
+            configuration.accounts.hashing = PasswordHashing(rounds: passwordHashRounds)
+            configuration.accounts.throttle.failuresPerAccount = signInFailures
+            configuration.accounts.throttle.failuresPerAddress = addressFailures
+            configuration.mailFrom = mailFrom
             do {
                 configuration.identityProviders = try IdentityProviderSettings.read(file: identityProviders, signInWithApple: signInWithApple)
+                configuration.trustedProxies = try TrustedProxies(trustedProxy)
+                if let smtp {
+                    let password = try smtpPasswordFile.map { try String(contentsOfFile: $0, encoding: .utf8).trimmingCharacters(in: .newlines) }
+                        ?? ProcessInfo.processInfo.environment["RECORDSYNC_SMTP_PASSWORD"].flatMap { $0.isEmpty ? nil : $0 }
+                    configuration.mail = .smtp(try SMTPSettings(url: smtp, password: password, certificateAuthority: smtpCA))
+                } else if let mailDirectory {
+                    configuration.mail = .directory(mailDirectory)
+                }
             } catch {
                 FileHandle.standardError.write(Data("recordserver: \(error)\n".utf8))
                 throw ExitCode.failure
@@ -292,7 +341,7 @@ extension RecordServerCommand {
         /// `user list`: every user, one a line.
         struct List: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
-                abstract: "List the users: name, user record name, when created (UTC), how many tokens each holds, and how they sign in (operator: tokens from 'user add' and 'user token'; else the identity providers of their identities), tab-separated, by name."
+                abstract: "List the users: name, user record name, when created (UTC), how many tokens each holds, and how they sign in (operator: tokens from 'user add' and 'user token'; else password for an account, and the identity providers of their identities), tab-separated, by name."
             )
             @OptionGroup var dataOptions: DataOptions
 
@@ -300,8 +349,8 @@ extension RecordServerCommand {
                 let store = try await openStore(dataOptions.configuration())
                 for (user, createdAt, tokens) in try await store.users() {
                     let created = Date(timeIntervalSince1970: Double(createdAt) / 1000).formatted(.iso8601)
-                    let providers = try await store.identities(of: user).map(\.provider)
-                    let signsIn = providers.isEmpty ? "operator" : providers.joined(separator: ",")
+                    let methods = try await store.signInMethods(of: user)
+                    let signsIn = methods.isEmpty ? "operator" : methods.joined(separator: ",")
                     print([user.name, user.userRecordName, created, "\(tokens) token\(tokens == 1 ? "" : "s")", signsIn].joined(separator: "\t"))
                 }
                 await (store.engine as? PostgresEngine)?.shutdown()

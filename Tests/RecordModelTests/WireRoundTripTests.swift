@@ -28,7 +28,9 @@ import Testing
 //   UsersResponse, UserDiscoverabilityRequest.
 // - Wire/Backlinks.swift: BacklinksRequest, Backlink, BacklinksResponse.
 // - Wire/ZoneNotification.swift: ZoneNotification.
-// - Wire/SignIn.swift: IDTokenSignInRequest, SignInResponse.
+// - Wire/SignIn.swift: IDTokenSignInRequest, SignInResponse, SignUpRequest, SignUpVerifyRequest,
+//   PasswordSignInRequest, PasswordChangeRequest, PasswordChangeResponse, ResetRequest,
+//   ResetCompleteRequest, AccountDeleteRequest.
 // - Wire/Assets.swift: AssetUploadRequest (Token), AssetUploadResponse (Token), AssetUploadReceipt
 //   (SingleFile), AssetRereferenceRequest (Entry), AssetRereferenceResponse, Asset.
 //
@@ -244,6 +246,22 @@ import Testing
     @Test func userIdentities() async { await Self.check { Arbitrary.userIdentity(&$0) } }
     @Test func idTokenSignInRequests() async { await Self.check { Arbitrary.idTokenSignInRequest(&$0) } }
     @Test func signInResponses() async { await Self.check { Arbitrary.signInResponse(&$0) } }
+    @Test func accountBodies() async {
+        await Self.check { SignUpRequest(email: Arbitrary.string(&$0), password: Arbitrary.string(&$0), invitation: Arbitrary.maybe(&$0, Arbitrary.string)) }
+        await Self.check {
+            SignUpVerifyRequest(email: Arbitrary.string(&$0), code: Arbitrary.string(&$0), deviceName: Arbitrary.maybe(&$0, Arbitrary.string),
+                                givenName: Arbitrary.maybe(&$0, Arbitrary.string), familyName: Arbitrary.maybe(&$0, Arbitrary.string))
+        }
+        await Self.check { PasswordSignInRequest(email: Arbitrary.string(&$0), password: Arbitrary.string(&$0), deviceName: Arbitrary.maybe(&$0, Arbitrary.string)) }
+        await Self.check { PasswordChangeRequest(password: Arbitrary.string(&$0), newPassword: Arbitrary.string(&$0)) }
+        await Self.check { PasswordChangeResponse(revokedTokens: Int(Arbitrary.int64(&$0) % 1000)) }
+        await Self.check { ResetRequest(email: Arbitrary.string(&$0)) }
+        await Self.check {
+            ResetCompleteRequest(email: Arbitrary.string(&$0), code: Arbitrary.string(&$0), newPassword: Arbitrary.string(&$0),
+                                 deviceName: Arbitrary.maybe(&$0, Arbitrary.string))
+        }
+        await Self.check { AccountDeleteRequest(password: Arbitrary.maybe(&$0, Arbitrary.string)) }
+    }
     @Test func userLookupInfos() async { await Self.check { Arbitrary.userLookupInfo(&$0) } }
     @Test func userNameComponents() async { await Self.check { Arbitrary.userNameComponents(&$0) } }
     @Test func userIdentityInfos() async { await Self.check { Arbitrary.userIdentityInfo(&$0) } }

@@ -19,6 +19,15 @@ struct DataCopyTests {
         return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data, as: UTF8.self))
     }
 
+    /// POSTs to the container's `/auth/1/…` path.
+    static func auth(_ server: URL, _ path: String, _ body: String) async throws -> (status: Int, text: String) {
+        var request = URLRequest(url: server.appendingPathComponent("auth/1/iCloud.test.Move/development/\(path)"))
+        request.httpMethod = "POST"
+        request.httpBody = Data(body.utf8)
+        let (data, response) = try await URLSession.shared.data(for: request)
+        return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data, as: UTF8.self))
+    }
+
     static func json(_ text: String) -> JSONValue { (try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))) ?? .null }
 
     /// An answer without the `uuid` that names each error (new on every request).
@@ -42,8 +51,16 @@ struct DataCopyTests {
                 .output.trimmingCharacters(in: .whitespacesAndNewlines)
             let bob = try await ChildProcess.run("recordserver", ["user", "add", "bob", "--data", data, "--token-name", "phone", "--expires-in", "30d"])
                 .output.trimmingCharacters(in: .whitespacesAndNewlines)
-            let sqlite = try await ServerProcess(data: data)
+            let mail = "\(directory)/mail"
+            let sqlite = try await ServerProcess(data: data, arguments: ["--sign-up", "open", "--mail-directory", mail, "--password-hash-rounds", "1024"])
             let old = URL(string: "http://127.0.0.1:\(sqlite.port)")!
+
+            // An account, signed up with the code of the mail the server wrote.
+            #expect(try await Self.auth(old, "signup", #"{"email": "carol@example.com", "password": "carol's password"}"#).status == 200)
+            let message = try String(contentsOfFile: "\(mail)/\(try #require(try FileManager.default.contentsOfDirectory(atPath: mail).first))", encoding: .utf8)
+            let code = try #require(AccountTests.code(in: message))
+            let carol = Self.json(try await Self.auth(old, "signup/verify", #"{"email": "carol@example.com", "code": "\#(code)"}"#).text)["userRecordName"]?.stringValue
+            #expect(carol != nil)
 
             // References, a cascade's tombstones, two users, two zones, the public database.
             #expect(try await Self.post(old, "private/zones/modify", #"{"operations": [{"operationType": "create", "zone": {"zoneID": {"zoneName": "Gallery"}}}]}"#, token: alice).status == 200)
@@ -133,6 +150,9 @@ struct DataCopyTests {
                 #expect(now.status == 200)
                 #expect(Self.comparable(Self.json(now.text)) == Self.comparable(Self.json(answer)), "\(probe.path) \(probe.body)")
             }
+            // The account signs in with its password.
+            let signedIn = Self.json(try await Self.auth(moved, "signin/password", #"{"email": "carol@example.com", "password": "carol's password"}"#).text)
+            #expect(signedIn["userRecordName"]?.stringValue == carol, "\(signedIn)")
             // The asset downloads from PostgreSQL.
             let moved6 = Self.json(try await Self.post(moved, "private/records/lookup", "{\(gallery), \"records\": [{\"recordName\": \"artist6\"}]}", token: alice).text)
             let link = moved6["records"]?[0]?["fields"]?["portrait"]?["value"]?["downloadURL"]?.stringValue ?? ""

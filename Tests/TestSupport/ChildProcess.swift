@@ -19,7 +19,13 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// Starts `name ARGUMENTS`; standard output (and standard error, if `mergeErrors`) is
     /// collected; `environment` is added to this process's environment.
-    public init(_ name: String, _ arguments: [String], mergeErrors: Bool = true, environment: [String: String] = [:]) throws {
+    public convenience init(_ name: String, _ arguments: [String], mergeErrors: Bool = true, environment: [String: String] = [:]) throws {
+        try self.init(executable: Self.executable(name), arguments, mergeErrors: mergeErrors, environment: environment)
+    }
+
+    /// Starts the program at `executable` (another machine's program, such as the tests' SMTP
+    /// server) as ``init(_:_:mergeErrors:environment:)`` starts one of this package.
+    public init(executable: URL, _ arguments: [String], mergeErrors: Bool = true, environment: [String: String] = [:]) throws {
         outputURL = FileManager.default.temporaryDirectory
             .appendingPathComponent("recordsync-child-\(UUID().uuidString).out")
         guard FileManager.default.createFile(atPath: outputURL.path, contents: nil) else {
@@ -28,7 +34,7 @@ public final class ChildProcess: @unchecked Sendable {
         let output = try FileHandle(forWritingTo: outputURL)
         // The child gets its own copies of the descriptor; ours is closed once it has started.
         defer { try? output.close() }
-        process.executableURL = Self.executable(name)
+        process.executableURL = executable
         process.arguments = arguments
         if !environment.isEmpty {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }

@@ -30,7 +30,7 @@ public struct Database: Sendable {
             .appendingPathComponent(container.identifier)
             .appendingPathComponent(container.environment.rawValue)
             .appendingPathComponent(scope.rawValue)
-        transport = HTTPTransport(baseURL: base, token: container.token, session: container.session, certificateAuthority: container.certificateAuthority)
+        transport = HTTPTransport(baseURL: base, credentials: container.credentials, session: container.session, certificateAuthority: container.certificateAuthority)
     }
 }
 

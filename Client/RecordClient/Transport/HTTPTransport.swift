@@ -18,7 +18,8 @@ import RecordModel
 struct HTTPTransport: Sendable {
     /// The base of every endpoint: `{server}/database/1/{container}/{environment}/{database}/`.
     let baseURL: URL
-    let token: String
+    /// How requests sign in: a token, or a session that signs in again when refused.
+    let credentials: Container.Credentials
     /// The session requests go through, or `nil` for AsyncHTTPClient (``client``).
     let session: URLSession?
     /// A PEM file of certificate authorities trusted besides the system's, for a server whose
@@ -100,9 +101,22 @@ struct HTTPTransport: Sendable {
 
     /// Sends `body` to `endpoint` and reads the answer's bytes as they arrived (compressed or
     /// not) with `read`, which can then decompress them later or elsewhere.
+    ///
+    /// With a ``SignedInSession``, a token the server refuses (`AUTHENTICATION_FAILED`: expired,
+    /// revoked) is renewed by signing in again, once, and the request sent again.
     func post<Body: Encodable, Reply>(_ endpoint: String, _ body: Body, readingAsArrived read: (Answer) throws -> Reply) async throws -> Reply {
-        try await Self.waitingWhenThrottled { try await postOnce(endpoint, body, readingAsArrived: read) }
+        let used = token
+        do {
+            return try await Self.waitingWhenThrottled { try await postOnce(endpoint, body, readingAsArrived: read) }
+        } catch let error as RecordSyncError where error.code == .authenticationFailed {
+            guard case .session(let session) = credentials else { throw error }
+            try await session.renew(refused: used)
+            return try await Self.waitingWhenThrottled { try await postOnce(endpoint, body, readingAsArrived: read) }
+        }
     }
+
+    /// The bearer token requests carry now.
+    var token: String { credentials.token }
 
     /// The most times a request the server answered `THROTTLED` is sent again, and the longest
     /// it waits before one of them.

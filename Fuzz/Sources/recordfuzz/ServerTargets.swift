@@ -267,3 +267,82 @@ func fuzzSignIn(_ data: Data) {
         }
     }
 }
+
+// MARK: Built-in accounts
+
+/// The first byte chooses the body the rest is read as.
+func fuzzAccounts(_ data: Data) {
+    guard let first = data.first else { return }
+    let rest = Data(data.dropFirst())
+    /// Decodes the rest as a `Body`; it must write back as itself.
+    func body<Body: Codable & Equatable>(_ type: Body.Type) -> Body? {
+        guard let body = try? JSONBody.decode(Body.self, from: rest) else { return nil }
+        guard let written = try? JSONEncoder().encode(body), (try? JSONBody.decode(Body.self, from: written)) == body else {
+            fatalError("an account body does not read back as itself: \(body)")
+        }
+        return body
+    }
+    var settings = AccountSettings()
+    settings.signUp = first & 0x80 == 0 ? .open : .invitation
+    settings.hashing = PasswordHashing(rounds: 1 << 10)
+    settings.throttle.failuresPerAccount = 1 << 20
+    settings.throttle.failuresPerAddress = 1 << 20
+    settings.throttle.mailsPerAccount = 1 << 20
+    let accounts = Accounts(store: FuzzStore.shared.store, settings: settings)
+    let user = FuzzStore.shared.user
+    let hash = Credentials.hash(Credentials.newToken())
+    typealias Work = @Sendable () async throws -> Void
+    var work: Work?
+    switch first & 0x7F {
+    case 0:
+        if let request = body(SignUpRequest.self) {
+            work = { _ = try await accounts.signUp(email: request.email, password: request.password, invitation: request.invitation, client: "192.0.2.1") }
+        }
+    case 1:
+        if let request = body(SignUpVerifyRequest.self) {
+            work = {
+                _ = try await accounts.verify(email: request.email, code: request.code, deviceName: request.deviceName, givenName: request.givenName,
+                                              familyName: request.familyName, tokenHash: hash, lifetime: .seconds(60), client: "192.0.2.1")
+            }
+        }
+    case 2:
+        if let request = body(PasswordSignInRequest.self) {
+            work = {
+                _ = try await accounts.signIn(email: request.email, password: request.password, deviceName: request.deviceName, tokenHash: hash,
+                                              lifetime: .seconds(60), client: "192.0.2.1")
+            }
+        }
+    case 3:
+        if let request = body(PasswordChangeRequest.self) {
+            work = { _ = try await accounts.changePassword(of: user, password: request.password, newPassword: request.newPassword, keeping: nil, client: nil) }
+        }
+    case 4:
+        if let request = body(ResetRequest.self) {
+            work = { _ = try await accounts.requestReset(email: request.email, client: nil) }
+        }
+    case 5:
+        if let request = body(ResetCompleteRequest.self) {
+            work = {
+                _ = try await accounts.completeReset(email: request.email, code: request.code, newPassword: request.newPassword, deviceName: request.deviceName,
+                                                     tokenHash: hash, lifetime: .seconds(60), client: nil)
+            }
+        }
+    default:
+        // The fuzz user has no password: the body is only read.
+        if body(AccountDeleteRequest.self) != nil {
+            work = { _ = try await accounts.store.signInMethods(of: user) }
+        }
+    }
+    guard let work else { return }
+    blocking {
+        do {
+            try await work()
+        } catch let error as RecordSyncError {
+            guard [.badRequest, .authenticationFailed, .accessDenied, .throttled, .conflict].contains(error.code) else {
+                fatalError("an account body was answered \(error)")
+            }
+        } catch {
+            fatalError("an account body threw \(error), not a RecordSyncError")
+        }
+    }
+}

@@ -43,6 +43,11 @@ enum FuzzTarget: String, CaseIterable {
     /// tokens as they come or claims the harness signs with its provider's key (every claim
     /// check reached): an identity, or `AUTHENTICATION_FAILED`, nothing else.
     case signin
+    /// The bodies of built-in accounts (sign-up, verification, password sign-in, change, reset,
+    /// deletion): each as the server decodes it (and writes back), then through the rules on a
+    /// store of the run's own: an answer, or `BAD_REQUEST`, `AUTHENTICATION_FAILED`,
+    /// `ACCESS_DENIED` or `THROTTLED`, nothing else.
+    case accounts
 }
 
 extension FuzzTarget {
@@ -62,6 +67,7 @@ extension FuzzTarget {
         case .rules: fuzzRules(data)
         case .compact: fuzzCompact(data)
         case .signin: fuzzSignIn(data)
+        case .accounts: fuzzAccounts(data)
         }
     }
 }

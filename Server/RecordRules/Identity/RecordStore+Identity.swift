@@ -26,12 +26,7 @@ extension RecordStore {
     /// device signing in again holds one token), or the first free `sign-in-N`.
     public func signIn(with identity: VerifiedIdentity, tokenHash: Data, deviceName: String?, givenName: String?, familyName: String?,
                        lifetime: Duration) async throws -> SignIn {
-        if let deviceName, let problem = NameRules.problem(withName: deviceName, kind: "device name") {
-            throw RecordSyncError(.badRequest, problem)
-        }
-        for name in [givenName, familyName].compactMap({ $0 }) where name.utf8.count > 255 {
-            throw RecordSyncError(.badRequest, "a name of over 255 bytes")
-        }
+        try Self.checkSignIn(deviceName: deviceName, givenName: givenName, familyName: familyName)
         let now = Self.now()
         let expiresAt = now + lifetime.components.seconds * 1000
         return try await engine.write { transaction in
@@ -43,14 +38,33 @@ extension RecordStore {
                 user = try Self.createUser(for: identity, givenName: givenName, familyName: familyName, now: now, in: transaction)
                 created = true
             }
-            let held = Set(try transaction.tokens(ofUser: user.id).map(\.name))
-            let tokenName = deviceName ?? (1...).lazy.map { "sign-in-\($0)" }.first { !held.contains($0) }!
-            if held.contains(tokenName) {
-                _ = try transaction.deleteToken(named: tokenName, ofUser: user.id)
-                try transaction.advanceRevocationSequence()
-            }
-            try transaction.insertToken(hash: tokenHash, userKey: user.id, name: tokenName, createdAt: now, expiresAt: expiresAt)
+            let tokenName = try Self.issueSessionToken(tokenHash, to: user, deviceName: deviceName, now: now, expiresAt: expiresAt, in: transaction)
             return .commit(SignIn(user: user, created: created, tokenName: tokenName, expiresAt: expiresAt))
+        }
+    }
+
+    /// Gives `user` a session token (`tokenHash`) named `deviceName` (replacing the user's token
+    /// of that name: a device signing in again holds one token), or the first free `sign-in-N`;
+    /// answers its name.
+    static func issueSessionToken(_ tokenHash: Data, to user: User, deviceName: String?, now: Int64, expiresAt: Int64,
+                                  in transaction: any StorageTransaction) throws -> String {
+        let held = Set(try transaction.tokens(ofUser: user.id).map(\.name))
+        let tokenName = deviceName ?? (1...).lazy.map { "sign-in-\($0)" }.first { !held.contains($0) }!
+        if held.contains(tokenName) {
+            _ = try transaction.deleteToken(named: tokenName, ofUser: user.id)
+            try transaction.advanceRevocationSequence()
+        }
+        try transaction.insertToken(hash: tokenHash, userKey: user.id, name: tokenName, createdAt: now, expiresAt: expiresAt)
+        return tokenName
+    }
+
+    /// Checks a sign-in's device name and the names the app sends.
+    static func checkSignIn(deviceName: String?, givenName: String?, familyName: String?) throws {
+        if let deviceName, let problem = NameRules.problem(withName: deviceName, kind: "device name") {
+            throw RecordSyncError(.badRequest, problem)
+        }
+        for name in [givenName, familyName].compactMap({ $0 }) where name.utf8.count > 255 {
+            throw RecordSyncError(.badRequest, "a name of over 255 bytes")
         }
     }
 
@@ -76,6 +90,14 @@ extension RecordStore {
         try await engine.read { transaction in try transaction.identities(ofUser: user.id) }
     }
 
+    /// How a user signs in: `password` (a built-in account) and the names of the identity
+    /// providers of their identities; none: the operator issues their tokens.
+    public func signInMethods(of user: User) async throws -> [String] {
+        try await engine.read { transaction in
+            (try transaction.account(ofUser: user.id) == nil ? [] : ["password"]) + (try transaction.identities(ofUser: user.id).map(\.provider))
+        }
+    }
+
     /// A user for an identity seen for the first time.
     private static func createUser(for identity: VerifiedIdentity, givenName: String?, familyName: String?, now: Int64,
                                    in transaction: any StorageTransaction) throws -> User {
@@ -85,16 +107,24 @@ extension RecordStore {
         try transaction.insertIdentity(StoredIdentity(issuer: identity.issuer, subject: identity.subject, provider: identity.provider,
                                                       email: email, emailVerified: identity.emailVerified, createdAt: now),
                                        userKey: user.id)
+        try setSignedInProfile(of: user, verifiedEmail: identity.emailVerified ? email : nil, givenName: givenName, familyName: familyName,
+                               in: transaction)
+        return user
+    }
+
+    /// The profile of a user a sign-in created: the names the app sent, and the verified email
+    /// address (which makes the user discoverable) when it reads as one and no user holds it.
+    /// An address nobody verified is never stored there.
+    static func setSignedInProfile(of user: User, verifiedEmail: String?, givenName: String?, familyName: String?,
+                                   in transaction: any StorageTransaction) throws {
         var profile = UserProfile(givenName: givenName?.trimmingCharacters(in: .whitespacesAndNewlines),
                                   familyName: familyName?.trimmingCharacters(in: .whitespacesAndNewlines))
-        // Only a verified address that reads as one and nobody holds is the user's to be found by.
-        if identity.emailVerified, let email, let checked = try? checked(UserProfile(email: email)).email,
+        if let verifiedEmail, let checked = try? checked(UserProfile(email: verifiedEmail)).email,
            try transaction.users(withEmails: [checked]).isEmpty {
             profile.email = checked
             profile.discoverable = true
         }
         try transaction.setProfile(profile, ofUser: user.id)
-        return user
     }
 
     /// `PROVIDER-SUBJECT`, or (when that is no name, or taken) `PROVIDER-` and the first 16 hex

@@ -5,6 +5,7 @@ import HummingbirdTLS
 import Logging
 import NIOSSL
 import NIOCore
+import RecordModel
 import RecordPostgresEngine
 import RecordRules
 import RecordSQLiteEngine
@@ -90,7 +91,7 @@ public func buildApplication(
 ) throws -> some ApplicationProtocol {
     let server = try httpServer(configuration)
     let scheme = configuration.tlsCertificatePath == nil ? "http" : "https"
-    let router = Router()
+    let router = Router(context: RequestContextWithAddress.self)
     let metrics = ServerMetrics()
     // Outermost: it sees the answer the client gets, errors turned into answers included.
     router.add(middleware: RequestLogMiddleware(logger: configuration.logger, metrics: metrics))
@@ -107,6 +108,13 @@ public func buildApplication(
     SignInPage.register(on: router)
     IdentityRoutes(store: store, providers: try IdentityRoutes.providers(configuration.identityProviders),
                    sessionLifetime: configuration.sessionLifetime)
+        .register(on: router)
+    if configuration.accounts.signUp != .closed, configuration.mail == nil {
+        throw RecordSyncError(.badRequest, "signing up (\(configuration.accounts.signUp.rawValue)) needs mail to verify addresses: give --smtp or --mail-directory")
+    }
+    AccountRoutes(accounts: Accounts(store: store, settings: configuration.accounts),
+                  mailer: configuration.mail.map { Mailer(settings: $0, from: configuration.mailFrom) },
+                  sessionLifetime: configuration.sessionLifetime, trustedProxies: configuration.trustedProxies)
         .register(on: router)
     AssetRoutes(store: store, incoming: (configuration.dataDirectory as NSString).appendingPathComponent("assets/incoming"))
         .register(on: router)

@@ -64,6 +64,16 @@ public struct ServerConfiguration: Sendable {
     public var identityProviders: [IdentityProviderSettings] = []
     /// How long a session token a sign-in gives works (90 days unless set).
     public var sessionLifetime: Duration = .seconds(90 * 24 * 60 * 60)
+    /// Built-in accounts: who may sign up, throttling, password hashing (docs/deploying.md,
+    /// "Accounts").
+    public var accounts = AccountSettings()
+    /// Where the server's mails go; `nil`: it sends none, and signing up must be closed.
+    public var mail: MailSettings?
+    /// The sender of the server's mails.
+    public var mailFrom = "recordserver@localhost"
+    /// The proxies whose `X-Forwarded-For` gives a client's address (what sign-ins are
+    /// throttled by); none: the peer's address.
+    public var trustedProxies = try! TrustedProxies([])
     /// The logger for the server's own messages.
     public var logger = Logger(label: "recordserver")
 

@@ -15,7 +15,7 @@ struct AssetRoutes: Sendable {
     /// Where uploads are written while they arrive (under the data directory).
     let incoming: String
 
-    func register(on router: Router<BasicRequestContext>) {
+    func register(on router: Router<RequestContextWithAddress>) {
         router.post("/assets/1/upload/:token") { request, context in
             try await self.upload(request, token: context.parameters.get("token") ?? "")
         }

@@ -17,7 +17,7 @@ import RecordRules
 /// send; from any other, `403` without `Access-Control-Allow-Origin`. Every answer carries
 /// `Vary: Origin`. The last rule also covers `/signin`, `/healthz` and `/metrics`.
 struct CORSMiddleware: RouterMiddleware {
-    typealias Context = BasicRequestContext
+    typealias Context = RequestContextWithAddress
 
     let store: RecordStore
     let apiTokens: APITokenCache

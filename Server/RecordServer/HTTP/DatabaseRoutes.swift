@@ -160,7 +160,7 @@ struct DatabaseRoutes: Sendable {
     ]
 
     /// Registers every endpoint on `router`.
-    func register(on router: Router<BasicRequestContext>) {
+    func register(on router: Router<RequestContextWithAddress>) {
         router.get("/database/1/:container/:environment/:database/notifications") { request, context in
             do {
                 let scope = try await self.scope(of: request, context: context, visitors: false)
@@ -199,7 +199,7 @@ struct DatabaseRoutes: Sendable {
         }
     }
 
-    private func handle(_ request: Request, context: BasicRequestContext, database: String? = nil, visitors: Bool, _ endpoint: Endpoint) async throws -> Response {
+    private func handle(_ request: Request, context: RequestContextWithAddress, database: String? = nil, visitors: Bool, _ endpoint: Endpoint) async throws -> Response {
         do {
             var body: Data
             do {
@@ -295,7 +295,7 @@ struct DatabaseRoutes: Sendable {
     /// - Throws: `AUTHENTICATION_FAILED` for a token, API token or signature that is not valid;
     ///   `AUTHENTICATION_REQUIRED`, with the `redirectURL` of the sign-in page, for a request
     ///   that needs a user and has none.
-    func scope(of request: Request, context: BasicRequestContext, database given: String? = nil, body: Data = Data(), visitors: Bool) async throws -> DatabaseScope {
+    func scope(of request: Request, context: RequestContextWithAddress, database given: String? = nil, body: Data = Data(), visitors: Bool) async throws -> DatabaseScope {
         if let signed = try Credentials.signedRequest(request, body: body) {
             let user = try await store.verify(signed)
             let scope = try scope(of: context, user: user, database: given)
@@ -338,7 +338,7 @@ struct DatabaseRoutes: Sendable {
 
     /// `AUTHENTICATION_REQUIRED` with `reason`, and the `redirectURL` of the page that says how
     /// to sign in to this container and environment (``SignInPage``).
-    private func signInRequired(_ request: Request, _ context: BasicRequestContext, _ reason: String) -> RecordSyncError {
+    private func signInRequired(_ request: Request, _ context: RequestContextWithAddress, _ reason: String) -> RecordSyncError {
         let base = publicURL ?? Self.base(of: request, scheme: scheme)
         let url = SignInPage.url(base: base, container: context.parameters.get("container") ?? "", environment: context.parameters.get("environment") ?? "")
         return RecordSyncError(.authenticationRequired, reason, redirectURL: url)
@@ -352,7 +352,7 @@ struct DatabaseRoutes: Sendable {
     }
 
     /// The database the path addresses, for `user`.
-    private func scope(of context: BasicRequestContext, user: User, database given: String?) throws -> DatabaseScope {
+    private func scope(of context: RequestContextWithAddress, user: User, database given: String?) throws -> DatabaseScope {
         let container = context.parameters.get("container") ?? ""
         if let problem = NameRules.problem(withName: container, kind: "container") {
             throw RecordSyncError(.badRequest, problem)

@@ -39,27 +39,31 @@ struct IdentityRoutes: Sendable {
         }
     }
 
-    func register(on router: Router<BasicRequestContext>) {
+    func register(on router: Router<RequestContextWithAddress>) {
         registerSignOut(on: router)
         router.post("/auth/1/:container/:environment/signin/idtoken") { request, context in
-            let environment = context.parameters.get("environment") ?? ""
-            guard ["development", "production"].contains(environment) else {
-                throw RecordSyncError(.badRequest, "the environment must be development or production, not \(NameRules.quoted(environment))")
-            }
+            try Self.checkEnvironment(context)
             let body = Data(buffer: try await request.body.collect(upTo: 64 * 1024))
             let signIn = try JSONBody.decode(IDTokenSignInRequest.self, from: body)
             let identity = try await provider(for: signIn).verify(signIn.idToken, nonce: signIn.nonce)
             let token = Credentials.newToken()
             let result = try await store.signIn(with: identity, tokenHash: Credentials.hash(token), deviceName: signIn.deviceName,
                                                 givenName: signIn.givenName, familyName: signIn.familyName, lifetime: sessionLifetime)
-            return try JSONBody.response(SignInResponse(ckWebAuthToken: token, userRecordName: result.user.userRecordName,
-                                                        expires: result.expiresAt, created: result.created, tokenName: result.tokenName))
+            return try AccountRoutes.response(result, token: token)
+        }
+    }
+
+    /// `BAD_REQUEST` unless the path's environment is `development` or `production`.
+    static func checkEnvironment(_ context: RequestContextWithAddress) throws {
+        let environment = context.parameters.get("environment") ?? ""
+        guard ["development", "production"].contains(environment) else {
+            throw RecordSyncError(.badRequest, "the environment must be development or production, not \(NameRules.quoted(environment))")
         }
     }
 
     /// `POST /auth/1/{container}/{environment}/signout`: revokes the token the request
     /// carries (`Authorization: Bearer` or `ckWebAuthToken`); answers `{}`.
-    func registerSignOut(on router: Router<BasicRequestContext>) {
+    func registerSignOut(on router: Router<RequestContextWithAddress>) {
         router.post("/auth/1/:container/:environment/signout") { request, _ in
             _ = try await request.body.collect(upTo: 64 * 1024)
             guard let token = try Credentials.token(in: request, userTokensAsAPIToken: false).user else {

@@ -15,7 +15,7 @@ enum SignInPage {
         return "\(base)/signin/1/\(container)/\(environment)"
     }
 
-    static func register(on router: Router<BasicRequestContext>) {
+    static func register(on router: Router<RequestContextWithAddress>) {
         router.get("/signin/1/:container/:environment") { _, context in
             let container = escaped(context.parameters.get("container") ?? "")
             let environment = escaped(context.parameters.get("environment") ?? "")

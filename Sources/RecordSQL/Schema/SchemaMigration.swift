@@ -54,5 +54,6 @@ extension StorageSchema {
     /// SQLite's `v14-api-tokens` and PostgreSQL's `v10`). Never edit one once shipped.
     public static let migrations: [SchemaMigration] = [
         SchemaMigration("identities", [.createTable(identities)]),
+        SchemaMigration("accounts", [.createTable(accounts), .createTable(accountCodes), .createTable(signInAttempts)]),
     ]
 }

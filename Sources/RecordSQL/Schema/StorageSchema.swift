@@ -54,6 +54,45 @@ public enum StorageSchema {
         IndexDefinition("identities_by_user", ["user_id"]),
     ])
 
+    /// Built-in accounts (docs/protocol.md, "Accounts"): a user's email address, lower-cased
+    /// and verified (a sign-up becomes an account only once its address is verified), and the
+    /// password's hash (`scrypt$N$r$p$SALT$KEY`, base64).
+    public static let accounts = TableDefinition("accounts", [
+        ColumnDefinition("user_id", .int64, references: "users(id)"),
+        .name("email"),
+        ColumnDefinition("password_hash", .text),
+        ColumnDefinition("created_at", .int64),
+        ColumnDefinition("password_changed_at", .int64),
+    ], primaryKey: ["user_id"], uniques: [["email"]])
+
+    /// Single-use codes, by the SHA-256 of their value, each expiring: `signup` (mailed to the
+    /// address a sign-up gave, with the password chosen and the invitation used),
+    /// `reset` (mailed to an account's address) and `invitation` (made by the operator,
+    /// perhaps for one address).
+    public static let accountCodes = TableDefinition("account_codes", [
+        ColumnDefinition("hash", .bytes),
+        .name("kind"),
+        ColumnDefinition("email", .text, nullable: true),
+        ColumnDefinition("password_hash", .text, nullable: true),
+        ColumnDefinition("invitation", .bytes, nullable: true),
+        ColumnDefinition("created_at", .int64),
+        ColumnDefinition("expires_at", .int64),
+    ], primaryKey: ["hash"], indexes: [
+        IndexDefinition("account_codes_by_email", ["email", "kind"]),
+        IndexDefinition("account_codes_by_expiry", ["expires_at"]),
+    ])
+
+    /// Counted attempts (failed sign-ins, mails sent) per key (`account:EMAIL`,
+    /// `address:IP`, `mail:EMAIL`), in the window that began at `window_start`: what every
+    /// server throttles by.
+    public static let signInAttempts = TableDefinition("sign_in_attempts", [
+        .name("key"),
+        ColumnDefinition("attempts", .int64),
+        ColumnDefinition("window_start", .int64),
+    ], primaryKey: ["key"], indexes: [
+        IndexDefinition("sign_in_attempts_by_age", ["window_start"]),
+    ])
+
     /// Counts revocations (its single row), so that servers holding tokens in memory notice one.
     public static let tokenRevocations = TableDefinition("token_revocations", [
         ColumnDefinition("id", .int32, check: "id = 1"),
@@ -342,7 +381,7 @@ public enum StorageSchema {
 
     /// Every table, targets of foreign keys first (the order `data copy` fills them in).
     public static let tables: [TableDefinition] = [
-        users, tokens, identities, tokenRevocations, serverKeys, signaturesSeen, apiTokens, userUsage,
+        users, tokens, identities, accounts, accountCodes, signInAttempts, tokenRevocations, serverKeys, signaturesSeen, apiTokens, userUsage,
         containers, databases, zones, zoneIncarnations, schemaFields,
         refFields, records, refs, searchTokens, searchLocations, searchTypes, tombstones,
         assetKeys, assetBlobs, assetReceipts, assetRefs, assetChunks,
