@@ -31,6 +31,11 @@ extension RecordStore {
         }
     }
 
+    /// The user named `name`, or `nil`.
+    public func user(named name: String) async throws -> User? {
+        try await engine.read { transaction in try transaction.user(named: name) }
+    }
+
     /// Adds another token to an existing user and answers its name.
     ///
     /// - Parameters:

@@ -116,6 +116,23 @@ public protocol StorageTransaction: AnyObject {
     func countSignInAttempt(key: String, now: Int64, windowStart: Int64) throws
     /// Forgets the attempts counted under `key`.
     func clearSignInAttempts(key: String) throws
+    /// Makes the identities and the account of user `from` user `to`'s (`to` has no account when
+    /// `from` has one); answers how many identities moved and whether an account did.
+    func moveSignIns(fromUser from: Int64, toUser to: Int64) throws -> (identities: Int, account: Bool)
+    /// Stores an operator (the name and secret known to be new).
+    func insertOperator(_ stored: StoredOperator) throws
+    /// The operator whose secret's SHA-256 is `secretHash`, or `nil`.
+    func storedOperator(secretHash: Data) throws -> StoredOperator?
+    /// Every operator, by name.
+    func storedOperators() throws -> [StoredOperator]
+    /// Removes the operator named `name`; `false` if there was none.
+    func deleteOperator(named name: String) throws -> Bool
+    /// Records what an operator did.
+    func insertAuditEntry(_ entry: AuditEntry) throws
+    /// The newest `limit` entries of the audit log, newest first.
+    func auditEntries(limit: Int) throws -> [AuditEntry]
+    /// The key of a container in an environment, or `nil` when nothing was ever stored in it.
+    func containerKey(named name: String, environment: String) throws -> Int64?
     /// A number that grows whenever a token stops being valid before its expiry (revoked, or its
     /// user deleted), so that servers holding tokens in memory know to read them again.
     func revocationSequence() throws -> Int64
@@ -688,6 +705,42 @@ public struct StoredAccountCode: Sendable, Hashable {
         self.invitation = invitation
         self.createdAt = createdAt
         self.expiresAt = expiresAt
+    }
+}
+
+/// A named operator as stored (its secret only as a SHA-256).
+public struct StoredOperator: Sendable, Hashable {
+    public var name: String
+    public var secretHash: Data
+    /// `read`, `write`, `schema`, `users`, `all`.
+    public var scopes: [String]
+    /// In milliseconds since 1970.
+    public var createdAt: Int64
+
+    public init(name: String, secretHash: Data, scopes: [String], createdAt: Int64) {
+        self.name = name
+        self.secretHash = secretHash
+        self.scopes = scopes
+        self.createdAt = createdAt
+    }
+}
+
+/// An entry of the operators' audit log.
+public struct AuditEntry: Sendable, Hashable {
+    /// The operator's name.
+    public var operatorName: String
+    /// In milliseconds since 1970.
+    public var at: Int64
+    /// What was done (`POST /database/1/…/records/modify`).
+    public var action: String
+    /// On what or whom (`as alice`, a user's name).
+    public var target: String
+
+    public init(operatorName: String, at: Int64, action: String, target: String) {
+        self.operatorName = operatorName
+        self.at = at
+        self.action = action
+        self.target = target
     }
 }
 

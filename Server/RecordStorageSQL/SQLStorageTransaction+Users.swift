@@ -161,6 +161,51 @@ extension SQLStorageTransaction {
         try run("DELETE FROM sign_in_attempts WHERE key = \(key)")
     }
 
+    public func moveSignIns(fromUser from: Int64, toUser to: Int64) throws -> (identities: Int, account: Bool) {
+        let identities = try run("UPDATE identities SET user_id = \(to) WHERE user_id = \(from)")
+        let account = try run("UPDATE accounts SET user_id = \(to) WHERE user_id = \(from)") > 0
+        return (identities, account)
+    }
+
+    public func insertOperator(_ stored: StoredOperator) throws {
+        try run("""
+            INSERT INTO operators(name, secret_hash, scopes, created_at)
+            VALUES (\(stored.name), \(stored.secretHash), \(stored.scopes.joined(separator: " ")), \(stored.createdAt))
+            """)
+    }
+
+    public func storedOperator(secretHash: Data) throws -> StoredOperator? {
+        try fetch("SELECT name, scopes, created_at FROM operators WHERE secret_hash = \(secretHash)").first.map {
+            StoredOperator(name: try $0.string(0), secretHash: secretHash, scopes: try $0.string(1).split(separator: " ").map(String.init),
+                           createdAt: try $0.int64(2))
+        }
+    }
+
+    public func storedOperators() throws -> [StoredOperator] {
+        try fetch("SELECT name, secret_hash, scopes, created_at FROM operators ORDER BY name").map {
+            StoredOperator(name: try $0.string(0), secretHash: try $0.data(1), scopes: try $0.string(2).split(separator: " ").map(String.init),
+                           createdAt: try $0.int64(3))
+        }
+    }
+
+    public func deleteOperator(named name: String) throws -> Bool {
+        try run("DELETE FROM operators WHERE name = \(name)") > 0
+    }
+
+    public func insertAuditEntry(_ entry: AuditEntry) throws {
+        try run("INSERT INTO operator_audit(operator, at, action, target) VALUES (\(entry.operatorName), \(entry.at), \(entry.action), \(entry.target))")
+    }
+
+    public func auditEntries(limit: Int) throws -> [AuditEntry] {
+        try fetch("SELECT operator, at, action, target FROM operator_audit ORDER BY id DESC LIMIT \(limit)").map {
+            AuditEntry(operatorName: try $0.string(0), at: try $0.int64(1), action: try $0.string(2), target: try $0.string(3))
+        }
+    }
+
+    public func containerKey(named name: String, environment: String) throws -> Int64? {
+        try fetch("SELECT id FROM containers WHERE name = \(name) AND environment = \(environment)").first?.int64(0)
+    }
+
     public func deleteUser(_ key: Int64) throws {
         try run("DELETE FROM user_usage WHERE user_record = (SELECT record_name FROM users WHERE id = \(key))")
         try run("DELETE FROM tokens WHERE user_id = \(key)")

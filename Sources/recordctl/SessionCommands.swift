@@ -21,13 +21,7 @@ struct LoginCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            // A profile named but not there yet is the one to keep the token in.
-            if let path = connection.profile, !FileManager.default.fileExists(atPath: path) { try Settings.keep(token: nil, in: path) }
-            let settings = try connection.resolvedSettings()
-            let (url, environment) = try connection.serverAndEnvironment(settings)
-            let identifier = settings.container.value ?? ConnectionOptions.defaultContainer
-            let authentication = Container.Authentication(serverURL: url, identifier: identifier, environment: environment,
-                                                          certificateAuthority: try connection.certificateAuthority())
+            let (settings, authentication) = try connection.authentication()
             let device = deviceName ?? ProcessInfo.processInfo.hostName
             let answer: SignInResponse
             if let email {
@@ -42,8 +36,8 @@ struct LoginCommand: AsyncParsableCommand {
                 }
                 answer = try await authentication.signIn(idToken: idToken, provider: provider, nonce: nonce, deviceName: device)
             }
-            try Settings.keep(token: answer.ckWebAuthToken, server: url.absoluteString, container: identifier, environment: environment.rawValue,
-                              in: settings.profilePath)
+            try Settings.keep(token: answer.ckWebAuthToken, server: authentication.serverURL.absoluteString, container: authentication.identifier,
+                              environment: authentication.environment.rawValue, in: settings.profilePath)
             if connection.json {
                 print(#"{"created":\#(answer.created),"expires":\#(answer.expires),"tokenName":"\#(answer.tokenName)","userRecordName":"\#(answer.userRecordName)"}"#)
             } else {
@@ -77,12 +71,7 @@ struct SignUpCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            // A profile named but not there yet is the one `login` will keep the token in.
-            if let path = connection.profile, !FileManager.default.fileExists(atPath: path) { try Settings.keep(token: nil, in: path) }
-            let settings = try connection.resolvedSettings()
-            let (url, environment) = try connection.serverAndEnvironment(settings)
-            let authentication = Container.Authentication(serverURL: url, identifier: settings.container.value ?? ConnectionOptions.defaultContainer,
-                                                          environment: environment, certificateAuthority: try connection.certificateAuthority())
+            let (_, authentication) = try connection.authentication()
             try await authentication.signUp(email: email, password: try LoginCommand.password(), invitation: invitation)
             print("a code is on its way to \(email): sign in with it, 'recordctl login --email \(email) --code CODE'")
         }
@@ -104,5 +93,18 @@ struct LogoutCommand: AsyncParsableCommand {
             if settings.token.source == "profile" { try Settings.keep(token: nil, in: settings.profilePath) }
             print("signed out")
         }
+    }
+}
+
+extension ConnectionOptions {
+    /// The settings in effect and the `Authentication` of the server, container and environment
+    /// they name. A profile named but not there yet is made first (empty), for `login` to keep
+    /// the token in.
+    func authentication() throws -> (settings: Settings, authentication: Container.Authentication) {
+        if let path = profile, !FileManager.default.fileExists(atPath: path) { try Settings.keep(token: nil, in: path) }
+        let settings = try resolvedSettings()
+        let (url, environment) = try serverAndEnvironment(settings)
+        return (settings, Container.Authentication(serverURL: url, identifier: settings.container.value ?? Self.defaultContainer, environment: environment,
+                                                   certificateAuthority: try certificateAuthority()))
     }
 }

@@ -13,7 +13,7 @@ struct RecordServerCommand: AsyncParsableCommand {
         commandName: "recordserver",
         abstract: "A self-hostable, CloudKit-compatible record sync server.",
         discussion: "With no subcommand, serves on 127.0.0.1:8080 with data in ./.recordserver/.",
-        subcommands: [Serve.self, UserCommand.self, AccountCommand.self, APITokenCommand.self, DataCommand.self, AssetsCommand.self],
+        subcommands: [Serve.self, UserCommand.self, AccountCommand.self, OperatorCommand.self, APITokenCommand.self, DataCommand.self, AssetsCommand.self],
         defaultSubcommand: Serve.self
     )
 
@@ -284,7 +284,7 @@ extension RecordServerCommand {
                 hashes: a token is printed once, when issued. A revoked token, or any token of a deleted \
                 user, stops working on every server sharing the data within a second.
                 """,
-            subcommands: [Add.self, List.self, Usage.self, Delete.self, Token.self, Tokens.self, RevokeToken.self, Key.self, Keys.self, RevokeKey.self, Profile.self]
+            subcommands: [Add.self, List.self, Usage.self, Delete.self, Link.self, Token.self, Tokens.self, RevokeToken.self, Key.self, Keys.self, RevokeKey.self, Profile.self]
         )
 
         /// `user add NAME`: creates a user and prints its token.
@@ -311,6 +311,32 @@ extension RecordServerCommand {
                                                    expiresAt: tokenOptions.expiresAt, profile: profile)
                 }
                 print(token)
+                await (store.engine as? PostgresEngine)?.shutdown()
+            }
+        }
+
+        /// `user link SOURCE --into TARGET --yes`: makes SOURCE's identities and account sign in
+        /// as TARGET.
+        struct Link: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Link two users: SOURCE's identity-provider identities and account (password) sign in as TARGET from then on; SOURCE's tokens are revoked.",
+                discussion: """
+                    Two identities become one user only this way, never by their email addresses. SOURCE keeps its \
+                    data; delete it with 'user delete' once nothing of it is wanted. Prints what moved.
+                    """
+            )
+            @Argument(help: "The user whose ways of signing in move.") var source: String
+            @Option(help: "The user they sign in as from then on.") var into: String
+            @Flag(help: "Confirm: without it, nothing is linked.") var yes = false
+            @OptionGroup var dataOptions: DataOptions
+
+            func run() async throws {
+                guard yes else { throw ValidationError("linking \(source) into \(into) needs --yes") }
+                let store = try await openStore(dataOptions.configuration())
+                try await reportingStoreErrors {
+                    let moved = try await store.linkUser(named: source, into: into)
+                    print("\(moved.identities) identit\(moved.identities == 1 ? "y" : "ies")\(moved.account ? " and an account" : "") now sign in as \(into)")
+                }
                 await (store.engine as? PostgresEngine)?.shutdown()
             }
         }

@@ -391,6 +391,38 @@ import Testing
         }
     }
 
+    /// Two ways of signing in (an account, an identity provider's identity) become one user only
+    /// when the operator links them.
+    @Test func theOperatorLinksTwoUsers() async throws {
+        let provider = try await TestIdentityProvider.make(issuer: "https://link.test.example")
+        try await withMailServer { mail in
+            try await withKeyHost(provider.jwks()) { host in
+                try await withServer(configure: Self.configure(mail) { $0.identityProviders = [provider.settings(keys: host.url)] }) { server in
+                    let email = "linked-\(server.backend)@example.com"
+                    let account = try await Self.signUp(server, mail, email, "a password")
+                    // The same address from the provider makes another user: never joined by address.
+                    let viaProvider = try await IdentityProviderTests.signIn(server, try await provider.token(provider.claims(sub: "p-1", email: email, verified: .bool(true))))
+                        .decode(SignInResponse.self)
+                    #expect(viaProvider.created && viaProvider.userRecordName != account.userRecordName)
+                    let users = try await server.store.users()
+                    let accountUser = try #require(users.first { $0.user.userRecordName == account.userRecordName }?.user)
+                    let providerUser = try #require(users.first { $0.user.userRecordName == viaProvider.userRecordName }?.user)
+
+                    await #expect { _ = try await server.store.linkUser(named: providerUser.name, into: providerUser.name) } throws: {
+                        ($0 as? RecordSyncError)?.code == .badRequest
+                    }
+                    let moved = try await server.store.linkUser(named: providerUser.name, into: accountUser.name)
+                    #expect(moved.identities == 1 && !moved.account)
+                    try await Self.expectRefused(server, viaProvider.ckWebAuthToken)
+                    let again = try await IdentityProviderTests.signIn(server, try await provider.token(provider.claims(sub: "p-1"))).decode(SignInResponse.self)
+                    #expect(!again.created && again.userRecordName == account.userRecordName)
+                    #expect(try await server.store.signInMethods(of: accountUser) == ["password", "test"])
+                    #expect(try await server.store.signInMethods(of: providerUser).isEmpty)
+                }
+            }
+        }
+    }
+
     // MARK: - Helpers
 
     static func post<T: Encodable>(_ server: TestServer, _ path: String, _ body: T, token: String? = nil, from client: String? = nil) async throws -> Reply {

@@ -51,10 +51,16 @@ struct DataCopyTests {
                 .output.trimmingCharacters(in: .whitespacesAndNewlines)
             let bob = try await ChildProcess.run("recordserver", ["user", "add", "bob", "--data", data, "--token-name", "phone", "--expires-in", "30d"])
                 .output.trimmingCharacters(in: .whitespacesAndNewlines)
+            let operatorSecret = try await ChildProcess.run("recordserver", ["operator", "add", "ops", "--scope", "users", "--data", data])
+                .output.trimmingCharacters(in: .whitespacesAndNewlines)
             let mail = "\(directory)/mail"
             let sqlite = try await ServerProcess(data: data, arguments: ["--sign-up", "open", "--mail-directory", mail, "--password-hash-rounds", "1024"])
             let old = URL(string: "http://127.0.0.1:\(sqlite.port)")!
 
+            // An operator's request, in the audit log.
+            var operatorBefore = URLRequest(url: old.appendingPathComponent("admin/1/users"))
+            operatorBefore.setValue("Bearer \(operatorSecret)", forHTTPHeaderField: "Authorization")
+            #expect((try await URLSession.shared.data(for: operatorBefore).1 as? HTTPURLResponse)?.statusCode == 200)
             // An account, signed up with the code of the mail the server wrote.
             #expect(try await Self.auth(old, "signup", #"{"email": "carol@example.com", "password": "carol's password"}"#).status == 200)
             let message = try String(contentsOfFile: "\(mail)/\(try #require(try FileManager.default.contentsOfDirectory(atPath: mail).first))", encoding: .utf8)
@@ -150,6 +156,13 @@ struct DataCopyTests {
                 #expect(now.status == 200)
                 #expect(Self.comparable(Self.json(now.text)) == Self.comparable(Self.json(answer)), "\(probe.path) \(probe.body)")
             }
+            // The operator's secret works on the copy, and its audit entry came along.
+            var operatorRequest = URLRequest(url: moved.appendingPathComponent("admin/1/users"))
+            operatorRequest.setValue("Bearer \(operatorSecret)", forHTTPHeaderField: "Authorization")
+            let (_, operatorAnswer) = try await URLSession.shared.data(for: operatorRequest)
+            #expect((operatorAnswer as? HTTPURLResponse)?.statusCode == 200)
+            let audit = try await ChildProcess.run("recordserver", ["operator", "audit", "--database", target]).output
+            #expect(audit.split(separator: "\n").count == 2 && audit.contains("\tops\tGET /admin/1/users\t"), "\(audit)")
             // The account signs in with its password.
             let signedIn = Self.json(try await Self.auth(moved, "signin/password", #"{"email": "carol@example.com", "password": "carol's password"}"#).text)
             #expect(signedIn["userRecordName"]?.stringValue == carol, "\(signedIn)")

@@ -90,6 +90,40 @@ extension RecordStore {
         try await engine.read { transaction in try transaction.identities(ofUser: user.id) }
     }
 
+    /// Links two users (`recordserver user link`): the identities and the account of `source`
+    /// sign in as `target` from then on, and `source`'s tokens are revoked. `source` keeps its
+    /// data (delete it with `user delete` once nothing of it is wanted). An account's verified
+    /// address moves to `target`'s profile when `target` has none. Never done but by the operator.
+    ///
+    /// - Throws: `NOT_FOUND` for a user that does not exist; `BAD_REQUEST` for one user twice;
+    ///   `EXISTS` when both have an account (a user has one password).
+    public func linkUser(named source: String, into target: String) async throws -> (identities: Int, account: Bool) {
+        guard source != target else { throw RecordSyncError(.badRequest, "a user cannot be linked into themselves") }
+        return try await engine.write { transaction in
+            let from = try Self.existingUser(named: source, in: transaction)
+            let to = try Self.existingUser(named: target, in: transaction)
+            let account = try transaction.account(ofUser: from.id)
+            if account != nil, try transaction.account(ofUser: to.id) != nil {
+                throw RecordSyncError(.exists, "both \(NameRules.quoted(source)) and \(NameRules.quoted(target)) have an account (a password): a user has one")
+            }
+            let moved = try transaction.moveSignIns(fromUser: from.id, toUser: to.id)
+            if let email = account?.email {
+                var sourceProfile = try transaction.profile(ofUser: from.id)
+                var targetProfile = try transaction.profile(ofUser: to.id)
+                if sourceProfile.email == email, targetProfile.email == nil {
+                    sourceProfile.email = nil
+                    sourceProfile.discoverable = false
+                    try transaction.setProfile(sourceProfile, ofUser: from.id)
+                    targetProfile.email = email
+                    targetProfile.discoverable = true
+                    try transaction.setProfile(targetProfile, ofUser: to.id)
+                }
+            }
+            if try transaction.deleteTokens(ofUser: from.id, keeping: nil) > 0 { try transaction.advanceRevocationSequence() }
+            return .commit(moved)
+        }
+    }
+
     /// How a user signs in: `password` (a built-in account) and the names of the identity
     /// providers of their identities; none: the operator issues their tokens.
     public func signInMethods(of user: User) async throws -> [String] {

@@ -112,6 +112,7 @@ public func buildApplication(
     if configuration.accounts.signUp != .closed, configuration.mail == nil {
         throw RecordSyncError(.badRequest, "signing up (\(configuration.accounts.signUp.rawValue)) needs mail to verify addresses: give --smtp or --mail-directory")
     }
+    AdminRoutes(store: store, accounts: Accounts(store: store, settings: configuration.accounts)).register(on: router)
     AccountRoutes(accounts: Accounts(store: store, settings: configuration.accounts),
                   mailer: configuration.mail.map { Mailer(settings: $0, from: configuration.mailFrom) },
                   sessionLifetime: configuration.sessionLifetime, trustedProxies: configuration.trustedProxies)

@@ -43,6 +43,20 @@ public enum Credentials {
         "rsapi_" + newToken().dropFirst(3)
     }
 
+    /// A new operator's secret: `rsop_` and 32 random bytes in base64url. The prefix tells it
+    /// from a user's token without reading the store.
+    public static func newOperatorSecret() -> String {
+        "rsop_" + newToken().dropFirst(3)
+    }
+
+    /// Whether a bearer token is meant as an operator's secret.
+    static func isOperatorSecret(_ value: String) -> Bool {
+        value.hasPrefix("rsop_")
+    }
+
+    /// The header naming the user an operator acts as on the database API.
+    static let actAsHeader = HTTPField.Name("X-RecordSync-Act-As")!
+
     /// Whether a `ckAPIToken` value is meant as an API token (rather than a user's token sent
     /// under CloudKit JS's parameter, which ``token(in:userTokensAsAPIToken:)`` may accept).
     static func isAPIToken(_ value: String) -> Bool {

@@ -192,14 +192,23 @@ struct DatabaseRoutes: Sendable {
         }
         for endpoint in Self.endpoints {
             for method in endpoint.methods {
+                let writes = Self.writingEndpoints.contains(endpoint.path)
                 router.on(RouterPath("/database/1/:container/:environment/:database/\(endpoint.path)"), method: method) { request, context in
-                    try await self.handle(request, context: context, visitors: endpoint.visitors, endpoint.handler)
+                    try await self.handle(request, context: context, visitors: endpoint.visitors, writes: writes, endpoint.handler)
                 }
             }
         }
     }
 
-    private func handle(_ request: Request, context: RequestContextWithAddress, database: String? = nil, visitors: Bool, _ endpoint: Endpoint) async throws -> Response {
+    /// The endpoints that change what the server holds: an operator acting as a user needs the
+    /// `write` scope for them, `read` for the others.
+    static let writingEndpoints: Set<String> = [
+        "records/modify", "zones/modify", "assets/upload", "assets/rereference", "subscriptions/modify", "tokens/create", "tokens/register",
+        "users/discoverability",
+    ]
+
+    private func handle(_ request: Request, context: RequestContextWithAddress, database: String? = nil, visitors: Bool, writes: Bool = true,
+                        _ endpoint: Endpoint) async throws -> Response {
         do {
             var body: Data
             do {
@@ -207,7 +216,7 @@ struct DatabaseRoutes: Sendable {
             } catch {
                 throw RecordSyncError(.limitExceeded, "the request body is larger than the limit of \(maximumBodyBytes) bytes")
             }
-            let scope = try await self.scope(of: request, context: context, database: database, body: body, visitors: visitors)
+            let scope = try await self.scope(of: request, context: context, database: database, body: body, visitors: visitors, writes: writes)
             if let rateLimiter, scope.user != .visitor, let wait = rateLimiter.admit(scope.user.id) {
                 throw RecordSyncError(.throttled, "too many requests: at most \(rateLimiter.limit.rate.formatted()) a second per user; try again in \(wait.formatted(.number.precision(.fractionLength(0...2)))) s",
                                       retryAfter: wait)
@@ -295,7 +304,8 @@ struct DatabaseRoutes: Sendable {
     /// - Throws: `AUTHENTICATION_FAILED` for a token, API token or signature that is not valid;
     ///   `AUTHENTICATION_REQUIRED`, with the `redirectURL` of the sign-in page, for a request
     ///   that needs a user and has none.
-    func scope(of request: Request, context: RequestContextWithAddress, database given: String? = nil, body: Data = Data(), visitors: Bool) async throws -> DatabaseScope {
+    func scope(of request: Request, context: RequestContextWithAddress, database given: String? = nil, body: Data = Data(), visitors: Bool,
+               writes: Bool = false) async throws -> DatabaseScope {
         if let signed = try Credentials.signedRequest(request, body: body) {
             let user = try await store.verify(signed)
             let scope = try scope(of: context, user: user, database: given)
@@ -324,6 +334,9 @@ struct DatabaseRoutes: Sendable {
             return try scope(of: context, user: .visitor, database: given)
         }
         let hash = Credentials.hash(token)
+        if Credentials.isOperatorSecret(token) {
+            return try scope(of: context, user: try await actingUser(request, operatorSecretHash: hash, writes: writes), database: given)
+        }
         let user: User
         switch try await tokens.check(hash, revocations: { try await store.revocationSequence() }, revoked: { await store.notifier.endStreams() },
                                       lookUp: { try await store.checkToken(hash: hash) }) {
@@ -334,6 +347,25 @@ struct DatabaseRoutes: Sendable {
         case .unknown: throw RecordSyncError(.authenticationFailed, "the token is not valid (never issued, revoked, or its user deleted)")
         }
         return try scope(of: context, user: user, database: given)
+    }
+
+    /// The user an operator acts as (`X-RecordSync-Act-As: NAME`), once its scope is checked
+    /// (`write` for an endpoint that writes, else `read`) and the request is in the audit log
+    /// under its name. An operator's secret is read from the store at every request, so a
+    /// revoked one is refused at once on every server.
+    private func actingUser(_ request: Request, operatorSecretHash hash: Data, writes: Bool) async throws -> User {
+        guard let found = try await store.checkOperator(secretHash: hash) else {
+            throw RecordSyncError(.authenticationFailed, "the operator's secret is not valid (never issued, or revoked)")
+        }
+        try found.require(writes ? .write : .read, for: writes ? "write as a user" : "read as a user")
+        guard let name = request.headers[Credentials.actAsHeader], !name.isEmpty else {
+            throw RecordSyncError(.badRequest, "an operator acts as a user on the database API: name them in X-RecordSync-Act-As")
+        }
+        guard let user = try await store.user(named: name) else {
+            throw RecordSyncError(.notFound, "there is no user \(NameRules.quoted(name)) to act as")
+        }
+        try await store.audit(found.name, action: "\(request.method.rawValue) \(request.uri.path)", target: "as \(user.name)")
+        return user
     }
 
     /// `AUTHENTICATION_REQUIRED` with `reason`, and the `redirectURL` of the page that says how

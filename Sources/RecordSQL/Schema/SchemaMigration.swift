@@ -55,5 +55,6 @@ extension StorageSchema {
     public static let migrations: [SchemaMigration] = [
         SchemaMigration("identities", [.createTable(identities)]),
         SchemaMigration("accounts", [.createTable(accounts), .createTable(accountCodes), .createTable(signInAttempts)]),
+        SchemaMigration("operators", [.createTable(operators), .createTable(operatorAudit)]),
     ]
 }

@@ -93,6 +93,27 @@ public enum StorageSchema {
         IndexDefinition("sign_in_attempts_by_age", ["window_start"]),
     ])
 
+    /// Named operators (docs/deploying.md, "Operators"): credentials that are not a user's,
+    /// each secret kept as its SHA-256, with its scopes (space-separated).
+    public static let operators = TableDefinition("operators", [
+        .name("name"),
+        ColumnDefinition("secret_hash", .bytes),
+        ColumnDefinition("scopes", .text),
+        ColumnDefinition("created_at", .int64),
+    ], primaryKey: ["name"], uniques: [["secret_hash"]])
+
+    /// What operators did through the API: who (by name, kept after a revocation), when, what
+    /// and on what.
+    public static let operatorAudit = TableDefinition("operator_audit", [
+        ColumnDefinition("id", .int64, generated: .neverReused),
+        .name("operator"),
+        ColumnDefinition("at", .int64),
+        ColumnDefinition("action", .text),
+        ColumnDefinition("target", .text),
+    ], primaryKey: ["id"], indexes: [
+        IndexDefinition("operator_audit_by_time", ["at"]),
+    ])
+
     /// Counts revocations (its single row), so that servers holding tokens in memory notice one.
     public static let tokenRevocations = TableDefinition("token_revocations", [
         ColumnDefinition("id", .int32, check: "id = 1"),
@@ -381,7 +402,7 @@ public enum StorageSchema {
 
     /// Every table, targets of foreign keys first (the order `data copy` fills them in).
     public static let tables: [TableDefinition] = [
-        users, tokens, identities, accounts, accountCodes, signInAttempts, tokenRevocations, serverKeys, signaturesSeen, apiTokens, userUsage,
+        users, tokens, identities, accounts, accountCodes, signInAttempts, operators, operatorAudit, tokenRevocations, serverKeys, signaturesSeen, apiTokens, userUsage,
         containers, databases, zones, zoneIncarnations, schemaFields,
         refFields, records, refs, searchTokens, searchLocations, searchTypes, tombstones,
         assetKeys, assetBlobs, assetReceipts, assetRefs, assetChunks,

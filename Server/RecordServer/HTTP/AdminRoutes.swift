@@ -1,0 +1,108 @@
+import Foundation
+import Hummingbird
+import NIOCore
+import RecordModel
+import RecordRules
+
+/// The operators' API (docs/protocol.md, "Operators"), under `/admin/1/`, for a named
+/// operator's secret (`Authorization: Bearer rsop_…`) only; each request is checked against the
+/// operator's scopes and recorded in the audit log with its name. (On the database API an
+/// operator acts as a user: ``DatabaseRoutes``.)
+struct AdminRoutes: Sendable {
+    let store: RecordStore
+    let accounts: Accounts
+
+    func register(on router: Router<RequestContextWithAddress>) {
+        route(router, .get, "operator", needs: nil) { caller, _, _ in
+            try JSONBody.response(OperatorInfo(name: caller.name, scopes: caller.scopes.map(\.rawValue).sorted()))
+        }
+        route(router, .get, "users", needs: .users) { _, _, _ in
+            var users: [AdminUser] = []
+            for (user, createdAt, tokens) in try await store.users() {
+                users.append(AdminUser(name: user.name, userRecordName: user.userRecordName, createdAt: createdAt, tokens: tokens,
+                                       signsInWith: try await store.signInMethods(of: user)))
+            }
+            return try JSONBody.response(["users": users])
+        }
+        route(router, .post, "users/delete", needs: .users) { _, body, _ in
+            let request = try JSONBody.decode(AdminNamedRequest.self, from: body)
+            let deletion = try await store.deleteUser(named: request.name)
+            return try JSONBody.response(["deleted": deletion.user.userRecordName])
+        }
+        route(router, .post, "accounts/invite", needs: .users) { _, body, _ in
+            let request = try JSONBody.decode(AdminInviteRequest.self, from: body)
+            let days = request.days ?? 7
+            guard (1...365).contains(days) else { throw RecordSyncError(.badRequest, "days must be between 1 and 365, not \(days)") }
+            return try JSONBody.response(["invitation": try await accounts.invite(email: request.email, lifetime: .seconds(days * 24 * 60 * 60))])
+        }
+        route(router, .post, "accounts/verify", needs: .users) { _, body, _ in
+            let request = try JSONBody.decode(ResetRequest.self, from: body)
+            return try JSONBody.response(["user": try await accounts.verifyWithoutCode(email: request.email).name])
+        }
+        route(router, .get, "audit", needs: .all) { _, _, request in
+            let limit = request.uri.queryParameters.get("limit").flatMap { Int($0) } ?? 100
+            let entries = try await store.auditLog(limit: limit).map { AdminAuditEntry(operator: $0.operatorName, at: $0.at, action: $0.action, target: $0.target) }
+            return try JSONBody.response(["entries": entries])
+        }
+        route(router, .get, ":container/:environment/schema", needs: .schema) { _, _, request in
+            let parts = request.uri.path.split(separator: "/").map(String.init)
+            let (container, environment) = (parts[2], parts[3])
+            guard ["development", "production"].contains(environment) else {
+                throw RecordSyncError(.badRequest, "the environment must be development or production, not \(NameRules.quoted(environment))")
+            }
+            let schema = try await store.schema(ofContainer: container, environment: environment)
+            let types = schema.keys.sorted().map { type in
+                AdminRecordType(name: type, fields: schema[type, default: [:]].keys.sorted().map { AdminField(name: $0, type: schema[type]![$0]!.description) })
+            }
+            return try JSONBody.response(["recordTypes": types])
+        }
+    }
+
+    /// A route for operators holding `scope` (`nil`: any operator), recorded in the audit log.
+    private func route(_ router: Router<RequestContextWithAddress>, _ method: HTTPRequest.Method, _ path: String, needs scope: OperatorScope?,
+                       _ handle: @escaping @Sendable (Operator, Data, Request) async throws -> Response) {
+        router.on(RouterPath("/admin/1/\(path)"), method: method) { request, _ in
+            let body = Data(buffer: try await request.body.collect(upTo: 64 * 1024))
+            let caller = try await Self.caller(of: request, store: store)
+            if let scope { try caller.require(scope, for: "\(method.rawValue) /admin/1/\(path)") }
+            try await store.audit(caller.name, action: "\(method.rawValue) \(request.uri.path)", target: Self.target(of: body))
+            return try await handle(caller, body, request)
+        }
+    }
+
+    /// The operator whose secret the request carries.
+    static func caller(of request: Request, store: RecordStore) async throws -> Operator {
+        guard let header = request.headers[.authorization] else {
+            throw RecordSyncError(.authenticationRequired, "the operators' API needs an operator's secret: 'Authorization: Bearer rsop_…' (recordserver operator add)")
+        }
+        let parts = header.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer", !parts[1].isEmpty else {
+            throw RecordSyncError(.authenticationFailed, "the Authorization header must be 'Bearer SECRET'")
+        }
+        let secret = String(parts[1])
+        guard Credentials.isOperatorSecret(secret) else {
+            throw RecordSyncError(.accessDenied, "a user's token cannot use the operators' API: it needs an operator's secret (rsop_…)")
+        }
+        guard let found = try await store.checkOperator(secretHash: Credentials.hash(secret)) else {
+            throw RecordSyncError(.authenticationFailed, "the operator's secret is not valid (never issued, or revoked)")
+        }
+        return found
+    }
+
+    /// What an audit entry says a request was about: its body's `name` or `email`, if any.
+    static func target(of body: Data) -> String {
+        guard case .object(let members)? = try? JSONDecoder().decode(JSONValue.self, from: body) else { return "" }
+        for key in ["name", "email"] {
+            if case .string(let value)? = members[key] { return value }
+        }
+        return ""
+    }
+}
+
+struct OperatorInfo: Codable { var name: String; var scopes: [String] }
+struct AdminUser: Codable { var name, userRecordName: String; var createdAt: Int64; var tokens: Int; var signsInWith: [String] }
+struct AdminNamedRequest: Codable { var name: String }
+struct AdminInviteRequest: Codable { var email: String?; var days: Int? }
+struct AdminAuditEntry: Codable { var `operator`: String; var at: Int64; var action, target: String }
+struct AdminRecordType: Codable { var name: String; var fields: [AdminField] }
+struct AdminField: Codable { var name, type: String }

@@ -1,0 +1,143 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Hummingbird
+import RecordModel
+import RecordRules
+import RecordServer
+import TestSupport
+import Testing
+
+/// Named operators (docs/deploying.md, "Operators"): the operators' API and acting as users,
+/// each scope enforced, every action in the audit log with the operator's name.
+@Suite struct OperatorTests {
+    static let container = "iCloud.test.Gallery"
+
+    @Test func aUsersTokenIsRefusedWhereAnOperatorsIsNeeded() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            let asUser = try await server.send(.get, "/admin/1/users", headers: [.authorization: "Bearer \(alice.token)"])
+            #expect(asUser.status == 403 && asUser.code == "ACCESS_DENIED", "\(asUser.reason)")
+            #expect(try await server.send(.get, "/admin/1/users").code == "AUTHENTICATION_REQUIRED")
+            let forged = try await server.send(.get, "/admin/1/users", headers: [.authorization: "Bearer rsop_\(String(repeating: "A", count: 43))"])
+            #expect(forged.code == "AUTHENTICATION_FAILED")
+            // An operator on the database API names the user it acts as.
+            let secret = try await Self.makeOperator(server, "ops", [.all])
+            let unnamed = try await server.send(.post, "/database/1/\(Self.container)/development/private/zones/list",
+                                                headers: [.authorization: "Bearer \(secret)"], body: "{}")
+            #expect(unnamed.code == "BAD_REQUEST" && unnamed.reason.contains("X-RecordSync-Act-As"), "\(unnamed.reason)")
+            let nobody = try await Self.asUser(server, secret, "nobody", "zones/list", "{}")
+            #expect(nobody.code == "NOT_FOUND")
+            // Refused, they did nothing: the audit log holds no entry of them.
+            #expect(try await server.store.auditLog(limit: 10).isEmpty)
+        }
+    }
+
+    @Test func eachScopeIsEnforcedAndEveryActionIsAudited() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            _ = try await alice.save([Record(recordName: "mine", recordType: "Note", fields: ["text": .string("hello")])])
+            // What each request needs (nil: any operator).
+            let requests: [(name: String, needs: OperatorScope?, send: @Sendable (String) async throws -> Reply)] = [
+                ("who am I", nil, { try await server.send(.get, "/admin/1/operator", headers: [.authorization: "Bearer \($0)"]) }),
+                ("list users", .users, { try await server.send(.get, "/admin/1/users", headers: [.authorization: "Bearer \($0)"]) }),
+                ("invite", .users, { try await server.send(.post, "/admin/1/accounts/invite", headers: [.authorization: "Bearer \($0)"], body: #"{"email": "x@example.com"}"#) }),
+                ("audit", .all, { try await server.send(.get, "/admin/1/audit", headers: [.authorization: "Bearer \($0)"]) }),
+                ("schema", .schema, { try await server.send(.get, "/admin/1/\(Self.container)/development/schema", headers: [.authorization: "Bearer \($0)"]) }),
+                ("read as alice", .read, { try await Self.asUser(server, $0, "alice", "records/lookup", #"{"records": [{"recordName": "mine"}]}"#) }),
+                ("write as alice", .write, {
+                    try await Self.asUser(server, $0, "alice", "records/modify",
+                                          #"{"operations": [{"operationType": "forceUpdate", "record": {"recordName": "mine", "recordType": "Note", "fields": {"text": {"value": "edited"}}}}]}"#)
+                }),
+            ]
+            for scope in OperatorScope.allCases {
+                let name = "ops-\(scope.rawValue)"
+                let secret = try await Self.makeOperator(server, name, [scope])
+                let holder = Operator(name: name, scopes: [scope])
+                for request in requests {
+                    let reply = try await request.send(secret)
+                    let allowed = request.needs.map(holder.allows) ?? true
+                    if allowed {
+                        #expect(reply.status == 200, "\(name): \(request.name): \(reply.reason)")
+                    } else {
+                        #expect(reply.status == 403 && reply.code == "ACCESS_DENIED", "\(name): \(request.name): HTTP \(reply.status) \(reply.reason)")
+                    }
+                }
+            }
+            // The schema as records made it.
+            let schema = try await server.send(.get, "/admin/1/\(Self.container)/development/schema",
+                                               headers: [.authorization: "Bearer \(try await Self.makeOperator(server, "schema-reader", [.schema]))"])
+            #expect(schema.json["recordTypes"]?[0]?["name"]?.stringValue == "Note", "\(schema.json)")
+            // A write as alice is alice's; the audit log names the operator.
+            let lookup = try await alice.post("records/lookup", #"{"records": [{"recordName": "mine"}]}"#)
+            #expect(lookup.json["records"]?[0]?["fields"]?["text"]?["value"]?.stringValue == "edited")
+            #expect(lookup.json["records"]?[0]?["modified"]?["userRecordName"]?.stringValue == alice.userRecordName)
+            let log = try await server.store.auditLog(limit: 1000)
+            #expect(log.contains { $0.operatorName == "ops-write" && $0.action.hasSuffix("/private/records/modify") && $0.target == "as alice" })
+            #expect(log.contains { $0.operatorName == "ops-users" && $0.action == "POST /admin/1/accounts/invite" && $0.target == "x@example.com" })
+            // Refused requests leave no entry of the action they were refused.
+            #expect(!log.contains { $0.operatorName == "ops-read" && $0.action.hasSuffix("/records/modify") })
+
+            // The users scope deletes a user; revoking an operator refuses its secret at once.
+            let users = try await Self.makeOperator(server, "ops-admin", [.users])
+            let bob = try await server.user("bob")
+            let deleted = try await server.send(.post, "/admin/1/users/delete", headers: [.authorization: "Bearer \(users)"], body: #"{"name": "bob"}"#)
+            #expect(deleted.status == 200 && deleted.json["deleted"]?.stringValue == bob.userRecordName, "\(deleted.reason)")
+            try await server.store.revokeOperator(named: "ops-admin")
+            #expect(try await server.send(.get, "/admin/1/users", headers: [.authorization: "Bearer \(users)"]).code == "AUTHENTICATION_FAILED")
+        }
+    }
+
+    /// Made and revoked with `recordserver operator` on the machine; two nodes over one
+    /// PostgreSQL database refuse the revoked secret within a second.
+    @Test(.enabled(if: TestPostgres.url != nil, "needs RECORDSYNC_TEST_POSTGRES"))
+    func aRevokedOperatorIsRefusedWithinASecondOnEveryNode() async throws {
+        try await withTemporaryDirectory { directory in
+            let database = try await TestPostgres.databaseURL(for: directory)
+            let made = try await ChildProcess.run("recordserver", ["operator", "add", "night-shift", "--scope", "read", "--scope", "users", "--database", database])
+            #expect(made.status == 0)
+            let secret = made.output.trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(secret.hasPrefix("rsop_"))
+            let listed = try await ChildProcess.run("recordserver", ["operator", "list", "--database", database])
+            #expect(listed.output.hasPrefix("night-shift\tread,users\t"), "\(listed.output)")
+            let deployment = try await Deployment(databaseURL: database, nodes: 2)
+            defer { deployment.kill() }
+            for node in deployment.nodes {
+                #expect(try await Self.get(node.url.appendingPathComponent("admin/1/users"), secret: secret) == 200)
+            }
+            let revoked = try await ChildProcess.run("recordserver", ["operator", "revoke", "night-shift", "--database", database])
+            #expect(revoked.status == 0)
+            let start = ContinuousClock.now
+            for node in deployment.nodes {
+                while try await Self.get(node.url.appendingPathComponent("admin/1/users"), secret: secret) != 401 {
+                    #expect(ContinuousClock.now - start < .seconds(1), "node \(node.url) still accepts a revoked operator")
+                    if ContinuousClock.now - start > .seconds(5) { break }
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+            }
+            let audit = try await ChildProcess.run("recordserver", ["operator", "audit", "--database", database])
+            #expect(audit.output.split(separator: "\n").filter { $0.contains("\tnight-shift\tGET /admin/1/users\t") }.count == 2, "\(audit.output)")
+        }
+    }
+
+    // MARK: - Helpers
+
+    static func makeOperator(_ server: TestServer, _ name: String, _ scopes: Set<OperatorScope>) async throws -> String {
+        let secret = Credentials.newOperatorSecret()
+        try await server.store.createOperator(named: name, secretHash: Credentials.hash(secret), scopes: scopes)
+        return secret
+    }
+
+    static func asUser(_ server: TestServer, _ secret: String, _ user: String, _ endpoint: String, _ body: String) async throws -> Reply {
+        try await server.send(.post, "/database/1/\(container)/development/private/\(endpoint)",
+                              headers: [.authorization: "Bearer \(secret)", .init("X-RecordSync-Act-As")!: user], body: body)
+    }
+
+    static func get(_ url: URL, secret: String) async throws -> Int {
+        var request = URLRequest(url: url)
+        request.setValue("Bearer \(secret)", forHTTPHeaderField: "Authorization")
+        let (_, response) = try await URLSession.shared.data(for: request)
+        return (response as? HTTPURLResponse)?.statusCode ?? 0
+    }
+}
