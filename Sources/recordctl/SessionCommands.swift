@@ -42,7 +42,7 @@ struct LoginCommand: AsyncParsableCommand {
                 print(#"{"created":\#(answer.created),"expires":\#(answer.expires),"tokenName":"\#(answer.tokenName)","userRecordName":"\#(answer.userRecordName)"}"#)
             } else {
                 let expires = Date(timeIntervalSince1970: Double(answer.expires) / 1000).formatted(.iso8601)
-                print("signed in as \(answer.userRecordName)\(answer.created ? " (a new user)" : ""); token \(answer.tokenName) kept in \(settings.profilePath) until \(expires)")
+                print("signed in as \(answer.userRecordName)\(answer.created ? " (a new user)" : ""); token \"\(answer.tokenName)\" kept in \(settings.profilePath) until \(expires)")
             }
         }
     }
@@ -71,8 +71,11 @@ struct SignUpCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let (_, authentication) = try connection.authentication()
+            let (settings, authentication) = try connection.authentication()
             try await authentication.signUp(email: email, password: try LoginCommand.password(), invitation: invitation)
+            // The connection is kept for `login`, which then needs no flags but the code.
+            try Settings.keep(token: settings.token.source == "profile" ? settings.token.value : nil, server: authentication.serverURL.absoluteString,
+                              container: authentication.identifier, environment: authentication.environment.rawValue, in: settings.profilePath)
             print("a code is on its way to \(email): sign in with it, 'recordctl login --email \(email) --code CODE'")
         }
     }

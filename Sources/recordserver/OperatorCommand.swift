@@ -34,7 +34,7 @@ extension RecordServerCommand {
                 let store = try await openStore(dataOptions.configuration())
                 let secret = Credentials.newOperatorSecret()
                 try await reportingStoreErrors {
-                    try await store.createOperator(named: name, secretHash: Credentials.hash(secret), scopes: Set(scopes))
+                    _ = try await store.createOperator(named: name, secretHash: Credentials.hash(secret), scopes: Set(scopes))
                 }
                 print(secret)
                 await (store.engine as? PostgresEngine)?.shutdown()

@@ -369,15 +369,17 @@ import Testing
                 try await withLiveServer(directory: directory, configure: Self.configure(mail)) { server in
                     let profile = directory + "/config/profile.json"
                     let connection = ["--server", server.url.absoluteString, "--container", Self.container, "--profile", profile]
-                    func recordctl(_ arguments: [String], password: String? = nil) async throws -> (status: Int32, output: String) {
-                        let child = try ChildProcess("recordctl", arguments + connection, environment: password.map { ["RECORDCTL_PASSWORD": $0] } ?? [:])
+                    func recordctl(_ arguments: [String], password: String? = nil, flags: Bool = true) async throws -> (status: Int32, output: String) {
+                        let child = try ChildProcess("recordctl", arguments + (flags ? connection : ["--profile", profile]),
+                                                     environment: password.map { ["RECORDCTL_PASSWORD": $0] } ?? [:])
                         let result = await child.wait()
                         return (result.status, result.output)
                     }
                     let signUp = try await recordctl(["signup", "--email", "cli@example.com"], password: "cli password")
                     #expect(signUp.status == 0 && signUp.output.contains("a code is on its way"), "\(signUp.output)")
                     let code = try #require(Self.code(in: try await mail.nextMessage(to: "cli@example.com")))
-                    let verified = try await recordctl(["login", "--email", "cli@example.com", "--code", code, "--device-name", "ci"])
+                    // Sign-up kept the connection in the profile: the code is all login needs.
+                    let verified = try await recordctl(["login", "--email", "cli@example.com", "--code", code, "--device-name", "ci"], flags: false)
                     #expect(verified.status == 0 && verified.output.contains("a new user"), "\(verified.output)")
                     #expect(try await recordctl(["zones", "list"]).status == 0)
                     #expect(try await recordctl(["logout"]).status == 0)

@@ -60,7 +60,7 @@ public struct PasswordHashing: Sendable, Hashable {
     }
 
     /// The queue keys are derived on: one at a time per core.
-    nonisolated(unsafe) private static let queue: OperationQueue = {
+    private static let queue: OperationQueue = {
         let queue = OperationQueue()
         queue.name = "password-hashing"
         queue.maxConcurrentOperationCount = max(1, ProcessInfo.processInfo.activeProcessorCount)

@@ -62,7 +62,7 @@ struct AccountRoutes: Sendable {
     }
 
     /// A `POST` route whose body is a `Body`, handed the client's address.
-    private func route<Body: Decodable>(_ router: Router<RequestContextWithAddress>, _ path: String,
+    private func route<Body: Decodable & SendableMetatype>(_ router: Router<RequestContextWithAddress>, _ path: String,
                                         _ handle: @escaping @Sendable (Body, Request, String?) async throws -> Response) {
         let proxies = trustedProxies
         router.post("/auth/1/:container/:environment/\(path)") { request, context in

@@ -124,7 +124,10 @@ struct SMTPClient {
                     var secure = implicitTLS
                     if !secure, offers.contains(where: { $0.uppercased().hasPrefix("STARTTLS") }) {
                         _ = try await session.command("STARTTLS", expect: 220)
-                        try await channel.channel.pipeline.addHandler(NIOSSLClientHandler(context: tls, serverHostname: serverHostname), position: .first).get()
+                        // First in the pipeline: the bytes after the server's 220 are TLS.
+                        try await channel.channel.eventLoop.submit {
+                            try channel.channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: tls, serverHostname: serverHostname), position: .first)
+                        }.get()
                         secure = true
                         offers = try await session.command("EHLO \(Self.heloName)", expect: 250)
                     }
