@@ -425,6 +425,31 @@ import Testing
         }
     }
 
+    /// An SMTP server offering STARTTLS (and taking no mail before it): the mail goes through
+    /// when its certificate's authority is the one given, and not with another authority.
+    @Test func mailGoesOverSTARTTLSToAServerTheGivenAuthorityVouchesFor() async throws {
+        try await withTemporaryDirectory { directory in
+            try FileManager.default.createDirectory(atPath: "\(directory)/other", withIntermediateDirectories: true)
+            try await TLSTests.makeCertificates(in: directory)
+            try await TLSTests.makeCertificates(in: "\(directory)/other")
+            let mail = try await TestMailServer.start(in: directory, tls: ("\(directory)/server.crt", "\(directory)/server.key"))
+            defer { Task { await mail.stop() } }
+            for (authority, delivered) in [("\(directory)/other/ca.crt", false), ("\(directory)/ca.crt", true)] {
+                try await withServer(configure: Self.configure(mail) { $0.mail = .smtp(try! SMTPSettings(url: mail.url, certificateAuthority: authority)) }) { server in
+                    let email = "tls-\(server.backend)-\(delivered)@example.com"
+                    let reply = try await Self.post(server, "signup", SignUpRequest(email: email, password: "a password"))
+                    if delivered {
+                        #expect(reply.status == 200, "\(reply.reason)")
+                        #expect(Self.code(in: try await mail.nextMessage(to: email)) != nil)
+                    } else {
+                        #expect(reply.code == "TRY_AGAIN_LATER", "\(reply.reason)")
+                        #expect(mail.messages(to: email).isEmpty)
+                    }
+                }
+            }
+        }
+    }
+
     // MARK: - Helpers
 
     static func post<T: Encodable>(_ server: TestServer, _ path: String, _ body: T, token: String? = nil, from client: String? = nil) async throws -> Reply {

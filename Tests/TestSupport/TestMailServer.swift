@@ -33,14 +33,17 @@ public final class TestMailServer: @unchecked Sendable {
         throw TestMailServerError("no python3 with aiosmtpd: install it with 'python3 -m pip install aiosmtpd' (.ci/run does)")
     }
 
-    /// Starts a server keeping its messages under `parent`.
-    public static func start(in parent: String) async throws -> TestMailServer {
+    /// Starts a server keeping its messages under `parent`; with `tls` (a certificate and its
+    /// key, PEM files), it offers STARTTLS and takes no mail before it.
+    public static func start(in parent: String, tls: (certificate: String, key: String)? = nil) async throws -> TestMailServer {
         let python = try await python()
         let directory = (parent as NSString).appendingPathComponent("mail-\(UUID().uuidString)")
         for _ in 0..<5 {
             let port = try freePort()
             // The Maildir must not exist yet: aiosmtpd makes it with its cur/new/tmp.
-            let child = try ChildProcess(executable: python, ["-m", "aiosmtpd", "-n", "-l", "127.0.0.1:\(port)", "-c", "aiosmtpd.handlers.Mailbox", directory])
+            let encryption = tls.map { ["--tlscert", $0.certificate, "--tlskey", $0.key] } ?? []
+            let child = try ChildProcess(executable: python, ["-m", "aiosmtpd", "-n", "-l", "127.0.0.1:\(port)"] + encryption
+                                         + ["-c", "aiosmtpd.handlers.Mailbox", directory])
             let deadline = Date().addingTimeInterval(20)
             while Date() < deadline, child.process.isRunning {
                 if accepts(port) { return TestMailServer(port: port, directory: directory, child: child) }
