@@ -44,6 +44,9 @@ public final class SignedInSession: @unchecked Sendable, Hashable {
         let step: Step = lock.withLock {
             if current != refused { return .renewed(current) }
             if let renewal { return .wait(renewal) }
+            // One sign-in for every refused request: unstructured so that a request cancelled
+            // while waiting does not cancel it for the others; it is held in `renewal` and
+            // awaited by each of them, and ends with the app's closure.
             let signIn = self.signIn
             let task = Task { try await signIn() }
             renewal = task

@@ -69,6 +69,11 @@ import Testing
             let schema = try await server.send(.get, "/admin/1/\(Self.container)/development/schema",
                                                headers: [.authorization: "Bearer \(try await Self.makeOperator(server, "schema-reader", [.schema]))"])
             #expect(schema.json["recordTypes"]?[0]?["name"]?.stringValue == "Note", "\(schema.json)")
+            // A container never written to has no types; a bad environment is refused.
+            let reader = try await Self.makeOperator(server, "schema-reader-2", [.schema])
+            let empty = try await server.send(.get, "/admin/1/iCloud.test.Nothing%20Here/development/schema", headers: [.authorization: "Bearer \(reader)"])
+            #expect(empty.status == 200 && empty.json["recordTypes"] == .array([]), "\(empty.json)")
+            #expect(try await server.send(.get, "/admin/1/\(Self.container)/staging/schema", headers: [.authorization: "Bearer \(reader)"]).code == "BAD_REQUEST")
             // A write as alice is alice's; the audit log names the operator.
             let lookup = try await alice.post("records/lookup", #"{"records": [{"recordName": "mine"}]}"#)
             #expect(lookup.json["records"]?[0]?["fields"]?["text"]?["value"]?.stringValue == "edited")

@@ -45,8 +45,10 @@ struct AdminRoutes: Sendable {
             return try JSONBody.response(["entries": entries])
         }
         route(router, .get, ":container/:environment/schema", needs: .schema) { _, _, request in
-            let parts = request.uri.path.split(separator: "/").map(String.init)
+            // The path's parameters, percent-decoded (the router's own are as sent).
+            let parts = request.uri.path.split(separator: "/").map { $0.removingPercentEncoding ?? String($0) }
             let (container, environment) = (parts[2], parts[3])
+            if let problem = NameRules.problem(withName: container, kind: "container") { throw RecordSyncError(.badRequest, problem) }
             guard ["development", "production"].contains(environment) else {
                 throw RecordSyncError(.badRequest, "the environment must be development or production, not \(NameRules.quoted(environment))")
             }
