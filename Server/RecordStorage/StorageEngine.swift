@@ -164,6 +164,11 @@ public protocol StorageTransaction: AnyObject {
     func apiTokens() throws -> [StoredAPIToken]
     /// Removes an API token by its container, environment and name; `false` if there was none.
     func deleteAPIToken(named name: String, container: String, environment: String) throws -> Bool
+    /// Stores a web sign-in under way, forgetting those begun before `forgetBefore`.
+    func insertSignInFlow(_ flow: StoredSignInFlow, forgetBefore: Int64) throws
+    /// Removes and returns the web sign-in under way whose state's SHA-256 is `stateHash`, or
+    /// `nil` when there is none.
+    func takeSignInFlow(stateHash: Data) throws -> StoredSignInFlow?
     /// Remembers a signed request's signature (its SHA-256) as seen at `now`, forgetting those
     /// seen before `forgetBefore`; `false` if it was already remembered.
     func noteSignature(_ hash: Data, now: Int64, forgetBefore: Int64) throws -> Bool
@@ -759,15 +764,20 @@ public struct StoredAPIToken: Sendable, Hashable {
     public var origins: [String]
     /// When it was issued, in milliseconds since 1970.
     public var createdAt: Int64
+    /// Where the web sign-in page sends a user who signed in, with their token (CloudKit's
+    /// URL Redirect); `nil`: the page posts the token to the app's window (Post Message).
+    public var signInCallback: String?
 
     /// A stored API token's values.
-    public init(hash: Data, name: String, container: String, environment: String, origins: [String], createdAt: Int64) {
+    public init(hash: Data, name: String, container: String, environment: String, origins: [String], createdAt: Int64,
+                signInCallback: String? = nil) {
         self.hash = hash
         self.name = name
         self.container = container
         self.environment = environment
         self.origins = origins
         self.createdAt = createdAt
+        self.signInCallback = signInCallback
     }
 
     /// Whether a page of `origin` (the `Origin` header, as the browser sends it) may use it.
@@ -781,6 +791,45 @@ public struct StoredAPIToken: Sendable, Hashable {
     /// The origins of a column's text.
     public static func origins(fromText text: String) -> [String] {
         text.split(separator: " ").map(String.init)
+    }
+}
+
+/// A sign-in through an identity provider under way on the web sign-in page: stored under the
+/// SHA-256 of its `state` when the browser leaves for the provider, taken (once) when it comes
+/// back.
+public struct StoredSignInFlow: Sendable, Hashable {
+    /// The SHA-256 of the `state` sent to the provider.
+    public var stateHash: Data
+    public var container: String
+    public var environment: String
+    /// The name of the API token whose app the token goes to.
+    public var apiToken: String
+    /// The app's origin the page posts the token to (Post Message), if the page was given one.
+    public var origin: String?
+    /// The identity provider's name.
+    public var provider: String
+    /// The nonce the ID token must carry.
+    public var nonce: String
+    /// The PKCE code verifier sent with the code.
+    public var verifier: String
+    /// The SHA-256 of the browser's sign-in cookie: only the browser that began the sign-in
+    /// may finish it.
+    public var browserHash: Data
+    /// When it began, in milliseconds since 1970.
+    public var createdAt: Int64
+
+    public init(stateHash: Data, container: String, environment: String, apiToken: String, origin: String?, provider: String,
+                nonce: String, verifier: String, browserHash: Data, createdAt: Int64) {
+        self.stateHash = stateHash
+        self.container = container
+        self.environment = environment
+        self.apiToken = apiToken
+        self.origin = origin
+        self.provider = provider
+        self.nonce = nonce
+        self.verifier = verifier
+        self.browserHash = browserHash
+        self.createdAt = createdAt
     }
 }
 

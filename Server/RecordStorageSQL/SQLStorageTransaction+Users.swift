@@ -247,26 +247,52 @@ extension SQLStorageTransaction {
 
     public func insertAPIToken(_ token: StoredAPIToken) throws {
         try run("""
-            INSERT INTO api_tokens(hash, container, environment, name, origins, created_at)
-            VALUES (\(token.hash), \(token.container), \(token.environment), \(token.name), \(token.originsText), \(token.createdAt))
+            INSERT INTO api_tokens(hash, container, environment, name, origins, created_at, sign_in_callback)
+            VALUES (\(token.hash), \(token.container), \(token.environment), \(token.name), \(token.originsText), \(token.createdAt),
+                    \(token.signInCallback))
             """)
     }
 
     public func apiToken(forHash hash: Data) throws -> StoredAPIToken? {
-        try fetch("SELECT hash, name, container, environment, origins, created_at FROM api_tokens WHERE hash = \(hash)").first.map(Self.apiToken)
+        try fetch("SELECT hash, name, container, environment, origins, created_at, sign_in_callback FROM api_tokens WHERE hash = \(hash)").first.map(Self.apiToken)
     }
 
     public func apiTokens() throws -> [StoredAPIToken] {
-        try fetch("SELECT hash, name, container, environment, origins, created_at FROM api_tokens ORDER BY container, environment, name").map(Self.apiToken)
+        try fetch("SELECT hash, name, container, environment, origins, created_at, sign_in_callback FROM api_tokens ORDER BY container, environment, name").map(Self.apiToken)
     }
 
     static func apiToken(_ row: SQLRow) throws -> StoredAPIToken {
         StoredAPIToken(hash: try row.data(0), name: try row.string(1), container: try row.string(2), environment: try row.string(3),
-                       origins: StoredAPIToken.origins(fromText: try row.string(4)), createdAt: try row.int64(5))
+                       origins: StoredAPIToken.origins(fromText: try row.string(4)), createdAt: try row.int64(5),
+                       signInCallback: try row.optionalString(6))
     }
 
     public func deleteAPIToken(named name: String, container: String, environment: String) throws -> Bool {
         try run("DELETE FROM api_tokens WHERE container = \(container) AND environment = \(environment) AND name = \(name)") > 0
+    }
+
+    public func insertSignInFlow(_ flow: StoredSignInFlow, forgetBefore: Int64) throws {
+        try run("DELETE FROM sign_in_flows WHERE created_at < \(forgetBefore)")
+        try run("""
+            INSERT INTO sign_in_flows(state_hash, container, environment, api_token, origin, provider, nonce, verifier, browser_hash, created_at)
+            VALUES (\(flow.stateHash), \(flow.container), \(flow.environment), \(flow.apiToken), \(flow.origin), \(flow.provider), \(flow.nonce),
+                    \(flow.verifier), \(flow.browserHash), \(flow.createdAt))
+            """)
+    }
+
+    public func takeSignInFlow(stateHash: Data) throws -> StoredSignInFlow? {
+        let flow = try fetch("""
+            SELECT container, environment, api_token, origin, provider, nonce, verifier, browser_hash, created_at FROM sign_in_flows
+            WHERE state_hash = \(stateHash)
+            """).first.map {
+            StoredSignInFlow(stateHash: stateHash, container: try $0.string(0), environment: try $0.string(1), apiToken: try $0.string(2),
+                             origin: try $0.optionalString(3), provider: try $0.string(4), nonce: try $0.string(5), verifier: try $0.string(6),
+                             browserHash: try $0.data(7), createdAt: try $0.int64(8))
+        }
+        // Taken once: of two requests with the same state, only the one that deletes the row
+        // gets the flow.
+        guard let flow, try run("DELETE FROM sign_in_flows WHERE state_hash = \(stateHash)") > 0 else { return nil }
+        return flow
     }
 
     public func noteSignature(_ hash: Data, now: Int64, forgetBefore: Int64) throws -> Bool {

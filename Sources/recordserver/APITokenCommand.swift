@@ -21,7 +21,10 @@ extension RecordServerCommand {
                 discussion: """
                     An app gives it to CloudKit JS as its apiToken (sent as ckAPIToken). A request with it and no user's \
                     token is a signed-out visitor, who reads the public database; pages of the --origin origins may call \
-                    the server from a browser (CORS).
+                    the server from a browser (CORS). The web sign-in page hands a signed-in user's token to the app \
+                    by a message to its window at its --origin (Post Message, CloudKit's default; the token must list \
+                    the app's origins, not *), or, with --sign-in-callback, by sending the browser to that URL with \
+                    ckWebAuthToken and ckSession (URL Redirect).
                     """
             )
             @Argument(help: "The container (iCloud.com.example.Gallery).") var container: String
@@ -29,13 +32,16 @@ extension RecordServerCommand {
             @Option(help: "The token's name (default: api-token-1, api-token-2, …, the first free in the container and environment).") var name: String?
             @Option(name: .customLong("origin"), help: ArgumentHelp("A web origin whose pages may use it (https://gallery.example.com), or * for any; repeat for several.", valueName: "origin"))
             var origins: [String] = []
+            @Option(name: .customLong("sign-in-callback"), help: ArgumentHelp("The URL the web sign-in page sends signed-in users to, with their token (URL Redirect); without it, the page posts the token to the app's window (Post Message).", valueName: "url"))
+            var signInCallback: String?
             @OptionGroup var dataOptions: DataOptions
 
             func run() async throws {
                 let store = try await openStore(dataOptions.configuration())
                 let token = Credentials.newAPIToken()
                 try await reportingStoreErrors {
-                    try await store.createAPIToken(named: name, container: container, environment: environment, origins: origins, tokenHash: Credentials.hash(token))
+                    _ = try await store.createAPIToken(named: name, container: container, environment: environment, origins: origins,
+                                                   signInCallback: signInCallback, tokenHash: Credentials.hash(token))
                 }
                 print(token)
                 await (store.engine as? PostgresEngine)?.shutdown()
@@ -45,7 +51,7 @@ extension RecordServerCommand {
         /// `api-token list`: every API token.
         struct List: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
-                abstract: "List API tokens: container, environment, name, origins (comma-separated), when issued (UTC), tab-separated."
+                abstract: "List API tokens: container, environment, name, origins (comma-separated), sign-in (post-message or the callback URL), when issued (UTC), tab-separated."
             )
             @OptionGroup var dataOptions: DataOptions
 
@@ -53,6 +59,7 @@ extension RecordServerCommand {
                 let store = try await openStore(dataOptions.configuration())
                 for token in try await reportingStoreErrors({ try await store.apiTokens() }) {
                     print([token.container, token.environment, token.name, token.origins.isEmpty ? "-" : token.origins.joined(separator: ","),
+                           token.signInCallback ?? "post-message",
                            "issued \(UserCommand.Tokens.date(token.createdAt))"].joined(separator: "\t"))
                 }
                 await (store.engine as? PostgresEngine)?.shutdown()

@@ -20,17 +20,18 @@ public final class TestMailServer: @unchecked Sendable {
         self.child = child
     }
 
-    /// The interpreter that has aiosmtpd: `RECORDSYNC_TEST_PYTHON`, else `python3` on the
-    /// PATH, else `/usr/bin/python3` (Debian's `python3-aiosmtpd`).
-    static func python() async throws -> URL {
+    /// The interpreter that has `module` (aiosmtpd unless given): `RECORDSYNC_TEST_PYTHON`,
+    /// else `python3` on the PATH, else `/usr/bin/python3` (Debian's `python3-aiosmtpd`,
+    /// `python3-authlib`).
+    static func python(with module: String = "aiosmtpd") async throws -> URL {
         var candidates = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map { "\($0)/python3" }
         candidates.append("/usr/bin/python3")
         if let given = ProcessInfo.processInfo.environment["RECORDSYNC_TEST_PYTHON"] { candidates.insert(given, at: 0) }
         for path in candidates where FileManager.default.isExecutableFile(atPath: path) {
-            let check = try ChildProcess(executable: URL(fileURLWithPath: path), ["-c", "import aiosmtpd"])
+            let check = try ChildProcess(executable: URL(fileURLWithPath: path), ["-c", "import \(module)"])
             if await check.wait().status == 0 { return URL(fileURLWithPath: path) }
         }
-        throw TestMailServerError("no python3 with aiosmtpd: install it with 'python3 -m pip install aiosmtpd' (.ci/run does)")
+        throw TestMailServerError("no python3 with \(module): install it with 'python3 -m pip install \(module)' (.ci/run installs Debian's python3-\(module))")
     }
 
     /// Starts a server keeping its messages under `parent`; with `tls` (a certificate and its
@@ -94,7 +95,7 @@ public final class TestMailServer: @unchecked Sendable {
             .map { $0.trimmingCharacters(in: .whitespacesAndNewlines).lowercased() }
     }
 
-    private static func freePort() throws -> Int {
+    static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestMailServerError("socket: \(errno)") }
         defer { close(fd) }
@@ -109,7 +110,7 @@ public final class TestMailServer: @unchecked Sendable {
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
-    private static func accepts(_ port: Int) -> Bool {
+    static func accepts(_ port: Int) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }

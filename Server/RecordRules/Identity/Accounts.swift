@@ -346,6 +346,19 @@ public struct Accounts: Sendable {
         }
     }
 
+    /// `THROTTLED` when `client` (a client address) has failed too often lately: what the web
+    /// sign-in page checks before a form or a provider's answer that names no account.
+    public func checkThrottle(client: String?) async throws {
+        guard let client else { return }
+        try await checkThrottle(["address:\(client)"], now: RecordStore.now())
+    }
+
+    /// Counts a failure from `client` that names no account (a form without its CSRF field, a
+    /// provider's answer refused).
+    public func countFailure(client: String?) async throws {
+        try await countFailure(email: nil, client: client)
+    }
+
     private func countFailure(email: String?, client: String?) async throws {
         let keys = (email.map { ["account:\($0)"] } ?? []) + (client.map { ["address:\($0)"] } ?? [])
         let now = RecordStore.now()

@@ -26,6 +26,9 @@ public struct IdentityProviderSettings: Sendable, Hashable, Codable {
     public var clockSkewSeconds: Int?
     /// The least time between two fetches of its keys, in seconds: 60 unless given.
     public var keyRefreshSeconds: Int?
+    /// How the web sign-in page signs users in with it (a button running OpenID Connect's
+    /// authorization code flow); `nil`: it is not offered there.
+    public var web: WebSignInSettings?
 
     /// Sign in with Apple's issuer and keys, for `audiences` (the app's bundle ID, and the
     /// Services ID of its web sign-in, if it has one).
@@ -34,7 +37,8 @@ public struct IdentityProviderSettings: Sendable, Hashable, Codable {
     }
 
     public init(name: String, issuer: String, audiences: [String], jwksFile: String? = nil, jwksURL: String? = nil,
-                clockSkewSeconds: Int? = nil, keyRefreshSeconds: Int? = nil) {
+                clockSkewSeconds: Int? = nil, keyRefreshSeconds: Int? = nil, web: WebSignInSettings? = nil) {
+        self.web = web
         self.name = name
         self.issuer = issuer
         self.audiences = audiences
@@ -79,6 +83,77 @@ public struct IdentityProviderSettings: Sendable, Hashable, Codable {
         }
         if let refresh = keyRefreshSeconds, refresh < 0 {
             return "identity provider \(NameRules.quoted(name)): keyRefreshSeconds must not be negative"
+        }
+        if let web {
+            if let problem = web.problem { return "identity provider \(NameRules.quoted(name)): \(problem)" }
+            if !audiences.contains(web.clientID) {
+                return "identity provider \(NameRules.quoted(name)): its web clientID \(NameRules.quoted(web.clientID)) must be one of its audiences"
+            }
+        }
+        return nil
+    }
+}
+
+/// How the web sign-in page runs OpenID Connect's authorization code flow with an identity
+/// provider (docs/deploying.md, "Signing in on the web"): with PKCE (`S256`), `state` and
+/// `nonce`, the code exchanged at the token endpoint for an ID token checked as any other.
+public struct WebSignInSettings: Sendable, Hashable, Codable {
+    /// The client ID registered with the provider for this server (Sign in with Apple: the
+    /// Services ID); one of the provider's audiences.
+    public var clientID: String
+    /// Where the browser goes to sign in (`https://appleid.apple.com/auth/authorize`).
+    public var authorizationEndpoint: String
+    /// Where the server exchanges the code (`https://appleid.apple.com/auth/token`).
+    public var tokenEndpoint: String
+    /// The client secret sent with the code (`client_secret_post`), or a file holding it.
+    public var clientSecret: String?
+    public var clientSecretFile: String?
+    /// Sign in with Apple: the client secret is a JWT this server signs (ES256) with the key
+    /// Apple issued (a PKCS #8 PEM file, `AuthKey_KEYID.p8`), naming the team and the key.
+    public var appleTeamID: String?
+    public var appleKeyID: String?
+    public var applePrivateKeyFile: String?
+    /// The scopes asked for: `openid email` unless given (`openid` is always sent).
+    public var scopes: [String]?
+    /// How the provider answers: `query` (a redirect, the default) or `form_post` (a form the
+    /// browser posts: Sign in with Apple when it asks for the name or email).
+    public var responseMode: String?
+    /// The button's words: "Sign in with NAME" unless given.
+    public var buttonTitle: String?
+
+    public init(clientID: String, authorizationEndpoint: String, tokenEndpoint: String, clientSecret: String? = nil,
+                clientSecretFile: String? = nil, appleTeamID: String? = nil, appleKeyID: String? = nil, applePrivateKeyFile: String? = nil,
+                scopes: [String]? = nil, responseMode: String? = nil, buttonTitle: String? = nil) {
+        self.clientID = clientID
+        self.authorizationEndpoint = authorizationEndpoint
+        self.tokenEndpoint = tokenEndpoint
+        self.clientSecret = clientSecret
+        self.clientSecretFile = clientSecretFile
+        self.appleTeamID = appleTeamID
+        self.appleKeyID = appleKeyID
+        self.applePrivateKeyFile = applePrivateKeyFile
+        self.scopes = scopes
+        self.responseMode = responseMode
+        self.buttonTitle = buttonTitle
+    }
+
+    /// What is wrong with the settings, or `nil`.
+    public var problem: String? {
+        if clientID.isEmpty { return "web needs a clientID" }
+        for (name, url) in [("authorizationEndpoint", authorizationEndpoint), ("tokenEndpoint", tokenEndpoint)] {
+            guard let components = URLComponents(string: url), ["http", "https"].contains(components.scheme?.lowercased() ?? ""),
+                  components.host?.isEmpty == false, components.fragment == nil else {
+                return "web.\(name) must be an http or https URL, not \(NameRules.quoted(url))"
+            }
+        }
+        let apple = [appleTeamID, appleKeyID, applePrivateKeyFile]
+        if apple.contains(where: { $0 != nil }), apple.contains(where: { $0 == nil }) {
+            return "web: a client secret signed with an Apple key needs appleTeamID, appleKeyID and applePrivateKeyFile"
+        }
+        let secrets = (clientSecret != nil ? 1 : 0) + (clientSecretFile != nil ? 1 : 0) + (appleKeyID != nil ? 1 : 0)
+        if secrets > 1 { return "web: give one of clientSecret, clientSecretFile or the Apple key" }
+        if let responseMode, !["query", "form_post"].contains(responseMode) {
+            return "web.responseMode must be query or form_post, not \(NameRules.quoted(responseMode))"
         }
         return nil
     }
@@ -223,7 +298,9 @@ public final class IdentityProvider: Sendable {
 
     private static func text(_ date: Date) -> String { ISO8601DateFormatter().string(from: date) }
 
-    static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
+    /// Whether two strings are equal, compared in time that does not depend on where they
+    /// differ (for secrets).
+    public static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
         let a = Array(a.utf8), b = Array(b.utf8)
         guard a.count == b.count else { return false }
         var difference: UInt8 = 0

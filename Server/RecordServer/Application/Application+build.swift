@@ -105,17 +105,20 @@ public func buildApplication(
                    rateLimiter: configuration.rateLimit.map { RateLimiter($0) }, apiTokens: apiTokens,
                    userTokensAsAPIToken: configuration.userTokensAsAPIToken)
         .register(on: router)
-    SignInPage.register(on: router)
-    IdentityRoutes(store: store, providers: try IdentityRoutes.providers(configuration.identityProviders),
-                   sessionLifetime: configuration.sessionLifetime)
+    let providers = try IdentityRoutes.providers(configuration.identityProviders)
+    IdentityRoutes(store: store, providers: providers, sessionLifetime: configuration.sessionLifetime)
         .register(on: router)
     if configuration.accounts.signUp != .closed, configuration.mail == nil {
         throw RecordSyncError(.badRequest, "signing up (\(configuration.accounts.signUp.rawValue)) needs mail to verify addresses: give --smtp or --mail-directory")
     }
-    AdminRoutes(store: store, accounts: Accounts(store: store, settings: configuration.accounts)).register(on: router)
-    AccountRoutes(accounts: Accounts(store: store, settings: configuration.accounts),
-                  mailer: configuration.mail.map { Mailer(settings: $0, from: configuration.mailFrom) },
-                  sessionLifetime: configuration.sessionLifetime, trustedProxies: configuration.trustedProxies)
+    let accounts = Accounts(store: store, settings: configuration.accounts)
+    let mailer = configuration.mail.map { Mailer(settings: $0, from: configuration.mailFrom) }
+    AdminRoutes(store: store, accounts: accounts).register(on: router)
+    AccountRoutes(accounts: accounts, mailer: mailer, sessionLifetime: configuration.sessionLifetime, trustedProxies: configuration.trustedProxies)
+        .register(on: router)
+    SignInPage(store: store, apiTokens: apiTokens, accounts: accounts, mailer: mailer, providers: providers.filter { $0.settings.web != nil },
+               sessionLifetime: configuration.sessionLifetime, trustedProxies: configuration.trustedProxies, publicURL: configuration.publicURL,
+               scheme: scheme)
         .register(on: router)
     AssetRoutes(store: store, incoming: (configuration.dataDirectory as NSString).appendingPathComponent("assets/incoming"))
         .register(on: router)

@@ -315,6 +315,7 @@ struct DatabaseRoutes: Sendable {
             return scope
         }
         let (token, apiToken) = try Credentials.token(in: request, userTokensAsAPIToken: userTokensAsAPIToken)
+        var app: StoredAPIToken?
         if let apiToken {
             guard let found = try await apiTokens.token(hash: Credentials.hash(apiToken), from: store) else {
                 throw RecordSyncError(.authenticationFailed, "the API token (ckAPIToken) is not valid (never issued, or revoked)")
@@ -323,13 +324,14 @@ struct DatabaseRoutes: Sendable {
             guard found.container == container, found.environment == environment else {
                 throw RecordSyncError(.authenticationFailed, "the API token (ckAPIToken) is for \(NameRules.quoted(found.container)) (\(found.environment)), not \(NameRules.quoted(container)) (\(environment))")
             }
+            app = found
         }
         guard let token else {
-            guard apiToken != nil else {
-                throw signInRequired(request, context, "sign in: send 'Authorization: Bearer TOKEN' or the ckWebAuthToken query parameter")
+            guard app != nil else {
+                throw signInRequired(request, context, "sign in: send 'Authorization: Bearer TOKEN' or the ckWebAuthToken query parameter", app: app)
             }
             guard visitors, (given ?? context.parameters.get("database")) == DatabaseKind.public.rawValue else {
-                throw signInRequired(request, context, "this request needs a signed-in user; a signed-out visitor (an API token alone) reads the public database only")
+                throw signInRequired(request, context, "this request needs a signed-in user; a signed-out visitor (an API token alone) reads the public database only", app: app)
             }
             return try scope(of: context, user: .visitor, database: given)
         }
@@ -343,8 +345,13 @@ struct DatabaseRoutes: Sendable {
         case .valid(let valid, _): user = valid
         case .expired(let at):
             let date = Date(timeIntervalSince1970: Double(at) / 1000).formatted(.iso8601)
+            // A web app's request (it carries the app's API token) is asked to sign in again,
+            // as CloudKit JS expects: AUTHENTICATION_FAILED would leave it no sign-in button.
+            if app != nil { throw signInRequired(request, context, "the token expired at \(date): sign in again", app: app) }
             throw RecordSyncError(.authenticationFailed, "the token expired at \(date)")
-        case .unknown: throw RecordSyncError(.authenticationFailed, "the token is not valid (never issued, revoked, or its user deleted)")
+        case .unknown:
+            if app != nil { throw signInRequired(request, context, "the token is not valid (signed out, revoked, or its user deleted): sign in again", app: app) }
+            throw RecordSyncError(.authenticationFailed, "the token is not valid (never issued, revoked, or its user deleted)")
         }
         return try scope(of: context, user: user, database: given)
     }
@@ -368,11 +375,14 @@ struct DatabaseRoutes: Sendable {
         return user
     }
 
-    /// `AUTHENTICATION_REQUIRED` with `reason`, and the `redirectURL` of the page that says how
-    /// to sign in to this container and environment (``SignInPage``).
-    private func signInRequired(_ request: Request, _ context: RequestContextWithAddress, _ reason: String) -> RecordSyncError {
+    /// `AUTHENTICATION_REQUIRED` with `reason`, and the `redirectURL` of the sign-in page for
+    /// this container and environment (``SignInPage``), naming the app's API token and the
+    /// origin of the page that asked, when the token lists it.
+    private func signInRequired(_ request: Request, _ context: RequestContextWithAddress, _ reason: String, app: StoredAPIToken?) -> RecordSyncError {
         let base = publicURL ?? Self.base(of: request, scheme: scheme)
-        let url = SignInPage.url(base: base, container: context.parameters.get("container") ?? "", environment: context.parameters.get("environment") ?? "")
+        let origin = request.headers[.origin].flatMap { origin in app?.origins.contains(origin.lowercased()) == true ? origin.lowercased() : nil }
+        let url = SignInPage.url(base: base, container: context.parameters.get("container") ?? "", environment: context.parameters.get("environment") ?? "",
+                                 apiToken: app?.name, origin: origin)
         return RecordSyncError(.authenticationRequired, reason, redirectURL: url)
     }
 

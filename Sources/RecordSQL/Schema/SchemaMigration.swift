@@ -56,5 +56,6 @@ extension StorageSchema {
         SchemaMigration("identities", [.createTable(identities)]),
         SchemaMigration("accounts", [.createTable(accounts), .createTable(accountCodes), .createTable(signInAttempts)]),
         SchemaMigration("operators", [.createTable(operators), .createTable(operatorAudit)]),
+        SchemaMigration("web-sign-in", [.addColumn("sign_in_callback", to: apiTokens), .createTable(signInFlows)]),
     ]
 }

@@ -140,7 +140,10 @@ public enum StorageSchema {
     ])
 
     /// API tokens: each lets a web app's signed-out visitors read one container and
-    /// environment's public database, from the web origins it lists (space-separated).
+    /// environment's public database, from the web origins it lists (space-separated), and
+    /// says how the sign-in page hands the app its users' tokens: to the URL in
+    /// `sign_in_callback` (URL Redirect), or by a message to its origin when it is `NULL`
+    /// (Post Message).
     public static let apiTokens = TableDefinition("api_tokens", [
         ColumnDefinition("hash", .bytes),
         .name("container"),
@@ -148,8 +151,29 @@ public enum StorageSchema {
         .name("name"),
         ColumnDefinition("origins", .text),
         ColumnDefinition("created_at", .int64),
+        ColumnDefinition("sign_in_callback", .text, nullable: true),
     ], primaryKey: ["hash"], indexes: [
         IndexDefinition("api_tokens_by_name", ["container", "environment", "name"], unique: true),
+    ])
+
+    /// Sign-ins through an identity provider under way on the web sign-in page
+    /// (docs/protocol.md, "The web sign-in page"), by the SHA-256 of their `state`: what the
+    /// answer from the provider is checked against (the browser that began it, the nonce, the
+    /// PKCE verifier) and where the token goes (the API token and origin). Each is taken once,
+    /// within ten minutes.
+    public static let signInFlows = TableDefinition("sign_in_flows", [
+        ColumnDefinition("state_hash", .bytes),
+        .name("container"),
+        .name("environment"),
+        .name("api_token"),
+        ColumnDefinition("origin", .text, nullable: true),
+        .name("provider"),
+        ColumnDefinition("nonce", .text),
+        ColumnDefinition("verifier", .text),
+        ColumnDefinition("browser_hash", .bytes),
+        ColumnDefinition("created_at", .int64),
+    ], primaryKey: ["state_hash"], indexes: [
+        IndexDefinition("sign_in_flows_by_age", ["created_at"]),
     ])
 
     /// What each user's records hold (a record counts against its creator), kept by triggers
@@ -402,7 +426,7 @@ public enum StorageSchema {
 
     /// Every table, targets of foreign keys first (the order `data copy` fills them in).
     public static let tables: [TableDefinition] = [
-        users, tokens, identities, accounts, accountCodes, signInAttempts, operators, operatorAudit, tokenRevocations, serverKeys, signaturesSeen, apiTokens, userUsage,
+        users, tokens, identities, accounts, accountCodes, signInAttempts, operators, operatorAudit, tokenRevocations, serverKeys, signaturesSeen, apiTokens, signInFlows, userUsage,
         containers, databases, zones, zoneIncarnations, schemaFields,
         refFields, records, refs, searchTokens, searchLocations, searchTypes, tombstones,
         assetKeys, assetBlobs, assetReceipts, assetRefs, assetChunks,

@@ -27,7 +27,7 @@ struct TestServer: Sendable {
     /// Sends a raw request (for authentication and malformed-input tests).
     func send(_ method: HTTPRequest.Method = .post, _ uri: String, headers: HTTPFields = [:], body: String? = nil) async throws -> Reply {
         let response = try await client.executeRequest(uri: uri, method: method, headers: headers, body: body.map { ByteBuffer(string: $0) })
-        return Reply(status: Int(response.status.code), data: Data(buffer: response.body))
+        return Reply(status: Int(response.status.code), data: Data(buffer: response.body), headers: response.headers)
     }
 }
 
@@ -59,6 +59,7 @@ func withServer(
 struct Reply: Sendable {
     var status: Int
     var data: Data
+    var headers: HTTPFields = [:]
 
     /// The body as untyped JSON (`.null` when it is not JSON).
     var json: JSONValue { (try? JSONDecoder().decode(JSONValue.self, from: data)) ?? .null }
