@@ -241,7 +241,13 @@ import TestSupport
             try await signIn(browser, opening: "#sign-in", email: "ada@example.com", password: "correct horse")
             #expect(try await status(browser, becoming: "signed in as _") == ada)
             #expect(try await browser.text("#messages") == #"{"origin":"\#(appOrigin)","keys":["ckSession"]}"#)
-            #expect(app.paths.contains("/callback.html"))
+            #expect(app.paths.filter { $0 == "/callback.html" }.count == 1)
+            // URL Redirect through the provider.
+            try await browser.click("#sign-out")
+            _ = try await status(browser, becoming: "signed out")
+            try await signIn(browser, opening: "#sign-in", provider: "testid")
+            #expect(try await status(browser, becoming: "signed in as _") == person)
+            #expect(app.paths.filter { $0 == "/callback.html" }.count == 2)
 
             // Another site opening the page as the app's (its origin named, or the app's):
             // refused, or the message goes to the app's origin, which is not the opener's.
@@ -268,7 +274,7 @@ import TestSupport
             try await Task.sleep(for: .seconds(1))
             #expect(try await browser.text("#messages") == "")
             #expect(!evil.paths.contains("/cb"))
-            #expect(app.paths.filter { $0 == "/callback.html" }.count == 2)
+            #expect(app.paths.filter { $0 == "/callback.html" }.count == 3)
         }
     }
 
