@@ -190,3 +190,13 @@ func fuzzCompact(_ data: Data) {
         fatalError("the compact page is not CloudKit's without its repeats: \(text)")
     }
 }
+
+// MARK: The schema language
+
+func fuzzSchema(_ data: Data) {
+    guard let schema = try? CloudKitSchema.read(String(decoding: data, as: UTF8.self)) else { return }
+    let written = schema.written
+    guard let again = try? CloudKitSchema.read(written), again == schema, again.written == written else {
+        fatalError("a schema does not read back from what it writes: \(written)")
+    }
+}

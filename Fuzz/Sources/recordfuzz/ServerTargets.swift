@@ -346,3 +346,28 @@ func fuzzAccounts(_ data: Data) {
         }
     }
 }
+
+// MARK: The web sign-in page
+
+/// The first byte chooses what the rest is read as.
+func fuzzWebSignIn(_ data: Data) {
+    guard let first = data.first else { return }
+    let text = String(decoding: data.dropFirst(), as: UTF8.self)
+    switch first % 3 {
+    case 0:
+        let fields = SignInPage.formFields(text)
+        let written = fields.sorted { $0.key < $1.key }.map { "\(OIDCClient.formEncoded($0.key))=\(OIDCClient.formEncoded($0.value))" }.joined(separator: "&")
+        guard SignInPage.formFields(written) == fields else { fatalError("form fields do not read back as themselves: \(fields)") }
+    case 1:
+        let names = SignInPage.appleUserNames(text)
+        for name in [names.given, names.family].compactMap({ $0 }) where name.isEmpty || name.utf8.count > 255 {
+            fatalError("a name Apple's user field gave is empty or over 255 bytes")
+        }
+    default:
+        guard (try? RecordStore.checkCallback(text)) != nil else { return }
+        guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(), components.fragment == nil,
+              scheme == "https" || (scheme == "http" && ["localhost", "127.0.0.1", "[::1]", "::1"].contains(components.host?.lowercased() ?? "")) else {
+            fatalError("a sign-in callback was accepted that is not https (or http to this machine) without a fragment: \(text)")
+        }
+    }
+}

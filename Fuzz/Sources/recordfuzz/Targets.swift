@@ -48,6 +48,14 @@ enum FuzzTarget: String, CaseIterable {
     /// store of the run's own: an answer, or `BAD_REQUEST`, `AUTHENTICATION_FAILED`,
     /// `ACCESS_DENIED` or `THROTTLED`, nothing else.
     case accounts
+    /// CloudKit's schema language (`.ckdb`): any text; a schema that reads is written back as
+    /// text that reads as the same schema, and written twice as the same bytes.
+    case schema
+    /// What the web sign-in page reads from a browser and a provider: form bodies and queries
+    /// (their fields encoded and read again are themselves), Sign in with Apple's `user` field
+    /// (names within 255 bytes, or none), and API tokens' sign-in callbacks (accepted ones are
+    /// `https`, or `http` to the machine itself, with no fragment).
+    case websignin
 }
 
 extension FuzzTarget {
@@ -68,6 +76,8 @@ extension FuzzTarget {
         case .compact: fuzzCompact(data)
         case .signin: fuzzSignIn(data)
         case .accounts: fuzzAccounts(data)
+        case .websignin: fuzzWebSignIn(data)
+        case .schema: fuzzSchema(data)
         }
     }
 }

@@ -1,0 +1,253 @@
+import Foundation
+import RecordModel
+import Testing
+
+/// CloudKit's schema language (`.ckdb`): files as `cktool export-schema` writes them (one of an
+/// app's own types, one NSPersistentCloudKitContainer generated) and one kept by hand, read and
+/// written back; generated schemas round-trip; malformed files are refused naming where and what
+/// was expected.
+@Suite struct SchemaLanguageTests {
+    /// As `cktool export-schema` writes an app's schema (CLOUDKIT-REFERENCE.md, section 9).
+    static let exported = """
+        DEFINE SCHEMA
+
+            CREATE ROLE editors;
+
+            RECORD TYPE Article (
+                "___createTime" TIMESTAMP,
+                "___createdBy"  REFERENCE,
+                "___etag"       STRING,
+                "___modTime"    TIMESTAMP,
+                "___modifiedBy" REFERENCE,
+                "___recordID"   REFERENCE QUERYABLE,
+                body            BYTES,
+                cover           ASSET,
+                tags            LIST<STRING>,
+                title           STRING QUERYABLE SEARCHABLE SORTABLE,
+                GRANT WRITE TO "_creator",
+                GRANT CREATE TO "_icloud",
+                GRANT READ TO "_world",
+                GRANT CREATE, WRITE TO editors
+            );
+
+            RECORD TYPE Users (
+                "___createTime" TIMESTAMP,
+                "___createdBy"  REFERENCE,
+                "___etag"       STRING,
+                "___modTime"    TIMESTAMP,
+                "___modifiedBy" REFERENCE,
+                "___recordID"   REFERENCE,
+                roles           LIST<INT64>,
+                GRANT WRITE TO "_creator",
+                GRANT READ TO "_world"
+            );
+
+        """
+
+    /// As NSPersistentCloudKitContainer's schema exports: `CD_` names, `BYTES`, `_ckAsset` fields.
+    static let coreData = """
+        DEFINE SCHEMA
+
+            RECORD TYPE CD_Note (
+                "___createTime"       TIMESTAMP,
+                "___createdBy"        REFERENCE,
+                "___etag"             STRING,
+                "___modTime"          TIMESTAMP,
+                "___modifiedBy"       REFERENCE,
+                "___recordID"         REFERENCE QUERYABLE,
+                CD_attachment         BYTES,
+                CD_attachment_ckAsset ASSET,
+                CD_body               STRING,
+                CD_entityName         STRING QUERYABLE,
+                CD_folder             STRING QUERYABLE,
+                CD_moveReceipt        BYTES,
+                CD_pinned             INT64 QUERYABLE SORTABLE,
+                CD_timestamp          TIMESTAMP QUERYABLE SORTABLE,
+                CD_title              STRING QUERYABLE SEARCHABLE SORTABLE,
+                GRANT WRITE TO "_creator",
+                GRANT CREATE TO "_icloud",
+                GRANT READ TO "_world"
+            );
+
+        """
+
+    /// Kept by hand: comments of both kinds, names quoted where they need not be, grants split
+    /// and out of order, RecordSync's extension types, encryption, a lower-case keyword.
+    static let handKept = """
+        // The gallery's schema, reviewed in pull requests.
+        DEFINE SCHEMA
+            -- moderators may edit anyone's artworks
+            CREATE ROLE "moderators";
+            create role curators;
+
+            RECORD TYPE "Artwork" (
+                title STRING QUERYABLE SORTABLE SEARCHABLE, // the words of the title are searched
+                "year" INT64 SORTABLE QUERYABLE,
+                artist REFERENCE QUERYABLE,
+                place LOCATION QUERYABLE SORTABLE,
+                notes ENCRYPTED STRING,
+                "on-show" RECORDSYNC.BOOLEAN QUERYABLE,
+                details RECORDSYNC.NESTED,
+                flags LIST<RECORDSYNC.BOOLEAN>,
+                GRANT READ TO "_world",
+                GRANT WRITE TO moderators,
+                GRANT CREATE TO moderators,
+                GRANT WRITE TO "_creator",
+                GRANT CREATE TO "_icloud"
+            );
+            RECORD TYPE "cloudkit.share" ( );
+        """
+
+    @Test func anExportedSchemaReadsAsItSaysAndWritesBackByteForByte() throws {
+        let schema = try CloudKitSchema.read(Self.exported)
+        #expect(schema.roles == ["editors"])
+        #expect(schema.recordTypes.map(\.name) == ["Article", "Users"])
+        let article = try #require(schema.recordType("Article"))
+        #expect(article.fields.count == 10)
+        #expect(article.field("title") == SchemaField(name: "title", type: FieldType(.string), queryable: true, sortable: true, searchable: true))
+        #expect(article.field("tags")?.type == FieldType(.string, isList: true))
+        #expect(article.field("cover")?.type == FieldType(.asset))
+        #expect(article.field("___recordID")?.queryable == true && article.field("___recordID")?.isSystem == true)
+        #expect(article.grants == [SchemaGrant(permissions: [.write], grantee: "_creator"), SchemaGrant(permissions: [.create], grantee: "_icloud"),
+                                   SchemaGrant(permissions: [.read], grantee: "_world"), SchemaGrant(permissions: [.create, .write], grantee: "editors")])
+        #expect(schema.written == Self.exported)
+        #expect(try CloudKitSchema.read(schema.written) == schema)
+    }
+
+    @Test func nsPersistentCloudKitContainersSchemaRoundTrips() throws {
+        let schema = try CloudKitSchema.read(Self.coreData)
+        let note = try #require(schema.recordType("CD_Note"))
+        #expect(note.field("CD_attachment_ckAsset")?.type == FieldType(.asset))
+        #expect(note.field("CD_moveReceipt")?.type == FieldType(.bytes))
+        #expect(note.fields.count == 15)
+        #expect(schema.written == Self.coreData)
+    }
+
+    @Test func aHandKeptFileReadsAndIsWrittenInTheOneOrder() throws {
+        let schema = try CloudKitSchema.read(Self.handKept)
+        #expect(schema.roles == ["curators", "moderators"])
+        let artwork = try #require(schema.recordType("Artwork"))
+        #expect(artwork.field("on-show")?.type == FieldType(.boolean))
+        #expect(artwork.field("details")?.type == FieldType(.nested))
+        #expect(artwork.field("flags")?.type == FieldType(.boolean, isList: true))
+        #expect(artwork.field("notes")?.encrypted == true)
+        #expect(artwork.field("year") == SchemaField(name: "year", type: FieldType(.int64), queryable: true, sortable: true))
+        #expect(artwork.grants.map(\.grantee) == ["_creator", "_icloud", "_world", "moderators"])
+        #expect(artwork.grants.last?.permissions == [.create, .write])
+        #expect(schema.recordType("cloudkit.share")?.fields == [])
+        let written = schema.written
+        #expect(written == """
+            DEFINE SCHEMA
+
+                CREATE ROLE curators;
+                CREATE ROLE moderators;
+
+                RECORD TYPE Artwork (
+                    artist    REFERENCE QUERYABLE,
+                    details   RECORDSYNC.NESTED,
+                    flags     LIST<RECORDSYNC.BOOLEAN>,
+                    notes     ENCRYPTED STRING,
+                    "on-show" RECORDSYNC.BOOLEAN QUERYABLE,
+                    place     LOCATION QUERYABLE SORTABLE,
+                    title     STRING QUERYABLE SEARCHABLE SORTABLE,
+                    year      INT64 QUERYABLE SORTABLE,
+                    GRANT WRITE TO "_creator",
+                    GRANT CREATE TO "_icloud",
+                    GRANT READ TO "_world",
+                    GRANT CREATE, WRITE TO moderators
+                );
+
+                RECORD TYPE "cloudkit.share" (
+                );
+
+            """, "\(written)")
+        #expect(try CloudKitSchema.read(written) == schema)
+    }
+
+    @Test(arguments: [
+        ("", 1, 1, "DEFINE", "the end of the file"),
+        ("DEFINE SCHEMA\n  RECORD TYPE A (\n    title STRNG\n  );", 3, 11, "a field type", "'STRNG'"),
+        ("DEFINE SCHEMA\nRECORD TYPE A (title STRING,\n);", 3, 1, "a field's name or GRANT", "')'"),
+        ("DEFINE SCHEMA\nRECORD TYPE A (title STRING QUERYABLE QUERYABLE);", 2, 39, "QUERYABLE, SORTABLE, SEARCHABLE (each once)", "'QUERYABLE'"),
+        ("DEFINE SCHEMA\nRECORD TYPE A (title STRING)", 2, 29, "';'", "the end of the file"),
+        ("DEFINE SCHEMA\nRECORD TYPE A (GRANT READ TO editors);", 2, 30, "a role the file creates", "'editors'"),
+        ("DEFINE SCHEMA\nRECORD TYPE A (GRANT DELETE TO \"_world\");", 2, 22, "CREATE, READ or WRITE", "'DELETE'"),
+        ("DEFINE SCHEMA\nRECORD TYPE A (a STRING, a INT64);", 2, 26, "a field not defined before", "'a'"),
+        ("DEFINE SCHEMA\nRECORD TYPE A ();\nRECORD TYPE A ();", 3, 13, "a record type not defined before", "'A'"),
+        ("DEFINE SCHEMA\nRECORD TYPE A (tags LIST<LIST<STRING>>);", 2, 26, "a list's element type", "'LIST'"),
+        ("DEFINE SCHEMA\nRECORD TYPE A (n INT64 SEARCHABLE);", 2, 16, "SEARCHABLE on STRING", "'n'"),
+        ("DEFINE SCHEMA\nRECORD TYPE A (t LIST<STRING> SORTABLE);", 2, 16, "SORTABLE on a single value", "'t'"),
+        ("DEFINE SCHEMA\nRECORD TYPE A (r ENCRYPTED REFERENCE);", 2, 16, "a type that can be ENCRYPTED", "'r'"),
+        ("DEFINE SCHEMA\nRECORD TYPE A (s ENCRYPTED STRING QUERYABLE);", 2, 16, "no index on an ENCRYPTED field", "'s'"),
+        ("DEFINE SCHEMA\nRECORD TYPE A (\"___etag\" INT64);", 2, 16, "___etag as STRING", "\"___etag\""),
+        ("DEFINE SCHEMA\nRECORD TYPE A (\"___other\" STRING);", 2, 16, "a system field", "\"___other\""),
+        ("DEFINE SCHEMA\nRECORD TYPE A (\"open STRING);", 2, 16, "a closing '\"' on the same line", "a name left open"),
+        ("DEFINE SCHEMA\nRECORD TYPE A (b RECORDSYNC.DATE);", 2, 29, "BOOLEAN or NESTED", "'DATE'"),
+        ("DEFINE SCHEMA\nRECORD TYPE A (b STRING) # note", 2, 26, "a name, a keyword or one of ( ) , ; < >", "'#'"),
+        ("DEFINE SCHEMA\nCREATE ROLE \"_world\";", 2, 13, "a role not created before", "\"_world\""),
+        ("DEFINE SCHEMA\nDROP TYPE A;", 2, 1, "CREATE ROLE, RECORD TYPE or the end of the file", "'DROP'"),
+    ])
+    func aMalformedFileIsRefusedNamingWhereAndWhatWasExpected(_ text: String, _ line: Int, _ column: Int, _ expected: String, _ found: String) {
+        do {
+            let schema = try CloudKitSchema.read(text)
+            Issue.record("read \(schema) from \(text)")
+        } catch let error as SchemaSyntaxError {
+            #expect(error.line == line && error.column == column, "\(error)")
+            #expect(error.expected.contains(expected), "\(error)")
+            #expect(error.found == found, "\(error)")
+        } catch {
+            Issue.record("\(error)")
+        }
+    }
+
+    /// Schemas made from a seeded generator: written and read back, the same schema; written
+    /// twice, the same bytes.
+    @Test func generatedSchemasRoundTrip() throws {
+        var generator = SeededGenerator(seed: 38)
+        let names = ["a", "Title", "CD_x", "on-show", "grant", "_private", "cloudkit.share", "名前", "quote\"d", "1st", "x y"]
+        let scalars: [ScalarType] = [.string, .int64, .double, .timestamp, .bytes, .reference, .location, .asset, .boolean, .nested]
+        for _ in 0..<300 {
+            let roles = (0..<Int.random(in: 0...3, using: &generator)).map { "role\($0)" }
+            var types: [SchemaRecordType] = []
+            for typeName in names.shuffled(using: &generator).prefix(Int.random(in: 0...4, using: &generator)) {
+                var fields: [SchemaField] = []
+                for fieldName in names.shuffled(using: &generator).prefix(Int.random(in: 0...6, using: &generator)) {
+                    var field = SchemaField(name: fieldName, type: FieldType(scalars.randomElement(using: &generator)!, isList: Bool.random(using: &generator)))
+                    field.queryable = Bool.random(using: &generator)
+                    field.sortable = Bool.random(using: &generator)
+                    field.searchable = Bool.random(using: &generator)
+                    // Only what reads: the generator keeps what the reader takes.
+                    if Self.reads(field) { fields.append(field) }
+                }
+                let grantees = SchemaGrant.builtInGrantees + roles
+                let grants = (0..<Int.random(in: 0...4, using: &generator)).map { _ in
+                    SchemaGrant(permissions: Array(SchemaPermission.allCases.shuffled(using: &generator).prefix(Int.random(in: 1...3, using: &generator))),
+                                grantee: grantees.randomElement(using: &generator)!)
+                }
+                types.append(SchemaRecordType(name: typeName, fields: fields, grants: grants))
+            }
+            let schema = CloudKitSchema(roles: roles, recordTypes: types)
+            let written = schema.written
+            #expect(try CloudKitSchema.read(written) == schema.normalized(), "\(written)")
+            #expect(try CloudKitSchema.read(written).written == written)
+        }
+    }
+
+    /// Whether a field is one a file may hold (the reader's own rule, through a file).
+    static func reads(_ field: SchemaField) -> Bool {
+        (try? CloudKitSchema.read(CloudKitSchema(recordTypes: [SchemaRecordType(name: "T", fields: [field])]).written)) != nil
+    }
+}
+
+/// A small deterministic generator (SplitMix64), so that a failure repeats.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
