@@ -36,6 +36,12 @@ import Testing
                             sortDescriptors: [RecordSortDescriptor(key: "framed"), RecordSortDescriptor(key: "recordName", ascending: false)]),
                 RecordQuery(recordType: "Artwork", predicate: try RecordPredicate(format: "year IN %@", [1880, 1881])),
                 RecordQuery(recordType: "Artist", sortDescriptors: [RecordSortDescriptor(key: "name", ascending: false)]),
+                // System fields by the schema's names (`___recordID` compares references).
+                RecordQuery(recordType: "Artwork", predicate: try RecordPredicate(format: "___recordID == %@ OR ___recordID IN %@", Record.ID(recordName: "w3", zoneID: Gallery.zone),
+                                                                                  [Record.ID(recordName: "w5", zoneID: Gallery.zone), Record.ID(recordName: "w7", zoneID: Gallery.zone)]),
+                            sortDescriptors: [RecordSortDescriptor(key: "___recordID", ascending: false)]),
+                RecordQuery(recordType: "Artwork", predicate: try RecordPredicate(format: "___modTime > %@ AND year == 1881", Date(timeIntervalSince1970: 0)),
+                            sortDescriptors: [RecordSortDescriptor(key: "___createTime", ascending: false), RecordSortDescriptor(key: "recordName")]),
             ]
             for query in queries {
                 let remote = try await container.privateCloudDatabase.allRecords(matching: query, inZoneWith: Gallery.zone)

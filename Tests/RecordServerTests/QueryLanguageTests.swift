@@ -33,6 +33,37 @@ import Testing
         }
     }
 
+    /// Clients that use the schema's names send system fields as `fieldName` (`___createTime`,
+    /// `___modTime`, `___createdBy`, `___modifiedBy`, `___recordID`, the last three compared as
+    /// references): the same answers as `systemFieldName`.
+    @Test func systemFieldsByTheSchemasNamesFilterAndSortAsSystemFieldNames() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            try await QueryTests.seed(alice)
+            func names(_ filters: String, sort: String = "[]") async throws -> [String] {
+                let reply = try await alice.post("records/query", #"{"query": {"recordType": "Artwork", "filterBy": \#(filters), "sortBy": \#(sort)}}"#)
+                #expect(reply.status == 200, "\(filters) \(sort): \(reply.reason)")
+                return try Self.names(reply)
+            }
+            let reference = { (name: String) in #"{"recordName": "\#(name)", "action": "NONE"}"# }
+            #expect(try await names(#"[{"comparator": "EQUALS", "fieldName": "___recordID", "fieldValue": {"value": \#(reference("w3")), "type": "REFERENCE"}}]"#) == ["w3"])
+            #expect(try await names(#"[{"comparator": "IN", "fieldName": "___recordID", "fieldValue": {"value": [\#(reference("w1")), \#(reference("w4"))], "type": "REFERENCE_LIST"}}]"#,
+                                    sort: #"[{"fieldName": "___recordID", "ascending": false}]"#) == ["w4", "w1"])
+            let mine = #"[{"comparator": "EQUALS", "fieldName": "___createdBy", "fieldValue": {"value": \#(reference(alice.userRecordName)), "type": "REFERENCE"}}, {"comparator": "EQUALS", "fieldName": "___modifiedBy", "fieldValue": {"value": \#(reference(alice.userRecordName)), "type": "REFERENCE"}}]"#
+            #expect(try await names(mine).count == 10)
+            for (schemaName, system) in [("___createTime", "createdTimestamp"), ("___modTime", "modifiedTimestamp")] {
+                let bySchema = try await names(#"[{"comparator": "GREATER_THAN", "fieldName": "\#(schemaName)", "fieldValue": {"value": 0, "type": "TIMESTAMP"}}]"#,
+                                               sort: #"[{"fieldName": "\#(schemaName)", "ascending": false}, {"systemFieldName": "recordName"}]"#)
+                let bySystem = try await names(#"[{"comparator": "GREATER_THAN", "systemFieldName": "\#(system)", "fieldValue": {"value": 0, "type": "TIMESTAMP"}}]"#,
+                                               sort: #"[{"systemFieldName": "\#(system)", "ascending": false}, {"systemFieldName": "recordName"}]"#)
+                #expect(bySchema.count == 10 && bySchema == bySystem, "\(schemaName)")
+            }
+            // Both names at once is still refused as both.
+            let both = try await alice.post("records/query", Self.query(#"[{"comparator": "EQUALS", "fieldName": "___recordID", "systemFieldName": "recordName", "fieldValue": {"value": "w1"}}]"#))
+            #expect(both.code == "BAD_REQUEST" && both.reason.contains("not both"), "\(both.reason)")
+        }
+    }
+
     /// A comparison with a field the record lacks is unknown, and so is its NOT: neither matches.
     @Test func notOfAMissingFieldMatchesNeither() async throws {
         try await withServer { server in

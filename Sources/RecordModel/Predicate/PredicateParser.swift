@@ -11,13 +11,13 @@ enum PredicateKey: Hashable {
         return false
     }
 
-    /// The key named `name`: a system field under its wire or CloudKit name
-    /// (`creationDate`, `modificationDate`), else a record field.
+    /// The key named `name`: a system field under its wire, CloudKit or schema name
+    /// (`creationDate`, `modificationDate`, `___createTime`), else a record field.
     init(name: String) {
         switch name {
         case "creationDate": self = .system(.createdTimestamp)
         case "modificationDate": self = .system(.modifiedTimestamp)
-        default: self = SystemFieldName(rawValue: name).map(Self.system) ?? .field(name)
+        default: self = (SystemFieldName(rawValue: name) ?? SystemFieldName(schemaName: name)).map(Self.system) ?? .field(name)
         }
     }
 }

@@ -74,6 +74,37 @@ public enum SystemFieldName: String, Sendable, Hashable, Codable, CaseIterable {
         default: FieldType(.string)
         }
     }
+
+    /// The system field CloudKit's schema names `name` (`___createTime`, `___modTime`,
+    /// `___createdBy`, `___modifiedBy`, `___recordID`; ``SchemaField/systemFields``), as clients
+    /// that use the schema's names send it in `fieldName`; `nil` for any other name.
+    public init?(schemaName name: String) {
+        switch name {
+        case "___createTime": self = .createdTimestamp
+        case "___modTime": self = .modifiedTimestamp
+        case "___createdBy": self = .createdUserRecordName
+        case "___modifiedBy": self = .modifiedUserRecordName
+        case "___recordID": self = .recordName
+        default: return nil
+        }
+    }
+
+    /// `value` as this field compares it: the schema types `___recordID`, `___createdBy` and
+    /// `___modifiedBy` as references, so a reference (or a list of them) stands for its record
+    /// name here.
+    func compared(_ value: RawFieldValue?) -> RawFieldValue? {
+        guard let value, type.scalar == .string else { return value }
+        func name(_ element: JSONValue) -> JSONValue {
+            if case .string(let recordName)? = element["recordName"] { return .string(recordName) }
+            return element
+        }
+        switch value.value {
+        case .object: return RawFieldValue(value: name(value.value), type: value.type.map { FieldType(.string, isList: $0.isList) })
+        case .array(let elements) where elements.contains(where: { $0["recordName"] != nil }):
+            return RawFieldValue(value: .array(elements.map(name)), type: value.type.map { FieldType(.string, isList: $0.isList) })
+        default: return value
+        }
+    }
 }
 
 /// How a compound filter joins its filters (an extension of `filterBy`).
@@ -125,19 +156,33 @@ public struct QueryFilter: Sendable, Hashable {
     /// How deep compound filters may nest: a filter inside this many compound filters is refused.
     public static let maximumDepth = 8
 
-    /// Creates a filter on a record field.
+    /// Creates a filter on a record field (a system field under its schema name, `___createTime`,
+    /// is that system field).
     public init(_ fieldName: String, _ comparator: QueryComparator, _ value: RawFieldValue, options: String? = nil) {
         self.comparator = comparator
         self.fieldName = fieldName
         self.fieldValue = value
         self.recordSyncOptions = options
+        readSchemaName()
+    }
+
+    /// A `fieldName` that is a system field's schema name (`___modTime`) becomes that
+    /// ``systemFieldName`` (unless a `systemFieldName` is given too, which is refused as both);
+    /// a system field's value is read as the system field compares it (a reference's record
+    /// name).
+    mutating func readSchemaName() {
+        if systemFieldName == nil, let name = fieldName, let system = SystemFieldName(schemaName: name) {
+            systemFieldName = system
+            fieldName = nil
+        }
+        if let system = systemFieldName, fieldName == nil { fieldValue = system.compared(fieldValue) }
     }
 
     /// Creates a filter on a system field.
     public init(system: SystemFieldName, _ comparator: QueryComparator, _ value: RawFieldValue, options: String? = nil) {
         self.comparator = comparator
         self.systemFieldName = system
-        self.fieldValue = value
+        self.fieldValue = system.compared(value)
         self.recordSyncOptions = options
     }
 
@@ -206,6 +251,7 @@ extension QueryFilter: Codable {
         // Nesting is bounded by the decoder's own depth limit; the compiler refuses what is
         // deeper than ``maximumDepth``.
         recordSyncFilters = try container.decodeIfPresent([QueryFilter].self, forKey: .recordSyncFilters)
+        readSchemaName()
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -231,10 +277,33 @@ public struct QuerySort: Sendable, Hashable, Codable {
     /// ascending), rather than by the field's value.
     public var relativeLocation: Location?
 
-    /// Creates a sort key on a record field.
+    enum CodingKeys: String, CodingKey {
+        case fieldName, systemFieldName, ascending, relativeLocation
+    }
+
+    /// A sort key as sent; a system field under its schema name (`___modTime`) is that system
+    /// field.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        fieldName = try container.decodeIfPresent(String.self, forKey: .fieldName)
+        systemFieldName = try container.decodeIfPresent(SystemFieldName.self, forKey: .systemFieldName)
+        ascending = try container.decodeIfPresent(Bool.self, forKey: .ascending)
+        relativeLocation = try container.decodeIfPresent(Location.self, forKey: .relativeLocation)
+        readSchemaName()
+    }
+
+    /// Creates a sort key on a record field (a system field under its schema name,
+    /// `___createTime`, is that system field).
     public init(_ fieldName: String, ascending: Bool = true) {
         self.fieldName = fieldName
         self.ascending = ascending
+        readSchemaName()
+    }
+
+    mutating func readSchemaName() {
+        guard systemFieldName == nil, let name = fieldName, let system = SystemFieldName(schemaName: name) else { return }
+        systemFieldName = system
+        fieldName = nil
     }
 
     /// Creates a sort key on the distance of a `LOCATION` field from `location`.
