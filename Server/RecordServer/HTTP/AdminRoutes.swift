@@ -52,6 +52,12 @@ struct AdminRoutes: Sendable {
             guard ["development", "production"].contains(environment) else {
                 throw RecordSyncError(.badRequest, "the environment must be development or production, not \(NameRules.quoted(environment))")
             }
+            // `?format=ckdb`: the schema in CloudKit's schema language, as cktool exports it.
+            if request.uri.queryParameters.get("format") == "ckdb" {
+                let text = try await store.cloudKitSchema(ofContainer: container, environment: environment).written
+                return Response(status: .ok, headers: [.contentType: "text/plain; charset=utf-8", .cacheControl: "no-store"],
+                                body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+            }
             let schema = try await store.schema(ofContainer: container, environment: environment)
             let types = schema.keys.sorted().map { type in
                 AdminRecordType(name: type, fields: schema[type, default: [:]].keys.sorted().map { AdminField(name: $0, type: schema[type]![$0]!.description) })
