@@ -1,4 +1,5 @@
 import Foundation
+import PropertyBased
 import RecordModel
 import Testing
 
@@ -200,54 +201,44 @@ import Testing
         }
     }
 
-    /// Schemas made from a seeded generator: written and read back, the same schema; written
-    /// twice, the same bytes.
-    @Test func generatedSchemasRoundTrip() throws {
-        var generator = SeededGenerator(seed: 38)
+    /// Generated schemas (swift-property-based): written and read back, the same schema;
+    /// written twice, the same bytes.
+    @Test func generatedSchemasRoundTrip() async {
+        await propertyCheck(count: 300, input: Generator(run: { Self.schema(&$0) })) { schema in
+            let written = schema.written
+            let read = try? CloudKitSchema.read(written)
+            #expect(read == schema.normalized(), "\(written)")
+            #expect(read?.written == written)
+        }
+    }
+
+    /// A schema of names that need quoting and names that do not, every type, random indexes
+    /// and grants; only fields a file may hold.
+    static func schema(_ rng: inout Arbitrary.RNG) -> CloudKitSchema {
         let names = ["a", "Title", "CD_x", "on-show", "grant", "_private", "cloudkit.share", "名前", "quote\"d", "1st", "x y"]
         let scalars: [ScalarType] = [.string, .int64, .double, .timestamp, .bytes, .reference, .location, .asset, .boolean, .nested]
-        for _ in 0..<300 {
-            let roles = (0..<Int.random(in: 0...3, using: &generator)).map { "role\($0)" }
-            var types: [SchemaRecordType] = []
-            for typeName in names.shuffled(using: &generator).prefix(Int.random(in: 0...4, using: &generator)) {
-                var fields: [SchemaField] = []
-                for fieldName in names.shuffled(using: &generator).prefix(Int.random(in: 0...6, using: &generator)) {
-                    var field = SchemaField(name: fieldName, type: FieldType(scalars.randomElement(using: &generator)!, isList: Bool.random(using: &generator)))
-                    field.queryable = Bool.random(using: &generator)
-                    field.sortable = Bool.random(using: &generator)
-                    field.searchable = Bool.random(using: &generator)
-                    // Only what reads: the generator keeps what the reader takes.
-                    if Self.reads(field) { fields.append(field) }
-                }
-                let grantees = SchemaGrant.builtInGrantees + roles
-                let grants = (0..<Int.random(in: 0...4, using: &generator)).map { _ in
-                    SchemaGrant(permissions: Array(SchemaPermission.allCases.shuffled(using: &generator).prefix(Int.random(in: 1...3, using: &generator))),
-                                grantee: grantees.randomElement(using: &generator)!)
-                }
-                types.append(SchemaRecordType(name: typeName, fields: fields, grants: grants))
+        let roles = (0..<Int.random(in: 0...3, using: &rng)).map { "role\($0)" }
+        var types: [SchemaRecordType] = []
+        for typeName in names.shuffled(using: &rng).prefix(Int.random(in: 0...4, using: &rng)) {
+            var fields: [SchemaField] = []
+            for fieldName in names.shuffled(using: &rng).prefix(Int.random(in: 0...6, using: &rng)) {
+                let field = SchemaField(name: fieldName, type: FieldType(scalars.randomElement(using: &rng)!, isList: Bool.random(using: &rng)),
+                                        encrypted: Int.random(in: 0..<8, using: &rng) == 0, queryable: Bool.random(using: &rng),
+                                        sortable: Bool.random(using: &rng), searchable: Bool.random(using: &rng))
+                if reads(field) { fields.append(field) }
             }
-            let schema = CloudKitSchema(roles: roles, recordTypes: types)
-            let written = schema.written
-            #expect(try CloudKitSchema.read(written) == schema.normalized(), "\(written)")
-            #expect(try CloudKitSchema.read(written).written == written)
+            let grantees = SchemaGrant.builtInGrantees + roles
+            let grants = (0..<Int.random(in: 0...4, using: &rng)).map { _ in
+                SchemaGrant(permissions: Array(SchemaPermission.allCases.shuffled(using: &rng).prefix(Int.random(in: 1...3, using: &rng))),
+                            grantee: grantees.randomElement(using: &rng)!)
+            }
+            types.append(SchemaRecordType(name: typeName, fields: fields, grants: grants))
         }
+        return CloudKitSchema(roles: roles, recordTypes: types)
     }
 
     /// Whether a field is one a file may hold (the reader's own rule, through a file).
     static func reads(_ field: SchemaField) -> Bool {
         (try? CloudKitSchema.read(CloudKitSchema(recordTypes: [SchemaRecordType(name: "T", fields: [field])]).written)) != nil
-    }
-}
-
-/// A small deterministic generator (SplitMix64), so that a failure repeats.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
