@@ -45,17 +45,13 @@ import Testing
 
         """
 
-    /// As NSPersistentCloudKitContainer's schema exports: `CD_` names, `BYTES`, `_ckAsset` fields.
+    /// As NSPersistentCloudKitContainer's schema exports: `CD_` names (before the system fields:
+    /// fields are in byte order), `BYTES` (indexed, as SwiftData's Codable values are),
+    /// `_ckAsset` fields, an encrypted list, grants of several permissions.
     static let coreData = """
         DEFINE SCHEMA
 
             RECORD TYPE CD_Note (
-                "___createTime"       TIMESTAMP,
-                "___createdBy"        REFERENCE,
-                "___etag"             STRING,
-                "___modTime"          TIMESTAMP,
-                "___modifiedBy"       REFERENCE,
-                "___recordID"         REFERENCE QUERYABLE,
                 CD_attachment         BYTES,
                 CD_attachment_ckAsset ASSET,
                 CD_body               STRING,
@@ -63,10 +59,18 @@ import Testing
                 CD_folder             STRING QUERYABLE,
                 CD_moveReceipt        BYTES,
                 CD_pinned             INT64 QUERYABLE SORTABLE,
+                CD_secrets            LIST<ENCRYPTED STRING>,
+                CD_tags               BYTES QUERYABLE SORTABLE,
                 CD_timestamp          TIMESTAMP QUERYABLE SORTABLE,
                 CD_title              STRING QUERYABLE SEARCHABLE SORTABLE,
-                GRANT WRITE TO "_creator",
-                GRANT CREATE TO "_icloud",
+                "___createTime"       TIMESTAMP QUERYABLE SORTABLE,
+                "___createdBy"        REFERENCE,
+                "___etag"             STRING,
+                "___modTime"          TIMESTAMP QUERYABLE SORTABLE,
+                "___modifiedBy"       REFERENCE,
+                "___recordID"         REFERENCE QUERYABLE,
+                GRANT READ, WRITE TO "_creator",
+                GRANT READ, CREATE TO "_icloud",
                 GRANT READ TO "_world"
             );
 
@@ -120,8 +124,27 @@ import Testing
         let note = try #require(schema.recordType("CD_Note"))
         #expect(note.field("CD_attachment_ckAsset")?.type == FieldType(.asset))
         #expect(note.field("CD_moveReceipt")?.type == FieldType(.bytes))
-        #expect(note.fields.count == 15)
+        #expect(note.field("CD_tags") == SchemaField(name: "CD_tags", type: FieldType(.bytes), queryable: true, sortable: true))
+        #expect(note.field("CD_secrets") == SchemaField(name: "CD_secrets", type: FieldType(.string, isList: true), encrypted: true))
+        #expect(note.grants.first == SchemaGrant(permissions: [.read, .write], grantee: "_creator"))
+        #expect(note.fields.count == 17)
         #expect(schema.written == Self.coreData)
+    }
+
+    @Test func applesNumberTypeAndAnEncryptedListReadAsTheirTypes() throws {
+        let schema = try CloudKitSchema.read("""
+            DEFINE SCHEMA
+                RECORD TYPE Reading (
+                    value NUMBER PREFERRED AS DOUBLE QUERYABLE,
+                    count NUMBER PREFERRED AS INT64,
+                    notes ENCRYPTED LIST<STRING>
+                );
+            """)
+        let reading = try #require(schema.recordType("Reading"))
+        #expect(reading.field("value") == SchemaField(name: "value", type: FieldType(.double), queryable: true))
+        #expect(reading.field("count")?.type == FieldType(.int64))
+        #expect(reading.field("notes")?.encrypted == true)
+        #expect(schema.written.contains("        notes LIST<ENCRYPTED STRING>,\n"), "\(schema.written)")
     }
 
     @Test func aHandKeptFileReadsAndIsWrittenInTheOneOrder() throws {
@@ -177,7 +200,10 @@ import Testing
         ("DEFINE SCHEMA\nRECORD TYPE A ();\nRECORD TYPE A ();", 3, 13, "a record type not defined before", "'A'"),
         ("DEFINE SCHEMA\nRECORD TYPE A (tags LIST<LIST<STRING>>);", 2, 26, "a list's element type", "'LIST'"),
         ("DEFINE SCHEMA\nRECORD TYPE A (n INT64 SEARCHABLE);", 2, 16, "SEARCHABLE on STRING", "'n'"),
-        ("DEFINE SCHEMA\nRECORD TYPE A (t LIST<STRING> SORTABLE);", 2, 16, "SORTABLE on a single value", "'t'"),
+        ("DEFINE SCHEMA\nRECORD TYPE A (t ASSET SORTABLE);", 2, 16, "SORTABLE on a field that orders", "'t'"),
+        ("DEFINE SCHEMA\nRECORD TYPE A (b STRNG);\n#", 2, 18, "a field type", "'STRNG'"),
+        ("\u{FEFF}DEFINE SCHEMA\nX", 2, 1, "CREATE ROLE, RECORD TYPE or the end of the file", "'X'"),
+        ("DEFINE SCHEMA\nRECORD TYPE A (n NUMBER PREFERRED AS STRING);", 2, 38, "INT64 or DOUBLE after NUMBER PREFERRED AS", "'STRING'"),
         ("DEFINE SCHEMA\nRECORD TYPE A (r ENCRYPTED REFERENCE);", 2, 16, "a type that can be ENCRYPTED", "'r'"),
         ("DEFINE SCHEMA\nRECORD TYPE A (s ENCRYPTED STRING QUERYABLE);", 2, 16, "no index on an ENCRYPTED field", "'s'"),
         ("DEFINE SCHEMA\nRECORD TYPE A (\"___etag\" INT64);", 2, 16, "___etag as STRING", "\"___etag\""),
@@ -215,7 +241,7 @@ import Testing
     /// A schema of names that need quoting and names that do not, every type, random indexes
     /// and grants; only fields a file may hold.
     static func schema(_ rng: inout Arbitrary.RNG) -> CloudKitSchema {
-        let names = ["a", "Title", "CD_x", "on-show", "grant", "_private", "cloudkit.share", "名前", "quote\"d", "1st", "x y"]
+        let names = ["a", "Title", "CD_x", "on-show", "grant", "_private", "cloudkit.share", "名前", "quote\"d", "1st", "x y", "e\u{301}", "𝐀", "कि", "😀"]
         let scalars: [ScalarType] = [.string, .int64, .double, .timestamp, .bytes, .reference, .location, .asset, .boolean, .nested]
         let roles = (0..<Int.random(in: 0...3, using: &rng)).map { "role\($0)" }
         var types: [SchemaRecordType] = []

@@ -56,15 +56,7 @@ public struct SchemaRecordType: Sendable, Hashable {
     }
 
     func normalized() -> SchemaRecordType {
-        let system = SchemaField.systemFields.map(\.name)
-        let fields = fields.sorted { a, b in
-            switch (system.firstIndex(of: a.name), system.firstIndex(of: b.name)) {
-            case let (x?, y?): x < y
-            case (.some, nil): true
-            case (nil, .some): false
-            case (nil, nil): CloudKitSchema.byteOrder(a.name, b.name)
-            }
-        }
+        let fields = fields.sorted { CloudKitSchema.byteOrder($0.name, $1.name) }
         var byGrantee: [String: Set<SchemaPermission>] = [:]
         for grant in grants { byGrantee[grant.grantee, default: []].formUnion(grant.permissions) }
         let grants = byGrantee.map { SchemaGrant(permissions: $0.value.sorted(), grantee: $0.key) }
@@ -108,7 +100,7 @@ public struct SchemaField: Sendable, Hashable {
 
 /// A permission a grant gives.
 public enum SchemaPermission: String, Sendable, Hashable, CaseIterable, Comparable {
-    case create = "CREATE", read = "READ", write = "WRITE"
+    case read = "READ", create = "CREATE", write = "WRITE"
 
     public static func < (a: Self, b: Self) -> Bool {
         allCases.firstIndex(of: a)! < allCases.firstIndex(of: b)!
@@ -199,21 +191,35 @@ struct SchemaParser {
     private var lexError: SchemaSyntaxError?
 
     init(_ text: String) {
-        do {
-            tokens = try Self.tokens(of: text)
-        } catch {
-            lexError = error as? SchemaSyntaxError
-        }
+        (tokens, lexError) = Self.tokens(of: text)
     }
 
     /// The tokens of `text`: words, quoted names and symbols, comments (`//`, `--` to the end
-    /// of the line) and white space left out.
-    static func tokens(of text: String) throws -> [SchemaToken] {
+    /// of the line) and white space left out; up to what does not read, if anything does not
+    /// (its error is then thrown when the parser reaches it, so that an earlier error of the
+    /// grammar is the one reported).
+    static func tokens(of text: String) -> ([SchemaToken], SchemaSyntaxError?) {
         var tokens: [SchemaToken] = []
+        do {
+            try read(text, into: &tokens)
+            return (tokens, nil)
+        } catch {
+            let error = error as? SchemaSyntaxError ?? SchemaSyntaxError(line: 1, column: 1, expected: "text", found: "\(error)")
+            tokens.append(SchemaToken(kind: .end, line: error.line, column: error.column))
+            return (tokens, error)
+        }
+    }
+
+    private static func read(_ text: String, into tokens: inout [SchemaToken]) throws {
         let characters = Array(text.unicodeScalars)
         var index = 0, line = 1, column = 1
         func advance() {
-            if characters[index] == "\n" { line += 1; column = 1 } else { column += 1 }
+            if characters[index] == "\n" {
+                line += 1
+                column = 1
+            } else if characters[index] != "\u{FEFF}" {
+                column += 1
+            }
             index += 1
         }
         while index < characters.count {
@@ -269,10 +275,9 @@ struct SchemaParser {
                                     found: "'\(character.escaped(asASCII: true))'")
         }
         tokens.append(SchemaToken(kind: .end, line: line, column: column))
-        return tokens
     }
 
-    /// Letters, digits, `_` and `-` (not two: that begins a comment) make bare words.
+    /// Letters, digits and `_` make bare words (anything else is quoted).
     static func isWordCharacter(_ character: Unicode.Scalar) -> Bool {
         character == "_" || character.properties.isAlphabetic || ("0"..."9").contains(character)
     }
@@ -281,10 +286,20 @@ struct SchemaParser {
 
     /// `DEFINE SCHEMA` then roles and record types.
     mutating func schema() throws -> CloudKitSchema {
-        if let lexError { throw lexError }
+        do {
+            return try grammar()
+        } catch let error as SchemaSyntaxError {
+            // Stopped where the text stopped reading: the reason is the text's.
+            if let lexError, (error.line, error.column) == (lexError.line, lexError.column) { throw lexError }
+            throw error
+        }
+    }
+
+    private mutating func grammar() throws -> CloudKitSchema {
         try keyword("DEFINE")
         try keyword("SCHEMA")
         var roles: [String] = []
+        var roleNames: Set<String> = []
         var types: [SchemaRecordType] = []
         var typeNames: Set<String> = []
         var grantsToCheck: [(SchemaToken, String)] = []
@@ -296,7 +311,7 @@ struct SchemaParser {
                 try keyword("ROLE")
                 let nameToken = current
                 let role = try name("a role's name")
-                guard !roles.contains(role), !SchemaGrant.builtInGrantees.contains(role) else {
+                guard !SchemaGrant.builtInGrantees.contains(role), roleNames.insert(role).inserted else {
                     throw SchemaSyntaxError(line: nameToken.line, column: nameToken.column, expected: "a role not created before (nor _world, _icloud or _creator)", found: nameToken.shown)
                 }
                 roles.append(role)
@@ -319,7 +334,7 @@ struct SchemaParser {
                 throw SchemaSyntaxError(line: token.line, column: token.column, expected: "CREATE ROLE, RECORD TYPE or the end of the file", found: token.shown)
             }
         }
-        for (token, grantee) in grantsToCheck where !SchemaGrant.builtInGrantees.contains(grantee) && !roles.contains(grantee) {
+        for (token, grantee) in grantsToCheck where !SchemaGrant.builtInGrantees.contains(grantee) && !roleNames.contains(grantee) {
             throw SchemaSyntaxError(line: token.line, column: token.column, expected: "_world, _icloud, _creator or a role the file creates", found: token.shown)
         }
         return CloudKitSchema(roles: roles, recordTypes: types)
@@ -370,16 +385,19 @@ struct SchemaParser {
         return (type, grantees)
     }
 
-    /// `name [ENCRYPTED] TYPE [QUERYABLE] [SEARCHABLE] [SORTABLE]` (the attributes in any order).
+    /// `name [ENCRYPTED] TYPE [QUERYABLE] [SEARCHABLE] [SORTABLE]` (the attributes in any
+    /// order); a list is encrypted as Apple's grammar has it, `LIST<ENCRYPTED STRING>` (the
+    /// `ENCRYPTED LIST<STRING>` form is read too).
     private mutating func field() throws -> SchemaField {
         let nameToken = current
         let name = try self.name("a field's name or GRANT")
         if let problem = NameRules.problem(withName: name, kind: "field name") {
             throw SchemaSyntaxError(line: nameToken.line, column: nameToken.column, expected: "a field's name (\(problem))", found: nameToken.shown)
         }
-        let encrypted = isKeyword("ENCRYPTED")
+        var encrypted = isKeyword("ENCRYPTED")
         if encrypted { position += 1 }
-        var field = SchemaField(name: name, type: try fieldType(), encrypted: encrypted)
+        let type = try fieldType(encrypted: &encrypted)
+        var field = SchemaField(name: name, type: type, encrypted: encrypted)
         while case .word(let word) = current.kind {
             let token = current
             switch word.uppercased() {
@@ -394,9 +412,9 @@ struct SchemaParser {
         return field
     }
 
-    /// A field type: CloudKit's (`STRING`, …, `LIST<…>`), or RecordSync's extension types
-    /// `RECORDSYNC.BOOLEAN` and `RECORDSYNC.NESTED`.
-    private mutating func fieldType(inList: Bool = false) throws -> FieldType {
+    /// A field type: CloudKit's (`STRING`, …, `LIST<…>`, `NUMBER PREFERRED AS INT64|DOUBLE`),
+    /// or RecordSync's extension types `RECORDSYNC.BOOLEAN` and `RECORDSYNC.NESTED`.
+    private mutating func fieldType(inList: Bool = false, encrypted: inout Bool) throws -> FieldType {
         let token = current
         let expected = inList ? "a list's element type (not a list)" : "a field type (ASSET, BYTES, DOUBLE, INT64, LOCATION, REFERENCE, STRING, TIMESTAMP, LIST<…>, RECORDSYNC.BOOLEAN, RECORDSYNC.NESTED)"
         guard case .word(let word) = token.kind else {
@@ -406,9 +424,23 @@ struct SchemaParser {
         switch word.uppercased() {
         case "LIST" where !inList:
             try symbol("<")
-            let element = try fieldType(inList: true)
+            if isKeyword("ENCRYPTED") {
+                position += 1
+                encrypted = true
+            }
+            let element = try fieldType(inList: true, encrypted: &encrypted)
             try symbol(">")
             return FieldType(element.scalar, isList: true)
+        case "NUMBER":
+            // Apple's grammar: a number stored as the type it prefers.
+            try keyword("PREFERRED")
+            try keyword("AS")
+            let preferred = current
+            guard case .word(let name) = preferred.kind, let scalar = ["INT64": ScalarType.int64, "DOUBLE": .double][name.uppercased()] else {
+                throw SchemaSyntaxError(line: preferred.line, column: preferred.column, expected: "INT64 or DOUBLE after NUMBER PREFERRED AS", found: preferred.shown)
+            }
+            position += 1
+            return FieldType(scalar)
         case "RECORDSYNC":
             try symbol(".")
             let extensionToken = current
@@ -440,7 +472,7 @@ struct SchemaParser {
             if field.queryable || field.sortable || field.searchable { return "no index on an ENCRYPTED field" }
         }
         if field.searchable, scalar != .string { return "SEARCHABLE on STRING or LIST<STRING> fields only" }
-        if field.sortable, field.type.isList || [.asset, .bytes, .nested].contains(scalar) { return "SORTABLE on a single value that orders (not a list, ASSET, BYTES or NESTED)" }
+        if field.sortable, [.asset, .nested].contains(scalar) { return "SORTABLE on a field that orders (not ASSET or NESTED)" }
         if field.queryable, [.asset, .nested].contains(scalar) { return "QUERYABLE on a field that can be compared (not ASSET or NESTED)" }
         return nil
     }
@@ -507,11 +539,12 @@ enum SchemaWriter {
     ]
 
     /// Words the reader takes as keywords where a name may stand.
-    static let keywords: Set<String> = ["GRANT", "CREATE", "RECORD", "ROLE", "TYPE", "DEFINE", "SCHEMA", "TO", "LIST", "ENCRYPTED",
+    static let keywords: Set<String> = ["GRANT", "CREATE", "RECORD", "ROLE", "TYPE", "DEFINE", "SCHEMA", "TO", "LIST", "ENCRYPTED", "NUMBER",
                                         "QUERYABLE", "SORTABLE", "SEARCHABLE", "READ", "WRITE", "RECORDSYNC"]
 
-    static func spelling(_ type: FieldType) -> String {
-        let scalar = cloudKitTypes[type.scalar] ?? "RECORDSYNC.\(type.scalar.rawValue)"
+    /// A type as written: `ENCRYPTED` inside a list's brackets, as Apple's grammar has it.
+    static func spelling(_ type: FieldType, encrypted: Bool = false) -> String {
+        let scalar = (encrypted ? "ENCRYPTED " : "") + (cloudKitTypes[type.scalar] ?? "RECORDSYNC.\(type.scalar.rawValue)")
         return type.isList ? "LIST<\(scalar)>" : scalar
     }
 
@@ -534,9 +567,8 @@ enum SchemaWriter {
             let width = names.map(\.count).max() ?? 0
             var members: [String] = []
             for (field, written) in zip(type.fields, names) {
-                var line = written.padding(toLength: width, withPad: " ", startingAt: 0) + " "
-                if field.encrypted { line += "ENCRYPTED " }
-                line += spelling(field.type)
+                var line = written + String(repeating: " ", count: width - written.count + 1)
+                line += spelling(field.type, encrypted: field.encrypted)
                 if field.queryable { line += " QUERYABLE" }
                 if field.searchable { line += " SEARCHABLE" }
                 if field.sortable { line += " SORTABLE" }

@@ -98,11 +98,11 @@ public enum SystemFieldName: String, Sendable, Hashable, Codable, CaseIterable {
             if case .string(let recordName)? = element["recordName"] { return .string(recordName) }
             return element
         }
+        let type = value.type.map { $0.scalar == .reference ? FieldType(.string, isList: $0.isList) : $0 }
         switch value.value {
-        case .object: return RawFieldValue(value: name(value.value), type: value.type.map { FieldType(.string, isList: $0.isList) })
-        case .array(let elements) where elements.contains(where: { $0["recordName"] != nil }):
-            return RawFieldValue(value: .array(elements.map(name)), type: value.type.map { FieldType(.string, isList: $0.isList) })
-        default: return value
+        case .object: return RawFieldValue(value: name(value.value), type: type)
+        case .array(let elements): return RawFieldValue(value: .array(elements.map(name)), type: type)
+        default: return RawFieldValue(value: value.value, type: type)
         }
     }
 }
