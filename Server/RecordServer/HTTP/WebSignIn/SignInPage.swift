@@ -213,9 +213,8 @@ struct SignInPage: Sendable {
         }
         // A provider answering with `form_post` (Sign in with Apple) posts from its own site,
         // so the browser sends no `SameSite=Lax` cookie with it: the answer goes on as a `GET`
-        // of this server's, which the browser sends it with.
-        // Sign in with Apple posts the person's name (`user`) at their first sign-in only: it
-        // goes on too.
+        // of this server's, which the browser sends it with (Apple's `user`, the person's name
+        // at their first sign-in only, goes on too).
         router.post("/signin/callback/:provider") { request, context in
             let body = (try? await request.body.collect(upTo: 64 * 1024)).map { String(buffer: $0) } ?? ""
             let fields = Self.formFields(body)
