@@ -23,7 +23,7 @@ extension RecordStore {
             throw RecordSyncError(.badRequest, "continuationMarker belongs to a different query")
         }
         do {
-            return try await markingSearchTypes { try await read(scope) { transaction, database in
+            return try await markingIndexes { try await markingSearchTypes { try await read(scope) { transaction, database in
                 var zones: [Int64: ZoneID] = [:]
                 if request.zoneWide == true && request.zoneID == nil {
                     for zone in try transaction.liveZones(in: database.key) {
@@ -33,7 +33,9 @@ extension RecordStore {
                     let zone = try Self.zone(request.zoneID, database: database.key, scope: scope, in: transaction)
                     zones[zone.key] = zone.zoneID
                 }
-                let schema = QuerySchema(recordType: request.query.recordType, types: try transaction.schemas(inContainer: database.containerKey))
+                let stored = try transaction.schemaIndexes(inContainer: database.containerKey)
+                try SchemaIndexes.check(request.query, locked: stored.locked, stored: stored.types[request.query.recordType] ?? [], inContainer: database.containerKey)
+                let schema = QuerySchema(recordType: request.query.recordType, stored: stored.types)
                 try SearchTypes.check(request.query, schema: schema, inContainer: database.containerKey, in: transaction)
                 let (matches, resumeAfter) = try transaction.matches(request.query, inZones: zones, schema: schema, after: marker, limit: limit + 1, limits: self.limits)
                 var page = matches.prefix(limit)
@@ -54,7 +56,7 @@ extension RecordStore {
                     ContinuationMarker(query: fingerprint, values: $0.sortValues, zone: $0.zoneKey, name: $0.record.recordName).string
                 }
                 return QueryRecordsResponse(records: page.map { $0.record.restricted(to: request.desiredKeys) }, continuationMarker: next, includedRecords: included)
-            } }
+            } } }
         } catch let error as RecordSyncError where error.code == .internalError {
             // An engine refuses statements that are too deep or too large: the query's fault.
             throw RecordSyncError(.badRequest, "the query is too complex to run; use fewer filters, sort keys or values")

@@ -299,6 +299,35 @@ public protocol StorageTransaction: AnyObject {
     func schemas(inContainer container: Int64) throws -> [String: [String: FieldType]]
     /// Stores a field's type unless the field already has one.
     func addSchemaField(_ field: String, type: FieldType, of recordType: String, inContainer container: Int64) throws
+    /// A record type as saves check it: whether the container's schema is locked, whether it
+    /// has the type, and the type's fields.
+    func typeSchema(of recordType: String, inContainer container: Int64) throws -> StoredTypeSchema
+    /// Stores a record type, with `grants`, unless the schema already has it.
+    func addSchemaType(_ recordType: String, grants: [SchemaGrant], inContainer container: Int64) throws
+    /// The container's whole schema: roles, types, fields with their marks, grants.
+    func storedSchema(inContainer container: Int64) throws -> CloudKitSchema
+    /// Every record type's fields with their marks (the system fields only where marked), and
+    /// whether the container's schema is locked: what a query plans with, in one read.
+    func schemaIndexes(inContainer container: Int64) throws -> (locked: Bool, types: [String: [SchemaField]])
+    /// Marks a field (of type `type`) with an index.
+    func markIndex(_ index: SchemaIndexUse.Index, onField field: String, type: FieldType, of recordType: String, inContainer container: Int64) throws
+    /// Makes the container's schema `schema` (replacing all it held).
+    func replaceSchema(with schema: CloudKitSchema, inContainer container: Int64) throws
+    /// Whether the container's schema is locked.
+    func isSchemaLocked(inContainer container: Int64) throws -> Bool
+    /// Locks or unlocks the container's schema.
+    func setSchemaLocked(_ locked: Bool, inContainer container: Int64) throws
+    /// The key of a container in an environment, stored first if new (a new production
+    /// container's schema locked).
+    func ensureContainer(named name: String, environment: String) throws -> Int64
+    /// Records a change to the container's schema.
+    func appendSchemaHistory(_ entry: SchemaHistoryEntry, inContainer container: Int64) throws
+    /// The latest changes to the schemas of the container named `name` (both environments),
+    /// newest first.
+    func schemaHistory(ofContainer name: String, limit: Int) throws -> [SchemaHistoryEntry]
+    /// Up to `limit` records of the container of type `recordType` (holding a value for
+    /// `field`, when given), ordered by database, zone and name.
+    func records(ofType recordType: String, holding field: String?, inContainer container: Int64, limit: Int) throws -> [SchemaRecordInUse]
 
     // MARK: Records and references
 

@@ -12,10 +12,7 @@ extension SQLStorageTransaction {
     }
 
     public func insertDatabase(at address: DatabaseAddress, uid: UUID) throws -> StoredDatabase {
-        try run("INSERT INTO containers(name, environment) VALUES (\(address.container), \(address.environment)) ON CONFLICT DO NOTHING")
-        guard let container = try fetch("SELECT id FROM containers WHERE name = \(address.container) AND environment = \(address.environment)").first?.int64(0) else {
-            throw StaleWrite("container \(address.container) vanished")
-        }
+        let container = try ensureContainer(named: address.container, environment: address.environment)
         let key = try fetch("""
             INSERT INTO databases(container_id, kind, owner_id, uid, seq) VALUES (\(container), \(address.kind.rawValue), \(address.ownerKey), \(uid), 0) RETURNING id
             """)[0].int64(0)

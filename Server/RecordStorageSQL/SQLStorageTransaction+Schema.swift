@@ -1,3 +1,4 @@
+import Foundation
 import RecordModel
 import RecordSQL
 import RecordStorage
@@ -5,7 +6,7 @@ import RecordStorage
 extension SQLStorageTransaction {
     public func schema(of recordType: String, inContainer container: Int64) throws -> [String: FieldType] {
         var types: [String: FieldType] = [:]
-        for row in try fetch("SELECT field, type FROM schema_fields WHERE container_id = \(container) AND record_type = \(recordType)") {
+        for row in try fetch("SELECT field, type FROM schema_fields WHERE container_id = \(container) AND record_type = \(recordType) AND \(raw: Self.notSystem)") {
             if let type = FieldType(rawValue: try row.string(1)) { types[try row.string(0)] = type }
         }
         return types
@@ -13,7 +14,7 @@ extension SQLStorageTransaction {
 
     public func schemas(inContainer container: Int64) throws -> [String: [String: FieldType]] {
         var types: [String: [String: FieldType]] = [:]
-        for row in try fetch("SELECT record_type, field, type FROM schema_fields WHERE container_id = \(container)") {
+        for row in try fetch("SELECT record_type, field, type FROM schema_fields WHERE container_id = \(container) AND \(raw: Self.notSystem)") {
             if let type = FieldType(rawValue: try row.string(2)) { types[try row.string(0), default: [:]][try row.string(1)] = type }
         }
         return types
@@ -29,6 +30,175 @@ extension SQLStorageTransaction {
         if inserted == 0 {
             let stored = try fetch("SELECT type FROM schema_fields WHERE container_id = \(container) AND record_type = \(recordType) AND field = \(field)").first?.string(0)
             if stored != type.rawValue { throw StaleWrite("field \(field) of \(recordType) typed by another writer") }
+        }
+    }
+
+    /// The rows of fields of the records' own (a system field's row holds only its marks).
+    static var notSystem: String { "substr(field, 1, 3) <> '___'" }
+
+    public func typeSchema(of recordType: String, inContainer container: Int64) throws -> StoredTypeSchema {
+        // One read: the container's lock, whether the type exists, its fields (a row each, or
+        // one row of NULLs).
+        let rows = try fetch("""
+            SELECT c.schema_locked, t.record_type, f.field, f.type FROM containers c
+            LEFT JOIN schema_types t ON t.container_id = c.id AND t.record_type = \(recordType)
+            LEFT JOIN schema_fields f ON f.container_id = c.id AND f.record_type = \(recordType) AND \(raw: Self.notSystem)
+            WHERE c.id = \(container)
+            """)
+        var fields: [String: FieldType] = [:]
+        for row in rows {
+            if let field = try row.optionalString(2), let type = FieldType(rawValue: try row.string(3)) { fields[field] = type }
+        }
+        return StoredTypeSchema(locked: try rows.first?.bool(0) ?? false, exists: try rows.first?.optionalString(1) != nil, fields: fields)
+    }
+
+    public func schemaIndexes(inContainer container: Int64) throws -> (locked: Bool, types: [String: [SchemaField]]) {
+        let rows = try fetch("""
+            SELECT c.schema_locked, f.record_type, f.field, f.type, f.queryable, f.sortable, f.searchable FROM containers c
+            LEFT JOIN schema_fields f ON f.container_id = c.id WHERE c.id = \(container)
+            """)
+        var types: [String: [SchemaField]] = [:]
+        for row in rows {
+            guard let recordType = try row.optionalString(1), let type = FieldType(rawValue: try row.string(3)) else { continue }
+            types[recordType, default: []].append(SchemaField(name: try row.string(2), type: type, queryable: try row.bool(4), sortable: try row.bool(5), searchable: try row.bool(6)))
+        }
+        return (try rows.first?.bool(0) ?? false, types)
+    }
+
+    public func markIndex(_ index: SchemaIndexUse.Index, onField field: String, type: FieldType, of recordType: String, inContainer container: Int64) throws {
+        let column = index.rawValue
+        try run("""
+            INSERT INTO schema_fields(container_id, record_type, field, type, \(raw: column)) VALUES (\(container), \(recordType), \(field), \(type.rawValue), \(true))
+            ON CONFLICT (container_id, record_type, field) DO UPDATE SET \(raw: column) = \(true)
+            """)
+    }
+
+    public func addSchemaType(_ recordType: String, grants: [SchemaGrant], inContainer container: Int64) throws {
+        guard try run("INSERT INTO schema_types(container_id, record_type) VALUES (\(container), \(recordType)) ON CONFLICT DO NOTHING") > 0 else { return }
+        for grant in grants {
+            try run("""
+                INSERT INTO schema_grants(container_id, record_type, grantee, permissions)
+                VALUES (\(container), \(recordType), \(grant.grantee), \(Self.bits(grant.permissions)))
+                """)
+        }
+    }
+
+    public func storedSchema(inContainer container: Int64) throws -> CloudKitSchema {
+        var types: [String: SchemaRecordType] = [:]
+        for row in try fetch("SELECT record_type FROM schema_types WHERE container_id = \(container)") {
+            let name = try row.string(0)
+            types[name] = SchemaRecordType(name: name)
+        }
+        for row in try fetch("SELECT record_type, field, type, queryable, sortable, searchable, encrypted FROM schema_fields WHERE container_id = \(container)") {
+            guard let type = FieldType(rawValue: try row.string(2)) else { continue }
+            let recordType = try row.string(0)
+            types[recordType, default: SchemaRecordType(name: recordType)].fields.append(SchemaField(
+                name: try row.string(1), type: type, encrypted: try row.bool(6), queryable: try row.bool(3), sortable: try row.bool(4), searchable: try row.bool(5)))
+        }
+        for row in try fetch("SELECT record_type, grantee, permissions FROM schema_grants WHERE container_id = \(container)") {
+            let recordType = try row.string(0)
+            let bits = try row.int64(2)
+            let permissions = SchemaPermission.allCases.filter { bits & Self.bits([$0]) != 0 }
+            types[recordType, default: SchemaRecordType(name: recordType)].grants.append(SchemaGrant(permissions: permissions, grantee: try row.string(1)))
+        }
+        // Every type has every system field; rows hold only those marked.
+        for (name, type) in types {
+            for system in SchemaField.systemFields where type.field(system.name) == nil {
+                types[name]!.fields.append(SchemaField(name: system.name, type: system.type))
+            }
+        }
+        let roles = try fetch("SELECT role FROM schema_roles WHERE container_id = \(container)").map { try $0.string(0) }
+        return CloudKitSchema(roles: roles, recordTypes: Array(types.values)).normalized()
+    }
+
+    public func replaceSchema(with schema: CloudKitSchema, inContainer container: Int64) throws {
+        for table in ["schema_types", "schema_fields", "schema_grants", "schema_roles"] {
+            try run("DELETE FROM \(raw: table) WHERE container_id = \(container)")
+        }
+        for role in schema.roles {
+            try run("INSERT INTO schema_roles(container_id, role) VALUES (\(container), \(role))")
+        }
+        for type in schema.recordTypes {
+            try run("INSERT INTO schema_types(container_id, record_type) VALUES (\(container), \(type.name))")
+            for field in type.fields where !field.isSystem || field.queryable || field.sortable || field.searchable {
+                try run("""
+                    INSERT INTO schema_fields(container_id, record_type, field, type, queryable, sortable, searchable, encrypted)
+                    VALUES (\(container), \(type.name), \(field.name), \(field.type.rawValue), \(field.queryable), \(field.sortable), \(field.searchable), \(field.encrypted))
+                    """)
+            }
+            for grant in CloudKitSchema(recordTypes: [type]).normalized().recordTypes[0].grants {
+                try run("""
+                    INSERT INTO schema_grants(container_id, record_type, grantee, permissions)
+                    VALUES (\(container), \(type.name), \(grant.grantee), \(Self.bits(grant.permissions)))
+                    """)
+            }
+        }
+    }
+
+    public func isSchemaLocked(inContainer container: Int64) throws -> Bool {
+        try fetch("SELECT schema_locked FROM containers WHERE id = \(container)").first?.bool(0) ?? false
+    }
+
+    public func setSchemaLocked(_ locked: Bool, inContainer container: Int64) throws {
+        try run("UPDATE containers SET schema_locked = \(locked) WHERE id = \(container)")
+    }
+
+    public func ensureContainer(named name: String, environment: String) throws -> Int64 {
+        // A production schema made after the schema lifecycle came takes only what is deployed
+        // to it; those from before stay unlocked until their first deploy (the migration).
+        try run("""
+            INSERT INTO containers(name, environment, schema_locked) VALUES (\(name), \(environment), \(environment == "production"))
+            ON CONFLICT DO NOTHING
+            """)
+        guard let key = try containerKey(named: name, environment: environment) else {
+            throw StaleWrite("container \(name) vanished")
+        }
+        return key
+    }
+
+    public func appendSchemaHistory(_ entry: SchemaHistoryEntry, inContainer container: Int64) throws {
+        try run("""
+            INSERT INTO schema_history(container_id, at, operator, action, summary, schema)
+            VALUES (\(container), \(entry.at), \(entry.operatorName), \(entry.action), \(entry.summary), \(entry.schema))
+            """)
+    }
+
+    public func schemaHistory(ofContainer name: String, limit: Int) throws -> [SchemaHistoryEntry] {
+        try fetch("""
+            SELECT c.environment, h.at, h.operator, h.action, h.summary, h.schema FROM schema_history h JOIN containers c ON c.id = h.container_id
+            WHERE c.name = \(name) ORDER BY h.at DESC, h.id DESC LIMIT \(limit)
+            """).map {
+            SchemaHistoryEntry(environment: try $0.string(0), at: try $0.int64(1), operatorName: try $0.string(2), action: try $0.string(3),
+                               summary: try $0.string(4), schema: try $0.string(5))
+        }
+    }
+
+    public func records(ofType recordType: String, holding field: String?, inContainer container: Int64, limit: Int) throws -> [SchemaRecordInUse] {
+        var found: [SchemaRecordInUse] = []
+        // A field's name appears quoted in the fields' JSON of every record holding it (the
+        // LIKE only narrows: each candidate's fields are read).
+        let holding: SQLStatement = field.map { "AND r.fields LIKE \("%\"" + $0 + "\"%")" } ?? ""
+        let rows = try fetch("""
+            SELECT d.kind, COALESCE(u.record_name, ''), z.name, r.name, r.fields, r.created_by FROM records r
+            JOIN zones z ON z.id = r.zone_id JOIN databases d ON d.id = z.database_id LEFT JOIN users u ON u.id = d.owner_id AND d.kind = 'private'
+            WHERE d.container_id = \(container) AND r.type = \(recordType) AND NOT z.deleted \(holding)
+            ORDER BY d.kind, d.owner_id, z.name, r.name
+            """)
+        for row in rows {
+            if let field {
+                guard case .object(let members)? = try? JSONValueDecoder().decode(JSONValue.self, from: Data(try row.string(4).utf8)),
+                      members[field] != nil else { continue }
+            }
+            found.append(SchemaRecordInUse(database: try row.string(0), owner: try row.string(1), zoneName: try row.string(2),
+                                           recordName: try row.string(3), recordType: recordType, creator: try row.string(5)))
+            if found.count >= limit { break }
+        }
+        return found
+    }
+
+    static func bits(_ permissions: [SchemaPermission]) -> Int64 {
+        permissions.reduce(0) { bits, permission in
+            bits | (permission == .create ? SchemaPermissionBits.create : permission == .read ? SchemaPermissionBits.read : SchemaPermissionBits.write)
         }
     }
 }

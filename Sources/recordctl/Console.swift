@@ -19,6 +19,9 @@ enum Console {
     /// Writes a line to standard output.
     static func line(_ text: String) { write(text + "\n", error: false) }
 
+    /// Prints `text` as it is.
+    static func text(_ text: String) { write(text, error: false) }
+
     /// Writes a line to standard error.
     static func error(_ text: String) { write(text + "\n", error: true) }
 

@@ -24,6 +24,13 @@ public struct LiveServer: Sendable {
         _ = try await store.createUser(named: name, tokenHash: Credentials.hash(token))
         return token
     }
+
+    /// Creates a named operator with `scopes` (`schema`, `users`, …) and returns its secret.
+    public func secret(forNewOperator name: String, scopes: [String]) async throws -> String {
+        let secret = Credentials.newOperatorSecret()
+        try await store.createOperator(named: name, secretHash: Credentials.hash(secret), scopes: Set(scopes.compactMap(OperatorScope.init(rawValue:))))
+        return secret
+    }
 }
 
 /// Runs `body` with a live server on `port` (0: a free port) with its data in `directory`,

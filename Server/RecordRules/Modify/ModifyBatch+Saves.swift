@@ -35,6 +35,8 @@ extension ModifyBatch {
         // Checked against the stored schema here; resolved again when written (``resolveFields``),
         // against the types that operations written before it in this batch introduced.
         prepared.rawFields = payload.fields ?? [:]
+        try SchemaRules.checkSave(of: recordType, fields: prepared.rawFields.lazy.filter { $0.value.value != .null }.map(\.key),
+                                  against: try storedTypeSchema(of: recordType), recordName: name)
         let resolved = try resolveFields(prepared, against: try storedSchema(of: recordType))
         prepared.fields = resolved.fields
         prepared.namesUnstoredFields = resolved.namesUnknownFields
@@ -101,12 +103,17 @@ extension ModifyBatch {
         }
     }
 
-    /// The stored schema of a record type (read once per batch).
-    mutating func storedSchema(of recordType: String) throws -> [String: FieldType] {
+    /// A record type as the stored schema has it (read once per batch).
+    mutating func storedTypeSchema(of recordType: String) throws -> StoredTypeSchema {
         if let cached = progress.stored[recordType] { return cached }
-        let types = try transaction.schema(of: recordType, inContainer: containerKey)
-        progress.stored[recordType] = types
-        return types
+        let stored = try transaction.typeSchema(of: recordType, inContainer: containerKey)
+        progress.stored[recordType] = stored
+        return stored
+    }
+
+    /// The stored field types of a record type (read once per batch).
+    mutating func storedSchema(of recordType: String) throws -> [String: FieldType] {
+        try storedTypeSchema(of: recordType).fields
     }
 
     /// The schema a write is checked against: stored types plus those of the operations this
@@ -221,7 +228,11 @@ extension ModifyBatch {
         let sequence = progress.feed.next()
         let tag = ZoneFeedWriter.changeTag(sequence)
         let user = scope.user.userRecordName
-        // Only fields the stored schema lacks (the batch's own additions included: adding is idempotent).
+        // A type the stored schema lacks (adding is idempotent), then only fields it lacks (the
+        // batch's own additions included).
+        if try !storedTypeSchema(of: operation.recordType).exists {
+            try transaction.addSchemaType(operation.recordType, grants: SchemaRules.defaultGrants, inContainer: containerKey)
+        }
         if operation.namesUnstoredFields {
             for (field, value) in operation.fields where storedTypes[field] == nil {
                 try transaction.addSchemaField(field, type: value.type, of: operation.recordType, inContainer: containerKey)

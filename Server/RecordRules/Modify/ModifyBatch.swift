@@ -50,8 +50,8 @@ struct ModifyBatch {
         var feed: ZoneFeedWriter
         /// Names an earlier delete's cascade removed (a later delete of one succeeds at once).
         var cascadedNames: Set<String> = []
-        /// Field types stored before the batch, per record type (read once each).
-        var stored: [String: [String: FieldType]] = [:]
+        /// Record types as stored before the batch (read once each).
+        var stored: [String: StoredTypeSchema] = [:]
         /// Field types introduced by the operations written so far, per record type.
         var schema: [String: [String: FieldType]] = [:]
         /// The records saved so far, and whether each was created (for subscriptions).
@@ -109,7 +109,7 @@ struct ModifyBatch {
     struct Validation: Sendable {
         var operations: [Operation?]
         var results: BatchResults
-        var stored: [String: [String: FieldType]]
+        var stored: [String: StoredTypeSchema]
         /// The saves' groups in saving order (``savingGroups()``), worked out on the reader too.
         var savingGroups: [[Int]]
     }
@@ -167,7 +167,7 @@ struct ModifyBatch {
         let user = scope.user.userRecordName
         let usage = limits.quota.limits ? try transaction.usage(ofUser: user) : nil
         let groups: [[Int]]
-        if let validation, try validation.stored.allSatisfy({ type, schema in try storedSchema(of: type) == schema }) {
+        if let validation, try validation.stored.allSatisfy({ type, schema in try storedTypeSchema(of: type) == schema }) {
             operations = validation.operations
             results = validation.results
             groups = validation.savingGroups

@@ -45,18 +45,10 @@ struct AdminRoutes: Sendable {
             return try JSONBody.response(["entries": entries])
         }
         route(router, .get, ":container/:environment/schema", needs: .schema) { _, _, request in
-            // The path's parameters, percent-decoded (the router's own are as sent).
-            let parts = request.uri.path.split(separator: "/").map { $0.removingPercentEncoding ?? String($0) }
-            let (container, environment) = (parts[2], parts[3])
-            if let problem = NameRules.problem(withName: container, kind: "container") { throw RecordSyncError(.badRequest, problem) }
-            guard ["development", "production"].contains(environment) else {
-                throw RecordSyncError(.badRequest, "the environment must be development or production, not \(NameRules.quoted(environment))")
-            }
+            let (container, environment) = try Self.containerAndEnvironment(of: request)
             // `?format=ckdb`: the schema in CloudKit's schema language, as cktool exports it.
             if request.uri.queryParameters.get("format") == "ckdb" {
-                let text = try await store.cloudKitSchema(ofContainer: container, environment: environment).written
-                return Response(status: .ok, headers: [.contentType: "text/plain; charset=utf-8", .cacheControl: "no-store"],
-                                body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+                return Self.schemaFile(try await store.cloudKitSchema(ofContainer: container, environment: environment))
             }
             let schema = try await store.schema(ofContainer: container, environment: environment)
             let types = schema.keys.sorted().map { type in
@@ -64,13 +56,81 @@ struct AdminRoutes: Sendable {
             }
             return try JSONBody.response(["recordTypes": types])
         }
+        // The schema lifecycle (docs/protocol.md, "The schema API"): a schema file in, a plan out.
+        route(router, .post, ":container/:environment/schema/validate", needs: .schema, maximumBody: Self.maximumSchemaBytes) { _, body, request in
+            _ = try Self.containerAndEnvironment(of: request)
+            let schema = try RecordStore.readSchema(String(decoding: body, as: UTF8.self))
+            return try JSONBody.response(SchemaValidation(recordTypes: schema.recordTypes.count, roles: schema.roles.count))
+        }
+        route(router, .post, ":container/:environment/schema/import", needs: .schema, maximumBody: Self.maximumSchemaBytes) { caller, body, request in
+            let container = try Self.containerAndEnvironment(of: request, only: "development", for: "import (import into development, then deploy to production)")
+            let schema = try RecordStore.readSchema(String(decoding: body, as: UTF8.self))
+            return try JSONBody.response(try await store.importSchema(schema, intoContainer: container, by: caller.name, dryRun: Self.flag("dryRun", of: request),
+                                                                      deletingRecords: Self.flag("deleteRecords", of: request)))
+        }
+        route(router, .post, ":container/:environment/schema/reset", needs: .schema) { caller, _, request in
+            let container = try Self.containerAndEnvironment(of: request, only: "development", for: "reset (development is reset to production's schema)")
+            return try JSONBody.response(try await store.resetSchema(ofContainer: container, by: caller.name, dryRun: Self.flag("dryRun", of: request)))
+        }
+        route(router, .get, ":container/:environment/schema/diff", needs: .schema) { _, _, request in
+            let container = try Self.containerAndEnvironment(of: request, only: "production", for: "diff (what deploying development's schema to production changes)")
+            return try JSONBody.response(SchemaPlan(changes: try await store.deploymentChanges(ofContainer: container), applied: false))
+        }
+        route(router, .post, ":container/:environment/schema/deploy", needs: .schema) { caller, _, request in
+            let container = try Self.containerAndEnvironment(of: request, only: "production", for: "deploy (development's schema is deployed to production)")
+            return try JSONBody.response(try await store.deploySchema(ofContainer: container, by: caller.name, confirmed: Self.flag("confirm", of: request)))
+        }
+        route(router, .post, ":container/:environment/schema/lock", needs: .schema) { caller, _, request in
+            let (container, environment) = try Self.containerAndEnvironment(of: request)
+            try await store.lockSchema(ofContainer: container, environment: environment, by: caller.name)
+            return try JSONBody.response(["locked": true])
+        }
+        route(router, .get, ":container/:environment/schema/history", needs: .schema) { _, _, request in
+            let (container, environment) = try Self.containerAndEnvironment(of: request)
+            let limit = request.uri.queryParameters.get("limit").flatMap { Int($0) } ?? 100
+            return try JSONBody.response(["history": try await store.schemaHistory(ofContainer: container, environment: environment, limit: limit)])
+        }
+    }
+
+    /// The largest schema file taken (a few thousand types).
+    static let maximumSchemaBytes = 4 << 20
+
+    /// The container and environment the path names, percent-decoded (the router's own
+    /// parameters are as sent), each checked.
+    static func containerAndEnvironment(of request: Request) throws -> (String, String) {
+        let parts = request.uri.path.split(separator: "/").map { $0.removingPercentEncoding ?? String($0) }
+        let (container, environment) = (parts[2], parts[3])
+        if let problem = NameRules.problem(withName: container, kind: "container") { throw RecordSyncError(.badRequest, problem) }
+        guard ["development", "production"].contains(environment) else {
+            throw RecordSyncError(.badRequest, "the environment must be development or production, not \(NameRules.quoted(environment))")
+        }
+        return (container, environment)
+    }
+
+    /// The container the path names, for an action only `environment` takes.
+    static func containerAndEnvironment(of request: Request, only environment: String, for action: String) throws -> String {
+        let (container, given) = try containerAndEnvironment(of: request)
+        guard given == environment else { throw RecordSyncError(.badRequest, "\(action) is a route of \(environment), not \(given)") }
+        return container
+    }
+
+    /// A query flag: `true`, `1` or present without a value.
+    static func flag(_ name: String, of request: Request) -> Bool {
+        guard let value = request.uri.queryParameters.get(name) else { return false }
+        return ["", "1", "true", "yes"].contains(value.lowercased())
+    }
+
+    /// A schema as a file of the schema language.
+    static func schemaFile(_ schema: CloudKitSchema) -> Response {
+        Response(status: .ok, headers: [.contentType: "text/plain; charset=utf-8", .cacheControl: "no-store"],
+                 body: ResponseBody(byteBuffer: ByteBuffer(string: schema.written)))
     }
 
     /// A route for operators holding `scope` (`nil`: any operator), recorded in the audit log.
     private func route(_ router: Router<RequestContextWithAddress>, _ method: HTTPRequest.Method, _ path: String, needs scope: OperatorScope?,
-                       _ handle: @escaping @Sendable (Operator, Data, Request) async throws -> Response) {
+                       maximumBody: Int = 64 * 1024, _ handle: @escaping @Sendable (Operator, Data, Request) async throws -> Response) {
         router.on(RouterPath("/admin/1/\(path)"), method: method) { request, _ in
-            let body = Data(buffer: try await request.body.collect(upTo: 64 * 1024))
+            let body = Data(buffer: try await request.body.collect(upTo: maximumBody))
             let caller = try await Self.caller(of: request, store: store)
             if let scope { try caller.require(scope, for: "\(method.rawValue) /admin/1/\(path)") }
             try await store.audit(caller.name, action: "\(method.rawValue) \(request.uri.path)", target: Self.target(of: body))
@@ -114,3 +174,4 @@ struct AdminInviteRequest: Codable { var email: String?; var days: Int? }
 struct AdminAuditEntry: Codable { var `operator`: String; var at: Int64; var action, target: String }
 struct AdminRecordType: Codable { var name: String; var fields: [AdminField] }
 struct AdminField: Codable { var name, type: String }
+struct SchemaValidation: Codable { var recordTypes, roles: Int }

@@ -1,3 +1,5 @@
+import RecordModel
+
 /// A change to the schema after the shipped migrations, written once in the description's terms
 /// and run by both engines (``StorageSchema/migrations``): change the description, then add the
 /// migration that brings a database there.
@@ -57,5 +59,41 @@ extension StorageSchema {
         SchemaMigration("accounts", [.createTable(accounts), .createTable(accountCodes), .createTable(signInAttempts)]),
         SchemaMigration("operators", [.createTable(operators), .createTable(operatorAudit)]),
         SchemaMigration("web-sign-in", [.addColumn("sign_in_callback", to: apiTokens), .createTable(signInFlows)]),
+        SchemaMigration("schema-lifecycle", [
+            .addColumn("schema_locked", to: containers),
+            .addColumn("queryable", to: schemaFields), .addColumn("sortable", to: schemaFields),
+            .addColumn("searchable", to: schemaFields), .addColumn("encrypted", to: schemaFields),
+            .createTable(schemaTypes), .createTable(schemaGrants), .createTable(schemaRoles), .createTable(schemaHistory),
+            .statements(sqlite: schemaLifecycleBackfill, postgres: schemaLifecycleBackfill),
+        ]),
     ]
+
+    /// What the schema held before `schema-lifecycle`, in its terms (docs/deploying.md,
+    /// "Upgrading to the schema lifecycle"): every field marked as the server let queries use
+    /// it (`QUERYABLE` unless an asset or nested value, `SORTABLE` unless also a list or bytes;
+    /// `SEARCHABLE` text where a word search had indexed its type); every type with a field or
+    /// a record a type, with CloudKit's default grants and its system fields marked as today's
+    /// filters and sorts use them. Every container stays unlocked.
+    static let schemaLifecycleBackfill: [String] = [
+        """
+        UPDATE schema_fields SET
+            queryable = (type NOT IN ('ASSETID', 'ASSETID_LIST', 'NESTED', 'NESTED_LIST')),
+            sortable = (type NOT IN ('ASSETID', 'BYTES', 'NESTED') AND type NOT LIKE '%!_LIST' ESCAPE '!'),
+            searchable = (type IN ('STRING', 'STRING_LIST') AND EXISTS (
+                SELECT 1 FROM search_types s WHERE s.container_id = schema_fields.container_id AND s.record_type = schema_fields.record_type))
+        """,
+        """
+        INSERT INTO schema_types(container_id, record_type)
+        SELECT container_id, record_type FROM schema_fields
+        UNION SELECT d.container_id, r.type FROM records r JOIN zones z ON z.id = r.zone_id JOIN databases d ON d.id = z.database_id
+        """,
+        "INSERT INTO schema_grants(container_id, record_type, grantee, permissions) SELECT container_id, record_type, '_creator', \(SchemaPermissionBits.write) FROM schema_types",
+        "INSERT INTO schema_grants(container_id, record_type, grantee, permissions) SELECT container_id, record_type, '_icloud', \(SchemaPermissionBits.create) FROM schema_types",
+        "INSERT INTO schema_grants(container_id, record_type, grantee, permissions) SELECT container_id, record_type, '_world', \(SchemaPermissionBits.read) FROM schema_types",
+    ] + SchemaField.systemFields.filter { $0.name != "___etag" }.map { field in
+        """
+        INSERT INTO schema_fields(container_id, record_type, field, type, queryable, sortable)
+        SELECT container_id, record_type, '\(field.name)', '\(field.type.rawValue)', (1 = 1), (1 = 1) FROM schema_types
+        """
+    }
 }

@@ -186,10 +186,13 @@ public enum StorageSchema {
 
     // MARK: Containers, databases and zones
 
+    /// `schema_locked`: the environment's schema takes only what it declares (docs/protocol.md,
+    /// "Development and production"): production once deployed to, or created locked.
     public static let containers = TableDefinition("containers", [
         ColumnDefinition("id", .int64, generated: .rowid),
         .name("name"),
         .name("environment"),
+        ColumnDefinition("schema_locked", .bool, default: .bool(false)),
     ], primaryKey: ["id"], uniques: [["name", "environment"]])
 
     /// `owner_id` is the user of a private database, 0 for the public one; `seq` numbers the
@@ -224,13 +227,54 @@ public enum StorageSchema {
         ColumnDefinition("zone_id", .int64),
     ], primaryKey: ["uid"])
 
-    /// The inferred schema: the type of each field of each record type of a container.
+    /// The schema's fields (saves infer them in an unlocked schema; imports and deploys write
+    /// them): each field's type, and its indexes and encryption as the schema language marks
+    /// them. The system fields (`___createTime`, …) have rows only for their marks.
     public static let schemaFields = TableDefinition("schema_fields", [
         ColumnDefinition("container_id", .int64),
         .name("record_type"),
         .name("field"),
         ColumnDefinition("type", .text),
+        ColumnDefinition("queryable", .bool, default: .bool(false)),
+        ColumnDefinition("sortable", .bool, default: .bool(false)),
+        ColumnDefinition("searchable", .bool, default: .bool(false)),
+        ColumnDefinition("encrypted", .bool, default: .bool(false)),
     ], primaryKey: ["container_id", "record_type", "field"])
+
+    /// The schema's record types (a type may have no field of its own).
+    public static let schemaTypes = TableDefinition("schema_types", [
+        ColumnDefinition("container_id", .int64),
+        .name("record_type"),
+    ], primaryKey: ["container_id", "record_type"])
+
+    /// The schema's grants: what each grantee (`_world`, `_icloud`, `_creator` or a role) may do
+    /// with a record type's records, as ``SchemaPermissionBits``.
+    public static let schemaGrants = TableDefinition("schema_grants", [
+        ColumnDefinition("container_id", .int64),
+        .name("record_type"),
+        .name("grantee"),
+        ColumnDefinition("permissions", .int64),
+    ], primaryKey: ["container_id", "record_type", "grantee"])
+
+    /// The schema's roles (`CREATE ROLE`).
+    public static let schemaRoles = TableDefinition("schema_roles", [
+        ColumnDefinition("container_id", .int64),
+        .name("role"),
+    ], primaryKey: ["container_id", "role"])
+
+    /// Every import, deploy, reset and lock of a schema: which operator, when, what it changed
+    /// (`summary`, one change a line) and the schema after it (in the schema language).
+    public static let schemaHistory = TableDefinition("schema_history", [
+        ColumnDefinition("id", .int64, generated: .rowid),
+        ColumnDefinition("container_id", .int64),
+        ColumnDefinition("at", .int64),
+        .name("operator"),
+        ColumnDefinition("action", .text),
+        ColumnDefinition("summary", .text),
+        ColumnDefinition("schema", .text),
+    ], primaryKey: ["id"], indexes: [
+        IndexDefinition("schema_history_by_container", ["container_id", "id"]),
+    ])
 
     // MARK: Records and references
 
@@ -427,7 +471,7 @@ public enum StorageSchema {
     /// Every table, targets of foreign keys first (the order `data copy` fills them in).
     public static let tables: [TableDefinition] = [
         users, tokens, identities, accounts, accountCodes, signInAttempts, operators, operatorAudit, tokenRevocations, serverKeys, signaturesSeen, apiTokens, signInFlows, userUsage,
-        containers, databases, zones, zoneIncarnations, schemaFields,
+        containers, databases, zones, zoneIncarnations, schemaFields, schemaTypes, schemaGrants, schemaRoles, schemaHistory,
         refFields, records, refs, searchTokens, searchLocations, searchTypes, tombstones,
         assetKeys, assetBlobs, assetReceipts, assetRefs, assetChunks,
         subscriptions, notifications, pushTokens, pushDeliveries,
@@ -448,6 +492,13 @@ public enum StorageSchema {
     public static func createStatements(in dialect: SQLDialect) -> [String] {
         tables(in: dialect).flatMap { $0.createStatements(in: dialect) } + routines.compactMap { $0.statement(in: dialect) }
     }
+}
+
+/// The stored bits of each permission a grant gives (`schema_grants.permissions`).
+public enum SchemaPermissionBits {
+    public static let create: Int64 = 1
+    public static let read: Int64 = 2
+    public static let write: Int64 = 4
 }
 
 /// The stored code of each reference action (`refs.action`).
