@@ -10,8 +10,8 @@ import Testing
 @Suite(.serialized, .enabled(if: TestPostgres.url != nil, "needs RECORDSYNC_TEST_POSTGRES"))
 struct DataCopyTests {
     /// POSTs `body` to `path` under `server` as the holder of `token`.
-    static func post(_ server: URL, _ path: String, _ body: String, token: String) async throws -> (status: Int, text: String) {
-        var request = URLRequest(url: server.appendingPathComponent("database/1/iCloud.test.Move/development/\(path)"))
+    static func post(_ server: URL, _ path: String, _ body: String, token: String, environment: String = "development") async throws -> (status: Int, text: String) {
+        var request = URLRequest(url: server.appendingPathComponent("database/1/iCloud.test.Move/\(environment)/\(path)"))
         request.httpMethod = "POST"
         request.httpBody = Data(body.utf8)
         request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
@@ -20,6 +20,16 @@ struct DataCopyTests {
     }
 
     /// POSTs to the container's `/auth/1/…` path.
+    /// A request to the operators' API, `/admin/1/PATH`.
+    static func admin(_ server: URL, _ method: String, _ path: String, _ body: String?, secret: String) async throws -> (status: Int, text: String) {
+        var request = URLRequest(url: server.appendingPathComponent("admin/1/\(path)"))
+        request.httpMethod = method
+        request.setValue("Bearer \(secret)", forHTTPHeaderField: "Authorization")
+        request.httpBody = body.map { Data($0.utf8) }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data, as: UTF8.self))
+    }
+
     static func auth(_ server: URL, _ path: String, _ body: String) async throws -> (status: Int, text: String) {
         var request = URLRequest(url: server.appendingPathComponent("auth/1/iCloud.test.Move/development/\(path)"))
         request.httpMethod = "POST"
@@ -53,6 +63,8 @@ struct DataCopyTests {
                 .output.trimmingCharacters(in: .whitespacesAndNewlines)
             let operatorSecret = try await ChildProcess.run("recordserver", ["operator", "add", "ops", "--scope", "users", "--data", data])
                 .output.trimmingCharacters(in: .whitespacesAndNewlines)
+            let deployer = try await ChildProcess.run("recordserver", ["operator", "add", "deployer", "--scope", "schema", "--data", data])
+                .output.trimmingCharacters(in: .whitespacesAndNewlines)
             let mail = "\(directory)/mail"
             let sqlite = try await ServerProcess(data: data, arguments: ["--sign-up", "open", "--mail-directory", mail, "--password-hash-rounds", "1024"])
             let old = URL(string: "http://127.0.0.1:\(sqlite.port)")!
@@ -68,6 +80,10 @@ struct DataCopyTests {
             let carol = Self.json(try await Self.auth(old, "signup/verify", #"{"email": "carol@example.com", "code": "\#(code)"}"#).text)["userRecordName"]?.stringValue
             #expect(carol != nil)
 
+            // A schema imported and deployed: production's is locked, and its history moves.
+            let schemaFile = "DEFINE SCHEMA\n    RECORD TYPE Notice (\n        text STRING QUERYABLE\n    );\n"
+            #expect(try await Self.admin(old, "POST", "iCloud.test.Move/development/schema/import", schemaFile, secret: deployer).status == 200)
+            #expect(try await Self.admin(old, "POST", "iCloud.test.Move/production/schema/deploy", nil, secret: deployer).status == 200)
             // References, a cascade's tombstones, two users, two zones, the public database.
             #expect(try await Self.post(old, "private/zones/modify", #"{"operations": [{"operationType": "create", "zone": {"zoneID": {"zoneName": "Gallery"}}}]}"#, token: alice).status == 200)
             var saves: [String] = []
@@ -162,7 +178,12 @@ struct DataCopyTests {
             let (_, operatorAnswer) = try await URLSession.shared.data(for: operatorRequest)
             #expect((operatorAnswer as? HTTPURLResponse)?.statusCode == 200)
             let audit = try await ChildProcess.run("recordserver", ["operator", "audit", "--database", target]).output
-            #expect(audit.split(separator: "\n").count == 2 && audit.contains("\tops\tGET /admin/1/users\t"), "\(audit)")
+            #expect(audit.split(separator: "\n").count == 4 && audit.contains("\tops\tGET /admin/1/users\t")
+                    && audit.contains("\tdeployer\tPOST /admin/1/iCloud.test.Move/production/schema/deploy\t"), "\(audit)")
+            let history = Self.json(try await Self.admin(moved, "GET", "iCloud.test.Move/production/schema/history", nil, secret: deployer).text)
+            #expect(history["history"]?[0]?["action"]?.stringValue == "deploy" && history["history"]?[0]?["operatorName"]?.stringValue == "deployer", "\(history)")
+            let newType = Self.json(try await Self.post(moved, "public/records/modify", "{\"operations\": [\(Self.record("poster", "Poster", "\"text\": {\"value\": \"no\"}"))]}", token: bob, environment: "production").text)
+            #expect(newType["records"]?[0]?["reason"]?.stringValue == "Cannot create new type Poster in production schema", "\(newType)")
             // The account signs in with its password.
             let signedIn = Self.json(try await Self.auth(moved, "signin/password", #"{"email": "carol@example.com", "password": "carol's password"}"#).text)
             #expect(signedIn["userRecordName"]?.stringValue == carol, "\(signedIn)")

@@ -106,6 +106,9 @@ import Testing
             let unsearchable = try await alice.post("records/query", #"{"query": {"recordType": "Note", "filterBy": [{"comparator": "CONTAINS_ALL_TOKENS", "fieldName": "body", "fieldValue": {"value": "text"}}]}}"#,
                                                     environment: "production")
             #expect(unsearchable.reason == "Field 'body' is not marked searchable", "\(unsearchable.reason)")
+            let subscription = try await alice.post("subscriptions/modify", #"{"operations": [{"operationType": "create", "subscription": {"subscriptionID": "s", "subscriptionType": "query", "query": {"recordType": "Note", "filterBy": [{"comparator": "EQUALS", "fieldName": "body", "fieldValue": {"value": "x"}}]}}}]}"#,
+                                                    environment: "production")
+            #expect(subscription.json["subscriptions"]?[0]?["reason"]?.stringValue == "Field 'body' is not marked queryable", "\(subscription.json)")
             let byModTime = try await alice.post("records/query", #"{"query": {"recordType": "Note", "sortBy": [{"fieldName": "___modTime"}]}}"#, environment: "production")
             #expect(byModTime.reason == "Field '___modTime' is not marked sortable", "\(byModTime.reason)")
             // What is declared works: a filter, a sort and a word search.
@@ -179,12 +182,22 @@ import Testing
                                                                       SchemaChange("grant CREATE on Users to _icloud", .adds, recordType: "Users"),
                                                                       SchemaChange("grant READ on Users to _world", .adds, recordType: "Users")], "\(confirmed.json)")
 
+            // Nor does a type production has leave it, or a field's encryption change.
+            try await Self.importSchema(server, secret, Self.export(server, secret, "production").written
+                .replacingOccurrences(of: "        title           STRING QUERYABLE SEARCHABLE SORTABLE,\n", with: "        title           ENCRYPTED STRING,\n"))
+            let encrypting = try await server.send(.post, "/admin/1/\(Self.container)/production/schema/deploy?confirm=true", headers: Self.auth(secret))
+            #expect(encrypting.status == 400 && encrypting.reason.contains("change field Note.title from STRING to ENCRYPTED STRING"), "\(encrypting.reason)")
+            try await Self.importSchema(server, secret, "DEFINE SCHEMA\n    RECORD TYPE Other (\n        text STRING\n    );\n")
+            let removing = try await server.send(.post, "/admin/1/\(Self.container)/production/schema/deploy?confirm=true", headers: Self.auth(secret))
+            #expect(removing.status == 400 && removing.reason.contains("remove record type Note"), "\(removing.reason)")
+            #expect(try await Self.export(server, secret, "production").recordType("Note")?.field("title")?.encrypted == false)
+
             // Every import and deploy is in the history, newest first, with the operator's name.
             let history = try await server.send(.get, "/admin/1/\(Self.container)/development/schema/history", headers: Self.auth(secret))
             let entries = try #require(history.json["history"]?.arrayValue)
-            #expect(entries.compactMap { $0["action"]?.stringValue } == ["import", "import", "import"])
+            #expect(entries.compactMap { $0["action"]?.stringValue } == ["import", "import", "import", "import", "import"])
             #expect(entries.allSatisfy { $0["operatorName"]?.stringValue == "deployer" })
-            #expect(entries[1]["summary"]?.stringValue?.contains("delete 1 record(s)") == true)
+            #expect(entries[3]["summary"]?.stringValue?.contains("delete 1 record(s)") == true)
             let production = try await server.send(.get, "/admin/1/\(Self.container)/production/schema/history", headers: Self.auth(secret))
             let deploys = try #require(production.json["history"]?.arrayValue)
             #expect(deploys.compactMap { $0["action"]?.stringValue } == ["deploy", "deploy"])

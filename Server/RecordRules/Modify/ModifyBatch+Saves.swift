@@ -232,6 +232,7 @@ extension ModifyBatch {
         // batch's own additions included).
         if try !storedTypeSchema(of: operation.recordType).exists {
             try transaction.addSchemaType(operation.recordType, grants: SchemaRules.defaultGrants, inContainer: containerKey)
+            progress.stored[operation.recordType]?.exists = true
         }
         if operation.namesUnstoredFields {
             for (field, value) in operation.fields where storedTypes[field] == nil {

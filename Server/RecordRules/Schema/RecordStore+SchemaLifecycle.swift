@@ -159,6 +159,7 @@ extension RecordStore {
     /// Deletes the records `stranded` finds, zone by zone, as their owner (private databases)
     /// or creator (the public database) would, with their cascades, until none is left.
     private func deleteStranded(inContainer container: String, _ stranded: @escaping @Sendable (any StorageTransaction) throws -> [SchemaRecordInUse]) async throws {
+        var previous: SchemaRecordInUse?
         while true {
             let (records, users) = try await engine.read { transaction -> ([SchemaRecordInUse], [String: User]) in
                 let records = Array(try stranded(transaction).prefix(2000))
@@ -166,10 +167,14 @@ extension RecordStore {
                 return (records, Dictionary(try transaction.users(withRecordNames: Array(names)).map { ($0.user.userRecordName, $0.user) }) { a, _ in a })
             }
             if records.isEmpty { return }
+            // A round that deleted nothing would come back to the same records for ever.
+            if records.first == previous {
+                throw RecordSyncError(.internalError, "record \(NameRules.quoted(records[0].recordName)) was not deleted; nothing more was")
+            }
+            previous = records.first
             let groups = Dictionary(grouping: records) { record in
                 [record.database, record.database == DatabaseKind.private.rawValue ? record.owner : record.creator, record.zoneName]
             }
-            var deleted = 0
             for (group, members) in groups.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
                 guard let kind = DatabaseKind(rawValue: group[0]), let user = users[group[1]] else {
                     throw RecordSyncError(.badRequest, "record \(NameRules.quoted(members[0].recordName)) belongs to user \(NameRules.quoted(group[1])), who no longer exists; delete it first")
@@ -183,11 +188,9 @@ extension RecordStore {
                         if case .failure(let error) = result, error.code != .notFound {
                             throw RecordSyncError(.badRequest, "record \(NameRules.quoted(record.recordName)) could not be deleted: \(error.reason)")
                         }
-                        deleted += 1
                     }
                 }
             }
-            if deleted == 0 { return }
         }
     }
 

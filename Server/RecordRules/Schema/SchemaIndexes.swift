@@ -46,6 +46,19 @@ enum SchemaIndexes {
         if !needed.isEmpty { throw Needed(recordType: query.recordType, marks: needed, container: container) }
     }
 
+    /// ``check(_:locked:stored:inContainer:)`` inside a write transaction: an unlocked
+    /// schema's fields are marked in it at once.
+    static func require(_ query: Query, inContainer container: Int64, in transaction: any StorageTransaction) throws {
+        let stored = try transaction.schemaIndexes(inContainer: container)
+        do {
+            try check(query, locked: stored.locked, stored: stored.types[query.recordType] ?? [], inContainer: container)
+        } catch let needed as Needed {
+            for mark in needed.marks {
+                try transaction.markIndex(mark.index, onField: mark.field, type: mark.type, of: needed.recordType, inContainer: container)
+            }
+        }
+    }
+
     static func has(_ field: SchemaField, _ index: SchemaIndexUse.Index) -> Bool {
         switch index {
         case .queryable: field.queryable

@@ -91,6 +91,8 @@ extension RecordStore {
             subscription.firesOnce = subscription.firesOnce ?? false
             if subscription.zoneWide == true { subscription.zoneID = nil }
             subscription.zoneWide = subscription.zoneID == nil
+            // Its filters need their indexes, as a query's do (marked now in development).
+            try SchemaIndexes.require(query, inContainer: database.containerKey, in: transaction)
             let schema = QuerySchema(recordType: query.recordType, types: try transaction.schemas(inContainer: database.containerKey))
             // A word search matches the records written from now on: their types' words are indexed.
             if QueryFilter.searchWords(query.filterBy ?? []),
