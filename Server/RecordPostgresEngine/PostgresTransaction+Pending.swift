@@ -71,6 +71,13 @@ extension PostgresTransaction {
         try execute("SELECT \(unescaped: lock)(\(Self.searchTypesLock), \(Int32(truncatingIfNeeded: container)))")
     }
 
+    static let schemaLock: Int32 = 0x5253_5343 // "RSSC"
+
+    func lockSchema(inContainer container: Int64, exclusive: Bool) throws {
+        let lock = exclusive ? "pg_advisory_xact_lock" : "pg_advisory_xact_lock_shared"
+        try execute("SELECT \(unescaped: lock)(\(Self.schemaLock), \(Int32(truncatingIfNeeded: container)))")
+    }
+
     func removeSearchIndex(of name: String, inZone zone: Int64) throws {
         if pending.recordsWithNewSearchRows.contains(name) { try flush() }
         pending.removedSearchRows.append((zone, name))

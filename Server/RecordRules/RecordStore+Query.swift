@@ -23,7 +23,7 @@ extension RecordStore {
             throw RecordSyncError(.badRequest, "continuationMarker belongs to a different query")
         }
         do {
-            return try await markingIndexes { try await markingSearchTypes { try await read(scope) { transaction, database in
+            return try await markingIndexes(for: request.query) { try await markingSearchTypes { try await read(scope) { transaction, database in
                 var zones: [Int64: ZoneID] = [:]
                 if request.zoneWide == true && request.zoneID == nil {
                     for zone in try transaction.liveZones(in: database.key) {
@@ -34,7 +34,7 @@ extension RecordStore {
                     zones[zone.key] = zone.zoneID
                 }
                 let stored = try transaction.schemaIndexes(inContainer: database.containerKey)
-                try SchemaIndexes.check(request.query, locked: stored.locked, stored: stored.types[request.query.recordType] ?? [], inContainer: database.containerKey)
+                try SchemaIndexes.check(request.query, locked: stored.locked, stored: stored.types[request.query.recordType], inContainer: database.containerKey)
                 let schema = QuerySchema(recordType: request.query.recordType, stored: stored.types)
                 try SearchTypes.check(request.query, schema: schema, inContainer: database.containerKey, in: transaction)
                 let (matches, resumeAfter) = try transaction.matches(request.query, inZones: zones, schema: schema, after: marker, limit: limit + 1, limits: self.limits)

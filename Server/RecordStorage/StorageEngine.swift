@@ -306,10 +306,12 @@ public protocol StorageTransaction: AnyObject {
     func addSchemaType(_ recordType: String, grants: [SchemaGrant], inContainer container: Int64) throws
     /// The container's whole schema: roles, types, fields with their marks, grants.
     func storedSchema(inContainer container: Int64) throws -> CloudKitSchema
-    /// Every record type's fields with their marks (the system fields only where marked), and
-    /// whether the container's schema is locked: what a query plans with, in one read.
+    /// Every record type's fields with their marks (the system fields only where marked; a
+    /// type without a field has an empty list), and whether the container's schema is locked:
+    /// what a query plans with, in one read.
     func schemaIndexes(inContainer container: Int64) throws -> (locked: Bool, types: [String: [SchemaField]])
-    /// Marks a field (of type `type`) with an index.
+    /// Marks a field (of type `type`) with an index: a field the type has, or a system field
+    /// of a type the schema has (nothing otherwise).
     func markIndex(_ index: SchemaIndexUse.Index, onField field: String, type: FieldType, of recordType: String, inContainer container: Int64) throws
     /// Makes the container's schema `schema` (replacing all it held).
     func replaceSchema(with schema: CloudKitSchema, inContainer container: Int64) throws
@@ -322,9 +324,14 @@ public protocol StorageTransaction: AnyObject {
     func ensureContainer(named name: String, environment: String) throws -> Int64
     /// Records a change to the container's schema.
     func appendSchemaHistory(_ entry: SchemaHistoryEntry, inContainer container: Int64) throws
-    /// The latest changes to the schemas of the container named `name` (both environments),
-    /// newest first.
-    func schemaHistory(ofContainer name: String, limit: Int) throws -> [SchemaHistoryEntry]
+    /// The latest changes to the schemas of the container named `name` in `environment` (both
+    /// when `nil`), newest first.
+    func schemaHistory(ofContainer name: String, environment: String?, limit: Int) throws -> [SchemaHistoryEntry]
+    /// Orders this transaction against others that change the container's schema, until it
+    /// ends: `exclusive` for an import, deploy, reset or lock, shared for a write that checks
+    /// or adds to the schema (an engine with concurrent writers locks; SQLite's writes are
+    /// serialised already).
+    func lockSchema(inContainer container: Int64, exclusive: Bool) throws
     /// Up to `limit` records of the container of type `recordType` (holding a value for
     /// `field`, when given), ordered by database, zone and name.
     func records(ofType recordType: String, holding field: String?, inContainer container: Int64, limit: Int) throws -> [SchemaRecordInUse]

@@ -54,19 +54,30 @@ extension SQLStorageTransaction {
 
     public func schemaIndexes(inContainer container: Int64) throws -> (locked: Bool, types: [String: [SchemaField]]) {
         let rows = try fetch("""
-            SELECT c.schema_locked, f.record_type, f.field, f.type, f.queryable, f.sortable, f.searchable FROM containers c
-            LEFT JOIN schema_fields f ON f.container_id = c.id WHERE c.id = \(container)
+            SELECT c.schema_locked, t.record_type, f.field, f.type, f.queryable, f.sortable, f.searchable, f.encrypted FROM containers c
+            LEFT JOIN schema_types t ON t.container_id = c.id
+            LEFT JOIN schema_fields f ON f.container_id = c.id AND f.record_type = t.record_type WHERE c.id = \(container)
             """)
         var types: [String: [SchemaField]] = [:]
         for row in rows {
-            guard let recordType = try row.optionalString(1), let type = FieldType(rawValue: try row.string(3)) else { continue }
-            types[recordType, default: []].append(SchemaField(name: try row.string(2), type: type, queryable: try row.bool(4), sortable: try row.bool(5), searchable: try row.bool(6)))
+            guard let recordType = try row.optionalString(1) else { continue }
+            guard let name = try row.optionalString(2), let type = FieldType(rawValue: try row.string(3)) else {
+                if types[recordType] == nil { types[recordType] = [] }
+                continue
+            }
+            types[recordType, default: []].append(SchemaField(name: name, type: type, encrypted: try row.bool(7), queryable: try row.bool(4),
+                                                              sortable: try row.bool(5), searchable: try row.bool(6)))
         }
         return (try rows.first?.bool(0) ?? false, types)
     }
 
     public func markIndex(_ index: SchemaIndexUse.Index, onField field: String, type: FieldType, of recordType: String, inContainer container: Int64) throws {
         let column = index.rawValue
+        guard field.hasPrefix("___") else {
+            try run("UPDATE schema_fields SET \(raw: column) = \(true) WHERE container_id = \(container) AND record_type = \(recordType) AND field = \(field)")
+            return
+        }
+        guard try !fetch("SELECT 1 FROM schema_types WHERE container_id = \(container) AND record_type = \(recordType)").isEmpty else { return }
         try run("""
             INSERT INTO schema_fields(container_id, record_type, field, type, \(raw: column)) VALUES (\(container), \(recordType), \(field), \(type.rawValue), \(true))
             ON CONFLICT (container_id, record_type, field) DO UPDATE SET \(raw: column) = \(true)
@@ -163,10 +174,11 @@ extension SQLStorageTransaction {
             """)
     }
 
-    public func schemaHistory(ofContainer name: String, limit: Int) throws -> [SchemaHistoryEntry] {
-        try fetch("""
+    public func schemaHistory(ofContainer name: String, environment: String?, limit: Int) throws -> [SchemaHistoryEntry] {
+        let inEnvironment: SQLStatement = environment.map { "AND c.environment = \($0)" } ?? ""
+        return try fetch("""
             SELECT c.environment, h.at, h.operator, h.action, h.summary, h.schema FROM schema_history h JOIN containers c ON c.id = h.container_id
-            WHERE c.name = \(name) ORDER BY h.at DESC, h.id DESC LIMIT \(limit)
+            WHERE c.name = \(name) \(inEnvironment) ORDER BY h.at DESC, h.id DESC LIMIT \(limit)
             """).map {
             SchemaHistoryEntry(environment: try $0.string(0), at: try $0.int64(1), operatorName: try $0.string(2), action: try $0.string(3),
                                summary: try $0.string(4), schema: try $0.string(5))

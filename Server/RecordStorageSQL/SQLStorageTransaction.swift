@@ -33,6 +33,7 @@ extension SQLStorageTransaction {
     public func noteZoneRead(_ zone: Int64, uid: UUID, deleted: Bool) {}
     public func checkLockedZone(_ zone: Int64, uid: UUID, deleted: Bool) throws {}
     public func lockSearchTypes(inContainer container: Int64, exclusive: Bool) throws {}
+    public func lockSchema(inContainer container: Int64, exclusive: Bool) throws {}
     public func prepareTemporaryTable(_ table: TemporaryTable) throws {
         try run("\(raw: table.createStatement(in: dialect))")
     }

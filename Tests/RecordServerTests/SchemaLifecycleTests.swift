@@ -93,6 +93,19 @@ import Testing
             let changes = try diff.decode(SchemaPlan.self).changes.map(\.change)
             #expect(changes.contains("add index QUERYABLE to Note.body") && changes.contains("add index SORTABLE to Note.count"), "\(changes)")
 
+            // A query of a type the schema lacks, in a container nobody used yet, marks nothing
+            // and adds no type.
+            let fresh = try await alice.post("records/query", #"{"query": {"recordType": "Typo", "sortBy": [{"systemFieldName": "createdTimestamp"}]}}"#)
+            #expect(fresh.status == 200, "\(fresh.reason)")
+            let elsewhere = try await server.send(.post, "/database/1/iCloud.test.Fresh/development/private/records/query", headers: [.authorization: "Bearer \(alice.token)"],
+                                                  body: #"{"query": {"recordType": "Typo", "sortBy": [{"systemFieldName": "createdTimestamp"}]}}"#)
+            #expect(elsewhere.status == 200, "\(elsewhere.reason)")
+            #expect(try await server.store.cloudKitSchema(ofContainer: Self.container, environment: "development").recordType("Typo") == nil)
+            // An encrypted field takes no index, so the schema still reads.
+            try await Self.importSchema(server, secret, Self.notes.replacingOccurrences(of: "body            STRING,", with: "body            STRING,\n        secret          ENCRYPTED STRING,"))
+            _ = try await alice.post("records/query", #"{"query": {"recordType": "Note", "filterBy": [{"comparator": "EQUALS", "fieldName": "secret", "fieldValue": {"value": "x"}}]}}"#)
+            let encrypted = try await Self.export(server, secret, "development").recordType("Note")?.field("secret")
+            #expect(encrypted == SchemaField(name: "secret", type: FieldType(.string), encrypted: true))
             // Production, deployed before those were marked: refused in CloudKit's words.
             try await Self.importSchema(server, secret, Self.notes)
             try await Self.deploy(server, secret)

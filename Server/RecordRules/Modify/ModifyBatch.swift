@@ -163,6 +163,9 @@ struct ModifyBatch {
     /// - Returns: the per-record results, and whether the transaction should commit.
     mutating func run(_ request: ModifyRecordsRequest, validated validation: Validation? = nil) throws -> (RecordsResponse, commit: Bool) {
         progress.feed = try .locking(zone: zone.key, database: zone.databaseKey, in: transaction)
+        // The schema is checked (and added to) under the container's schema lock, so an
+        // import, deploy or lock is wholly before or after this write.
+        try transaction.lockSchema(inContainer: containerKey, exclusive: false)
         firing = try SubscriptionFiring.load(scope: scope, zone: zone, containerKey: containerKey, in: transaction)
         let user = scope.user.userRecordName
         let usage = limits.quota.limits ? try transaction.usage(ofUser: user) : nil

@@ -63,6 +63,8 @@ extension RecordStore {
     public func deploySchema(ofContainer container: String, by operatorName: String, confirmed: Bool) async throws -> SchemaPlan {
         let now = Self.now()
         return try await engine.write { transaction in
+            let key = try transaction.ensureContainer(named: container, environment: "production")
+            try transaction.lockSchema(inContainer: key, exclusive: true)
             let (changes, target) = try Self.deployment(ofContainer: container, in: transaction)
             let refused = changes.filter { $0.effect == .refused }
             if !refused.isEmpty {
@@ -72,7 +74,6 @@ extension RecordStore {
             if !tightening.isEmpty, !confirmed {
                 throw RecordSyncError(.badRequest, "the deploy takes away what production's clients may use; deploy again confirmed (confirm=true) to apply: \(tightening.map(\.change).joined(separator: "; "))")
             }
-            let key = try transaction.ensureContainer(named: container, environment: "production")
             let wasLocked = try transaction.isSchemaLocked(inContainer: key)
             guard !changes.isEmpty || !wasLocked else { return .rollback(SchemaPlan(changes: [], applied: false)) }
             try transaction.replaceSchema(with: target, inContainer: key)
@@ -93,6 +94,7 @@ extension RecordStore {
         let now = Self.now()
         try await engine.write { transaction in
             let key = try transaction.ensureContainer(named: container, environment: environment)
+            try transaction.lockSchema(inContainer: key, exclusive: true)
             guard try !transaction.isSchemaLocked(inContainer: key) else { return .rollback(()) }
             try transaction.setSchemaLocked(true, inContainer: key)
             try transaction.appendSchemaHistory(SchemaHistoryEntry(environment: environment, at: now, operatorName: operatorName, action: "lock",
@@ -105,8 +107,7 @@ extension RecordStore {
     /// `environment` (both when `nil`), newest first.
     public func schemaHistory(ofContainer container: String, environment: String?, limit: Int) async throws -> [SchemaHistoryEntry] {
         try await engine.read { transaction in
-            try transaction.schemaHistory(ofContainer: container, limit: max(1, min(limit, 1000)) * (environment == nil ? 1 : 2))
-                .filter { environment == nil || $0.environment == environment }.prefix(max(1, min(limit, 1000))).map { $0 }
+            try transaction.schemaHistory(ofContainer: container, environment: environment, limit: max(1, min(limit, 1000)))
         }
     }
 
@@ -141,6 +142,10 @@ extension RecordStore {
         let now = Self.now()
         return try await engine.write { transaction in
             let key = try transaction.ensureContainer(named: container, environment: "development")
+            try transaction.lockSchema(inContainer: key, exclusive: true)
+            if let production = try transaction.containerKey(named: container, environment: "production") {
+                try transaction.lockSchema(inContainer: production, exclusive: false)
+            }
             let current = try transaction.storedSchema(inContainer: key)
             let target = Self.keepingBuiltInTypes(of: current, in: try makeTarget(transaction))
             let stranded = try Self.recordsStranded(from: current, to: target, inContainer: key, in: transaction)
@@ -199,6 +204,10 @@ extension RecordStore {
     /// What a deploy makes production: development's schema, with the built-in types as
     /// production has them where development lacks them, and the changes that takes.
     static func deployment(ofContainer container: String, in transaction: any StorageTransaction) throws -> (changes: [SchemaChange], target: CloudKitSchema) {
+        // Development's schema as one import or reset left it, not half of one.
+        if let development = try transaction.containerKey(named: container, environment: "development") {
+            try transaction.lockSchema(inContainer: development, exclusive: false)
+        }
         let production = try transaction.containerKey(named: container, environment: "production").map { try transaction.storedSchema(inContainer: $0) } ?? CloudKitSchema()
         let development = try transaction.containerKey(named: container, environment: "development").map { try transaction.storedSchema(inContainer: $0) } ?? CloudKitSchema()
         let target = keepingBuiltInTypes(of: production, in: development)

@@ -16,16 +16,20 @@ enum SchemaIndexes {
     /// ``Needed`` for an unlocked schema's fields that lack one. A field the schema does not
     /// have is left to the query's compiler.
     ///
-    /// - Parameter stored: the queried type's fields with their marks (``StorageTransaction/schemaIndexes(inContainer:)``).
-    static func check(_ query: Query, locked: Bool, stored: [SchemaField], inContainer container: Int64) throws {
+    /// - Parameter stored: the queried type's fields with their marks
+    ///   (``StorageTransaction/schemaIndexes(inContainer:)``), `nil` when the schema lacks the
+    ///   type (the query finds nothing, and marks nothing).
+    static func check(_ query: Query, locked: Bool, stored: [SchemaField]?, inContainer container: Int64) throws {
         let uses = query.indexUses
-        guard !uses.isEmpty else { return }
+        guard !uses.isEmpty, let stored else { return }
         let fields = Dictionary(stored.map { ($0.name, $0) }) { a, _ in a }
         var needed: [(field: String, type: FieldType, index: SchemaIndexUse.Index)] = []
         for use in uses {
             // Every text field of the type, for a word search of all of them.
             let candidates: [SchemaField]
             if use.field == QueryFilter.allTokensField && fields[use.field] == nil {
+                // Only a word search takes `allTokens`; any other use is the compiler's to refuse.
+                guard use.index == .searchable else { continue }
                 candidates = stored.filter { $0.type.scalar == .string }
                 if locked, !candidates.contains(where: \.searchable) {
                     throw RecordSyncError(.badRequest, "No field of type '\(query.recordType)' is marked searchable")
@@ -49,9 +53,10 @@ enum SchemaIndexes {
     /// ``check(_:locked:stored:inContainer:)`` inside a write transaction: an unlocked
     /// schema's fields are marked in it at once.
     static func require(_ query: Query, inContainer container: Int64, in transaction: any StorageTransaction) throws {
+        try transaction.lockSchema(inContainer: container, exclusive: false)
         let stored = try transaction.schemaIndexes(inContainer: container)
         do {
-            try check(query, locked: stored.locked, stored: stored.types[query.recordType] ?? [], inContainer: container)
+            try check(query, locked: stored.locked, stored: stored.types[query.recordType], inContainer: container)
         } catch let needed as Needed {
             for mark in needed.marks {
                 try transaction.markIndex(mark.index, onField: mark.field, type: mark.type, of: needed.recordType, inContainer: container)
@@ -67,11 +72,12 @@ enum SchemaIndexes {
         }
     }
 
-    /// Whether the schema language lets `field` take `index` (an asset or nested value is
-    /// never compared or sorted, only text is searched): one that cannot is left to the
-    /// query's compiler.
+    /// Whether the schema language lets `field` take `index` (an encrypted field takes none, an
+    /// asset or nested value is never compared or sorted, only text is searched): one that
+    /// cannot is left to the query's compiler.
     static func takes(_ field: SchemaField, _ index: SchemaIndexUse.Index) -> Bool {
         switch index {
+        case _ where field.encrypted: false
         case .queryable, .sortable: ![.asset, .nested].contains(field.type.scalar)
         case .searchable: field.type.scalar == .string
         }
@@ -79,18 +85,15 @@ enum SchemaIndexes {
 }
 
 extension RecordStore {
-    /// Runs `body`; when it throws ``SchemaIndexes/Needed``, marks those fields in a write
-    /// transaction and runs it again.
-    func markingIndexes<T>(_ body: () async throws -> T) async throws -> T {
+    /// Runs `body`; when it throws ``SchemaIndexes/Needed``, checks `query` again in a write
+    /// transaction (the schema may have changed since: locked, or the field dropped), marking
+    /// what it needs there, and runs `body` again.
+    func markingIndexes<T>(for query: Query, _ body: () async throws -> T) async throws -> T {
         do {
             return try await body()
         } catch let needed as SchemaIndexes.Needed {
             try await engine.write { transaction in
-                // Marked only while the schema is still unlocked (a deploy may have locked it).
-                guard try !transaction.isSchemaLocked(inContainer: needed.container) else { return .rollback(()) }
-                for mark in needed.marks {
-                    try transaction.markIndex(mark.index, onField: mark.field, type: mark.type, of: needed.recordType, inContainer: needed.container)
-                }
+                try SchemaIndexes.require(query, inContainer: needed.container, in: transaction)
                 return .commit(())
             }
             return try await body()
