@@ -83,6 +83,10 @@ extension PostgresTransaction {
         pending.removedSearchRows.append((zone, name))
     }
 
+    func insertSearchTokens(_ rows: [SearchTokenRow]) throws {
+        pending.insertedTokens += rows.map { ($0.zone, $0.name, $0.field, $0.token) }
+    }
+
     func insertSearchIndex(_ index: SearchIndex, of name: String, inZone zone: Int64) throws {
         pending.insertedTokens += index.tokens.map { (zone, name, $0.field, $0.token) }
         pending.insertedPlaces += index.places.map { (zone, name, $0.field, $0.point) }

@@ -1,5 +1,6 @@
 import Foundation
 import RecordModel
+import Synchronization
 
 /// Where records live: every endpoint of CloudKit Web Services as a method, with CloudKit's rules
 /// (validation and the inferred schema, change tags and conflicts, public-database ownership,
@@ -18,6 +19,9 @@ public final class RecordStore: Sendable {
     public let notifier: ChangeNotifier
     /// Signs and checks asset URLs with the keys the storage keeps.
     public let assetSigner: AssetSigner
+    /// Whether a step of a search index build runs in this process (`SearchTypes`): one at
+    /// a time, so that a write waits for at most one.
+    let searchBuildStepping = Mutex(false)
 
     /// A store over `engine`.
     public init(engine: any StorageEngine, limits: StoreLimits = StoreLimits()) {

@@ -69,6 +69,14 @@ extension SQLiteTransaction {
         }
     }
 
+    func insertSearchTokens(_ rows: [SearchTokenRow]) throws {
+        guard !rows.isEmpty else { return }
+        let insert = try db.cachedStatement(sql: RowSQL.insertSearchToken)
+        for row in rows {
+            try insert.run(in: db) { binder in binder.bind(row.zone); binder.bind(row.name); binder.bind(row.field); binder.bind(row.token) }
+        }
+    }
+
     func insertSearchIndex(_ index: SearchIndex, of name: String, inZone zone: Int64) throws {
         if !index.tokens.isEmpty {
             let insert = try db.cachedStatement(sql: RowSQL.insertSearchToken)

@@ -369,8 +369,26 @@ public protocol StorageTransaction: AnyObject {
     /// Marks a record type searchable; `false` when it already was. Waits for the
     /// transactions that read the searchable types before (see ``searchableTypes(inContainer:)``).
     func markSearchable(_ recordType: String, inContainer container: Int64) throws -> Bool
+    /// The types of a container whose stored records are still being indexed
+    /// (``startSearchBuild(_:)``).
+    func searchBuilds(inContainer container: Int64) throws -> Set<String>
+    /// Records that the records of a type just marked searchable are to be indexed, from
+    /// the first on.
+    func startSearchBuild(_ build: SearchBuild) throws
+    /// Takes the build of `recordType` in `container` (or, with `nil`s, the build that has
+    /// indexed the fewest records, so that a small type's build is not held up behind a large
+    /// one's) for this transaction: on an engine where several servers write at once, the build
+    /// row stays locked to the transaction's end (another taking any build skips it, one taking
+    /// this one waits), and the container's schema lock is taken alone, so that no write of
+    /// its records runs meanwhile. `nil` when there is no such build (or, asking for any,
+    /// none free).
+    func takeSearchBuild(inContainer container: Int64?, ofType recordType: String?) throws -> SearchBuild?
+    /// Stores how far a taken build has come; with `finished`, removes it.
+    func updateSearchBuild(_ build: SearchBuild, finished: Bool) throws
     /// The records of a type in every zone of the container, by zone key and name, after
-    /// `after`, at most `limit`: their names and stored fields (what marking a type searchable indexes).
+    /// `after`, at most `limit`: their names and stored fields (what marking a type searchable
+    /// indexes). On an engine where several servers write at once, the rows read are locked
+    /// (shared) to the transaction's end.
     func records(ofType recordType: String, inContainer container: Int64, after: (zone: Int64, name: String)?, limit: Int) throws
         -> [(zone: Int64, name: String, fields: String)]
     /// Removes the search rows of the record `name`: its text tokens (`search_tokens`) and
@@ -379,6 +397,10 @@ public protocol StorageTransaction: AnyObject {
     /// Stores the search rows of the record `name` (``SearchIndex``: worked out by the rules,
     /// so that every engine stores the same).
     func insertSearchIndex(_ index: SearchIndex, of name: String, inZone zone: Int64) throws
+    /// Stores word rows of many records at once (a search index build's, sorted by zone,
+    /// token and field, the order of `search_tokens`' second index); a row already stored is
+    /// left as it is.
+    func insertSearchTokens(_ rows: [SearchTokenRow]) throws
 
     // MARK: Deletes and cascades
 

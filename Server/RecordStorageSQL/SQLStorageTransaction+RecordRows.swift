@@ -44,6 +44,10 @@ extension SQLStorageTransaction {
         try insertSearchRows(index, of: name, inZone: zone)
     }
 
+    public func insertSearchTokens(_ rows: [SearchTokenRow]) throws {
+        for row in rows { try run(.insertingSearchToken(row.token, field: row.field, of: row.name, inZone: row.zone)) }
+    }
+
     // MARK: The statements
 
     /// ``StorageTransaction/insertRecord(_:inZone:)`` as one statement.

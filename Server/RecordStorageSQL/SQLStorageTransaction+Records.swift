@@ -55,13 +55,67 @@ extension SQLStorageTransaction {
         for name in names { _ = try fieldKey(name) }
     }
 
+    /// Zone by zone, each read by `records_by_type` from where the last left off (one row
+    /// comparison over zone and name would walk the zone's records from its first).
     public func records(ofType recordType: String, inContainer container: Int64, after: (zone: Int64, name: String)?, limit: Int) throws
         -> [(zone: Int64, name: String, fields: String)] {
-        try fetch("""
-            SELECT r.zone_id, r.name, r.fields FROM zones z JOIN databases d ON d.id = z.database_id
-            \(raw: dialect.orderedJoin) records r ON r.zone_id = z.id AND r.type = \(recordType)
-            WHERE d.container_id = \(container) AND (r.zone_id, r.name) > (\(after?.zone ?? Int64.min), \(after?.name ?? ""))
-            ORDER BY r.zone_id, r.name LIMIT \(limit)
-            """).map { (try $0.int64(0), try $0.string(1), try $0.string(2)) }
+        var rows: [(zone: Int64, name: String, fields: String)] = []
+        var position = after
+        while rows.count < limit {
+            if let (zone, name) = position {
+                rows += try fetch("""
+                    SELECT r.zone_id, r.name, r.fields FROM records r WHERE r.zone_id = \(zone) AND r.type = \(recordType) AND r.name > \(name)
+                    ORDER BY r.name LIMIT \(limit - rows.count)\(raw: dialect.rowShareLock(of: "r"))
+                    """).map { (try $0.int64(0), try $0.string(1), try $0.string(2)) }
+                if rows.count == limit { break }
+            }
+            guard let next = try fetch("""
+                SELECT z.id FROM zones z JOIN databases d ON d.id = z.database_id
+                WHERE d.container_id = \(container) AND z.id > \(position?.zone ?? Int64.min)
+                  AND EXISTS (SELECT 1 FROM records r WHERE r.zone_id = z.id AND r.type = \(recordType))
+                ORDER BY z.id LIMIT 1
+                """).first?.int64(0) else { break }
+            position = (next, "")
+        }
+        return rows
+    }
+
+    public func searchBuilds(inContainer container: Int64) throws -> Set<String> {
+        Set(try fetch("SELECT record_type FROM search_builds WHERE container_id = \(container)").map { try $0.string(0) })
+    }
+
+    public func startSearchBuild(_ build: SearchBuild) throws {
+        try run("""
+            INSERT INTO search_builds(container_id, record_type, after_zone, after_name, indexed, started_at)
+            VALUES (\(build.container), \(build.recordType), \(build.after?.zone), \(build.after?.name), \(build.indexed), \(build.startedAt))
+            ON CONFLICT DO NOTHING
+            """)
+    }
+
+    public func takeSearchBuild(inContainer container: Int64?, ofType recordType: String?) throws -> SearchBuild? {
+        let columns = "container_id, record_type, after_zone, after_name, indexed, started_at"
+        let statement: SQLStatement = if let container, let recordType {
+            "SELECT \(raw: columns) FROM search_builds WHERE container_id = \(container) AND record_type = \(recordType)\(raw: dialect.rowLock)"
+        } else {
+            "SELECT \(raw: columns) FROM search_builds ORDER BY indexed, started_at, container_id, record_type LIMIT 1\(raw: dialect.rowLockSkippingLocked)"
+        }
+        guard let row = try fetch(statement).first else { return nil }
+        let zone = try row.optionalInt64(2), name = try row.optionalString(3)
+        let build = SearchBuild(container: try row.int64(0), recordType: try row.string(1),
+                                after: zone.flatMap { zone in name.map { SearchBuild.Position(zone: zone, name: $0) } },
+                                indexed: try row.int64(4), startedAt: try row.int64(5))
+        try lockSchema(inContainer: build.container, exclusive: true)
+        return build
+    }
+
+    public func updateSearchBuild(_ build: SearchBuild, finished: Bool) throws {
+        if finished {
+            try run("DELETE FROM search_builds WHERE container_id = \(build.container) AND record_type = \(build.recordType)")
+        } else {
+            try run("""
+                UPDATE search_builds SET after_zone = \(build.after?.zone), after_name = \(build.after?.name), indexed = \(build.indexed)
+                WHERE container_id = \(build.container) AND record_type = \(build.recordType)
+                """)
+        }
     }
 }

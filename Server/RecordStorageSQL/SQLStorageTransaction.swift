@@ -51,6 +51,18 @@ extension SQLDialect {
         self == .sqlite ? "" : " FOR UPDATE"
     }
 
+    /// PostgreSQL's `FOR UPDATE SKIP LOCKED`: the rows a `SELECT` reads are locked to the
+    /// transaction's end, and rows another transaction holds are left out.
+    public var rowLockSkippingLocked: String {
+        self == .sqlite ? "" : " FOR UPDATE SKIP LOCKED"
+    }
+
+    /// PostgreSQL's `FOR SHARE OF table`: the rows read from `table` cannot be changed or
+    /// deleted by another transaction until this one ends.
+    public func rowShareLock(of table: String) -> String {
+        self == .sqlite ? "" : " FOR SHARE OF \(table)"
+    }
+
     /// The join that keeps its left table the outer loop where the planner would not: SQLite's
     /// `CROSS JOIN` (each row of the left one search of the right's key, rather than a walk of
     /// the right probing the left); PostgreSQL's plain `JOIN`, whose planner weighs both with

@@ -22,7 +22,7 @@ struct RecordBench: AsyncParsableCommand {
 }
 
 enum Scenario: String, CaseIterable, ExpressibleByArgument {
-    case save, changes, cascade, nullify, queryByReference = "query-by-reference", keyPath = "key-path", fullText = "full-text", near, cacheApply = "cache-apply", propagation, memory, nodes, assets, initialSync = "initial-sync"
+    case save, changes, cascade, nullify, queryByReference = "query-by-reference", keyPath = "key-path", fullText = "full-text", indexBuild = "index-build", near, cacheApply = "cache-apply", propagation, memory, nodes, assets, initialSync = "initial-sync"
 }
 
 enum BackendName: String, CaseIterable, ExpressibleByArgument {
@@ -89,6 +89,7 @@ extension RecordBench {
                 case .queryByReference: result = try await Scenarios.queryByReference(sizes, repetitions: repetitions)
                 case .keyPath: result = try await Scenarios.keyPath(sizes, repetitions: repetitions)
                 case .fullText: result = try await Scenarios.fullText(sizes, repetitions: repetitions)
+                case .indexBuild: result = try await Scenarios.indexBuild(sizes)
                 case .near: result = try await Scenarios.near(sizes, repetitions: repetitions)
                 case .cacheApply: result = try await Scenarios.cacheApply(sizes, repetitions: repetitions)
                 case .propagation: result = try await Scenarios.propagation(sizes)

@@ -6,58 +6,148 @@ import RecordModel
 /// Every string field could be searched, but an index of every word of every record costs
 /// each write several rows (a fifth of a save's time, a third of a cascade's, in
 /// `docs/performance.md`). So a record type's words are indexed from the first word search
-/// that names it on, as CloudKit indexes a field once it is marked `SEARCHABLE`: that search
-/// (or a query subscription holding one) marks the type in its container and indexes the words
-/// of the type's stored records, in one write transaction; every write after indexes its
-/// records' words in its own transaction. Locations are indexed for every type.
+/// that names it on, as CloudKit indexes a field once it is marked `SEARCHABLE`: that search,
+/// a query subscription holding one, or a schema import or deploy marking a field `SEARCHABLE`
+/// marks the type in its container, and from that write on every write indexes its records'
+/// words in its own transaction. The records stored before are indexed by a *build*
+/// (`search_builds`): in write transactions of ``StoreLimits/searchIndexBatch`` records each,
+/// in the order of their zone key and name, run one at a time in a process by the search that
+/// needs it (for up to ``StoreLimits/searchIndexWait``) or by the server's background builder,
+/// so that writes to the container are answered between them. A search of a type still being
+/// built then answers `TRY_AGAIN_LATER` with ``retryAfter``. Locations are indexed for every type.
 enum SearchTypes {
-    /// A query needs record types marked searchable first (thrown by ``check(_:schema:inContainer:in:)``).
+    /// The `retryAfter` of a search answered `TRY_AGAIN_LATER` while its types are built.
+    static let retryAfter: Double = 5
+
+    /// A query needs record types marked searchable first, or their builds finished (thrown
+    /// by ``check(_:schema:inContainer:in:)``).
     struct Needed: Error {
-        var types: Set<String>
+        /// The types not marked yet.
+        var unmarked: Set<String>
+        /// The types whose builds are not finished.
+        var building: Set<String>
         var container: Int64
     }
 
     /// Throws ``Needed`` when `query` searches the words of a record type that is not yet
-    /// searchable. A query whose key paths do not resolve is left to the compiler to refuse.
+    /// searchable, or whose stored records are not all indexed yet. A query whose key paths
+    /// do not resolve is left to the compiler to refuse.
     static func check(_ query: Query, schema: QuerySchema, inContainer container: Int64, in transaction: any StorageTransaction) throws {
         let filters = query.filterBy ?? []
         guard QueryFilter.searchWords(filters),
               let needed = try? QueryFilter.wordSearchTypes(filters, recordType: query.recordType, schema: schema), !needed.isEmpty else { return }
-        let missing = needed.subtracting(try transaction.searchableTypes(inContainer: container))
-        if !missing.isEmpty { throw Needed(types: missing, container: container) }
+        let unmarked = needed.subtracting(try transaction.searchableTypes(inContainer: container))
+        let building = needed.subtracting(unmarked).intersection(try transaction.searchBuilds(inContainer: container))
+        if !unmarked.isEmpty || !building.isEmpty { throw Needed(unmarked: unmarked, building: building, container: container) }
     }
 
-    /// Marks `types` searchable in the container, indexing the words of their stored records,
-    /// 1,000 records a round (in the calling write transaction).
-    static func mark(_ types: Set<String>, inContainer container: Int64, in transaction: any StorageTransaction) throws {
+    /// Marks `types` searchable in the container (in the calling write transaction), each
+    /// newly marked one with a build of its stored records to run once the transaction commits.
+    static func mark(_ types: Set<String>, inContainer container: Int64, at now: Int64, in transaction: any StorageTransaction) throws {
         for type in types.sorted() where try transaction.markSearchable(type, inContainer: container) {
-            var after: (zone: Int64, name: String)?
-            while true {
-                let batch = try transaction.records(ofType: type, inContainer: container, after: after, limit: 1_000)
-                guard let last = batch.last else { break }
-                after = (last.zone, last.name)
-                for record in batch {
-                    let texts = try Record.fields(fromJSON: record.fields).filter { if case .location = $0.value { false } else { true } }
-                    let words = SearchIndex(fields: texts)
-                    if !words.isEmpty { try transaction.insertSearchIndex(words, of: record.name, inZone: record.zone) }
-                }
+            try transaction.startSearchBuild(SearchBuild(container: container, recordType: type, startedAt: now))
+        }
+    }
+
+    /// Indexes the words of up to `limit` more records of `build` (taken in `transaction`),
+    /// stores how far it came, and answers whether it is finished. Every row indexed is
+    /// current: the records are read in the same transaction (on PostgreSQL locked, with no
+    /// write of the container running), and a record written since the type was marked
+    /// already has its rows (inserting them again changes nothing).
+    static func advance(_ build: SearchBuild, limit: Int, in transaction: any StorageTransaction) throws -> (build: SearchBuild, finished: Bool) {
+        var build = build
+        let batch = try transaction.records(ofType: build.recordType, inContainer: build.container,
+                                            after: build.after.map { ($0.zone, $0.name) }, limit: limit)
+        // In the order of the index by token (zone, token, field, name), so that a step writes
+        // each of its pages once: bucketed by zone and token (a few thousand distinct words),
+        // then the buckets sorted.
+        var buckets: [Int64: [String: [SearchTokenRow]]] = [:]
+        for record in batch {
+            let texts = try Record.fields(fromJSON: record.fields).filter { if case .location = $0.value { false } else { true } }
+            for (field, token) in SearchIndex(fields: texts).tokens {
+                buckets[record.zone, default: [:]][token, default: []].append(SearchTokenRow(zone: record.zone, name: record.name, field: field, token: token))
             }
         }
+        var rows: [SearchTokenRow] = []
+        for (_, byToken) in buckets.sorted(by: { $0.key < $1.key }) {
+            for token in byToken.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+                rows += byToken[token]!.sorted { $0.field == $1.field ? $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) : $0.field.utf8.lexicographicallyPrecedes($1.field.utf8) }
+            }
+        }
+        try transaction.insertSearchTokens(rows)
+        if let last = batch.last { build.after = SearchBuild.Position(zone: last.zone, name: last.name) }
+        build.indexed += Int64(batch.count)
+        let finished = batch.count < limit
+        try transaction.updateSearchBuild(build, finished: finished)
+        return (build, finished)
     }
 }
 
+/// What ``RecordStore/advanceSearchBuild(inContainer:ofType:)`` did.
+public enum SearchBuildStep: Sendable, Equatable {
+    /// There was no build to run.
+    case none
+    /// A step already runs in this process; none was taken.
+    case busy
+    /// The step indexed more records; the build goes on from where it left.
+    case advanced(SearchBuild)
+    /// The step indexed the last records; the type's words are all indexed.
+    case finished(SearchBuild)
+}
+
 extension RecordStore {
-    /// Runs `body`; when it throws ``SearchTypes/Needed``, marks those types searchable in a
-    /// write transaction and runs it again.
+    /// Runs `body`; when it throws ``SearchTypes/Needed``, marks the types not marked yet (in
+    /// a write transaction of their own), runs their builds (or waits for the step another
+    /// task of the process runs) for up to ``StoreLimits/searchIndexWait``, and runs `body`
+    /// again once they are finished; else answers `TRY_AGAIN_LATER` with
+    /// ``SearchTypes/retryAfter``.
     func markingSearchTypes<T>(_ body: () async throws -> T) async throws -> T {
         do {
             return try await body()
         } catch let needed as SearchTypes.Needed {
-            try await engine.write { transaction in
-                try SearchTypes.mark(needed.types, inContainer: needed.container, in: transaction)
-                return .commit(())
+            if !needed.unmarked.isEmpty {
+                let now = Self.now()
+                try await engine.write { transaction in
+                    try SearchTypes.mark(needed.unmarked, inContainer: needed.container, at: now, in: transaction)
+                    return .commit(())
+                }
+            }
+            let deadline = ContinuousClock.now + limits.searchIndexWait
+            var waiting = needed.unmarked.union(needed.building).sorted()
+            while let type = waiting.first {
+                guard ContinuousClock.now < deadline else {
+                    throw RecordSyncError(.tryAgainLater, "the words of the stored \(type) records are being indexed for searching; search again in a few seconds",
+                                          retryAfter: SearchTypes.retryAfter)
+                }
+                switch try await advanceSearchBuild(inContainer: needed.container, ofType: type) {
+                case .none, .finished: waiting.removeFirst()
+                case .advanced: continue
+                case .busy:
+                    try await Task.sleep(for: .milliseconds(20))
+                    let container = needed.container
+                    if try await !engine.read({ try $0.searchBuilds(inContainer: container) }).contains(type) { waiting.removeFirst() }
+                }
             }
             return try await body()
+        }
+    }
+
+    /// Runs one step of a build of a type's stored words (``SearchTypes``) in a write
+    /// transaction of its own, unless one already runs in this process: of `recordType` in
+    /// `container`, or with `nil`s of the build no other server is running that has indexed the
+    /// fewest records. Each server's background builder calls it while it answers a step.
+    public func advanceSearchBuild(inContainer container: Int64? = nil, ofType recordType: String? = nil) async throws -> SearchBuildStep {
+        guard searchBuildStepping.withLock({ stepping in
+            if stepping { return false }
+            stepping = true
+            return true
+        }) else { return .busy }
+        defer { searchBuildStepping.withLock { $0 = false } }
+        let limit = limits.searchIndexBatch
+        return try await engine.write { transaction in
+            guard let build = try transaction.takeSearchBuild(inContainer: container, ofType: recordType) else { return .rollback(.none) }
+            let (advanced, finished) = try SearchTypes.advance(build, limit: limit, in: transaction)
+            return .commit(finished ? .finished(advanced) : .advanced(advanced))
         }
     }
 }

@@ -250,7 +250,7 @@ extension RecordStore {
 
     /// Indexes the words of the types with a `SEARCHABLE` field whose words are not indexed yet.
     static func indexWords(of schema: CloudKitSchema, inContainer key: Int64, in transaction: any StorageTransaction) throws {
-        try SearchTypes.mark(Set(schema.recordTypes.filter { $0.fields.contains(where: \.searchable) }.map(\.name)), inContainer: key, in: transaction)
+        try SearchTypes.mark(Set(schema.recordTypes.filter { $0.fields.contains(where: \.searchable) }.map(\.name)), inContainer: key, at: now(), in: transaction)
     }
 
     static func withUsers(_ schema: CloudKitSchema) -> CloudKitSchema {

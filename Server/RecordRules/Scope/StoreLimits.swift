@@ -33,6 +33,13 @@ public struct StoreLimits: Sendable {
     /// more is `LIMIT_EXCEEDED`.
     public var maximumMatchSteps: Int = MatchBudget.defaultSteps
 
+    /// How many records one write transaction of a search index build indexes
+    /// (`SearchTypes`): writes to the container wait for at most one such transaction.
+    public var searchIndexBatch: Int = 2_000
+    /// How long a word search runs the builds of the types it needs (`SearchTypes`) before it
+    /// answers `TRY_AGAIN_LATER`: a type of a few thousand records is built within it.
+    public var searchIndexWait: Duration = .seconds(2)
+
     /// How far a signed request's `X-Apple-CloudKit-Request-ISO8601Date` may be from the
     /// server's clock, either way; also how long its signature is remembered, so that it is
     /// never accepted twice.

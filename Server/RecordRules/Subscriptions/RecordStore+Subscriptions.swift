@@ -97,7 +97,7 @@ extension RecordStore {
             // A word search matches the records written from now on: their types' words are indexed.
             if QueryFilter.searchWords(query.filterBy ?? []),
                let types = try? QueryFilter.wordSearchTypes(query.filterBy ?? [], recordType: query.recordType, schema: schema) {
-                try SearchTypes.mark(types, inContainer: database.containerKey, in: transaction)
+                try SearchTypes.mark(types, inContainer: database.containerKey, at: Self.now(), in: transaction)
             }
             do {
                 // As it is matched (narrowed to named records), over no zone (no key is

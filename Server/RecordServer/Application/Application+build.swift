@@ -156,7 +156,8 @@ public func buildApplication(
         configuration: .init(address: .hostname(host, port: configuration.port), serverName: "recordserver"),
         services: [KeepAlive(notifier: store.notifier, interval: configuration.keepAliveInterval), readAhead,
                    Collector(store: store, interval: configuration.assetCollectionInterval, notificationRetention: configuration.notificationRetention,
-                             logger: logger)],
+                             logger: logger),
+                   SearchIndexBuilder(store: store, interval: configuration.searchIndexBuildInterval, logger: logger)],
         onServerRunning: { channel in
             let port = channel.localAddress?.port ?? configuration.port
             logger.notice("listening on \(scheme)://\(host):\(port)")
@@ -252,6 +253,41 @@ struct Collector: Service {
                 try await store.collectNotifications(retention: notificationRetention)
             } catch {
                 logger.warning("could not remove old notifications: \(error)")
+            }
+        }
+    }
+}
+
+/// Builds the word indexes of record types just marked searchable (``RecordStore/advanceSearchBuild(inContainer:ofType:)``),
+/// a step at a time, on every server: a build a data directory or database holds is taken up
+/// again after a restart, and on PostgreSQL the servers over one database take steps in turn.
+/// Looks for builds every `interval` while there are none.
+struct SearchIndexBuilder: Service {
+    let store: RecordStore
+    let interval: Duration
+    let logger: Logger
+
+    func run() async throws {
+        while !Task.isCancelled, !Task.isShuttingDownGracefully {
+            var wait = interval
+            do {
+                switch try await store.advanceSearchBuild() {
+                case .none: break
+                case .busy: wait = .milliseconds(20)
+                case .advanced: continue
+                case .finished(let build):
+                    let seconds = Date().timeIntervalSince1970 - Double(build.startedAt) / 1000
+                    logger.info("indexed the words of \(build.indexed) \(build.recordType) records in \(String(format: "%.1f", seconds)) s")
+                    continue
+                }
+            } catch {
+                logger.warning("could not index the words of stored records (will try again): \(error)")
+            }
+            do {
+                let pause = wait
+                try await cancelWhenGracefulShutdown { try await Task.sleep(for: pause) }
+            } catch {
+                return
             }
         }
     }

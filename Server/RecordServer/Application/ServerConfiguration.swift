@@ -32,6 +32,9 @@ public struct ServerConfiguration: Sendable {
     /// How often assets no record holds are looked for (and those past the grace period removed),
     /// and old notifications removed.
     public var assetCollectionInterval: Duration = .seconds(60)
+    /// How often each server looks for word-index builds to run (`SearchIndexBuilder`) while
+    /// it has none.
+    public var searchIndexBuildInterval: Duration = .seconds(1)
     /// How long a `GET` on a `webcourierURL` waits for a notification before it answers empty.
     public var webcourierWait: Duration = .seconds(30)
     /// How long a notification nobody polled for is kept (and a webcourier token nobody polls).

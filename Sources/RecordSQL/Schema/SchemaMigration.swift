@@ -66,6 +66,7 @@ extension StorageSchema {
             .createTable(schemaTypes), .createTable(schemaGrants), .createTable(schemaRoles), .createTable(schemaHistory),
             .statements(sqlite: schemaLifecycleBackfill, postgres: schemaLifecycleBackfill),
         ]),
+        SchemaMigration("search-index-builds", [.createTable(searchBuilds)]),
     ]
 
     /// What the schema held before `schema-lifecycle`, in its terms (docs/deploying.md,

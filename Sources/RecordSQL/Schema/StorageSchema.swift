@@ -365,6 +365,18 @@ public enum StorageSchema {
         .name("record_type"),
     ], primaryKey: ["container_id", "record_type"])
 
+    /// The searchable types whose stored records are still being indexed: a row from the
+    /// moment a type is marked until every record stored before is, with how far the build has
+    /// come (the last record indexed, by zone key and name) and how many it has indexed.
+    public static let searchBuilds = TableDefinition("search_builds", [
+        ColumnDefinition("container_id", .int64),
+        .name("record_type"),
+        ColumnDefinition("after_zone", .int64, nullable: true),
+        .name("after_name", nullable: true),
+        ColumnDefinition("indexed", .int64),
+        ColumnDefinition("started_at", .int64),
+    ], primaryKey: ["container_id", "record_type"])
+
     // MARK: Assets
 
     /// The keys that sign asset URLs, shared by every server.
@@ -472,7 +484,7 @@ public enum StorageSchema {
     public static let tables: [TableDefinition] = [
         users, tokens, identities, accounts, accountCodes, signInAttempts, operators, operatorAudit, tokenRevocations, serverKeys, signaturesSeen, apiTokens, signInFlows, userUsage,
         containers, databases, zones, zoneIncarnations, schemaFields, schemaTypes, schemaGrants, schemaRoles, schemaHistory,
-        refFields, records, refs, searchTokens, searchLocations, searchTypes, tombstones,
+        refFields, records, refs, searchTokens, searchLocations, searchTypes, searchBuilds, tombstones,
         assetKeys, assetBlobs, assetReceipts, assetRefs, assetChunks,
         subscriptions, notifications, pushTokens, pushDeliveries,
     ]
