@@ -91,14 +91,16 @@ extension SQLStorageTransaction {
 }
 
 extension SQLStatement {
-    /// The statements of ``SQLStorageTransaction/deleteZoneContents(_:)``: references, words,
-    /// locations, records, tombstones.
+    /// The statements of ``SQLStorageTransaction/deleteZoneContents(_:)``: references,
+    /// records, words, locations, tombstones. The records go before their words: on PostgreSQL a
+    /// search index build's step that holds some of them (`FOR SHARE`) has committed its words by
+    /// the time their delete goes on, so the words' delete, after it, sees them.
     public static func deletingContents(ofZone zone: Int64) -> [SQLStatement] {
         [
             "DELETE FROM refs WHERE zone_id = \(zone) AND source IN (SELECT name FROM records WHERE zone_id = \(zone))",
+            "DELETE FROM records WHERE zone_id = \(zone)",
             "DELETE FROM search_tokens WHERE zone_id = \(zone)",
             "DELETE FROM search_locations WHERE zone_id = \(zone)",
-            "DELETE FROM records WHERE zone_id = \(zone)",
             "DELETE FROM tombstones WHERE zone_id = \(zone)",
         ]
     }

@@ -47,6 +47,10 @@ import Testing
             guard case .advanced(let first) = try await server.store.advanceSearchBuild() else { Issue.record("no step"); return }
             #expect(first.indexed == 10 && first.after?.name == "a17")
             Self.expectBuilding(try await alice.post("records/query", Self.search))
+            // A query subscription searching words fires by the stored words: it is made only
+            // once they are all indexed.
+            let subscribe = #"{"operations":[{"operationType":"create","subscription":{"subscriptionID":"lilies","subscriptionType":"query","query":{"recordType":"Artwork","filterBy":[{"comparator":"CONTAINS_ALL_TOKENS","fieldValue":{"value":"lilies"}}]},"firesOn":["create","update","delete"]}}]}"#
+            Self.expectBuilding(try await alice.post("subscriptions/modify", subscribe))
             var expected = Self.seededMatches
             try await alice.save([Self.artwork(0, "roses"), Self.artwork(90, "roses"), Self.artwork(1, "lilies"), Self.artwork(94, "lilies again"),
                                   Self.artwork(100, "white lilies")])
@@ -68,6 +72,8 @@ import Testing
             let found = try await alice.post("records/query", Self.search)
             #expect(found.status == 200, "\(found.reason)")
             #expect(Self.names(found) == expected)
+            let subscribed = try await alice.post("subscriptions/modify", subscribe)
+            #expect(subscribed.status == 200 && subscribed.json["subscriptions"]?[0]?["subscriptionID"]?.stringValue == "lilies", "\(subscribed.reason)")
             // Deleted records left no words behind: saved again without the word, they are not found.
             try await alice.save([Self.artwork(93, "roses"), Self.artwork(3, "roses")])
             #expect(Self.names(try await alice.post("records/query", Self.search)) == expected)

@@ -211,7 +211,7 @@ import Testing
                     "blockers": try plan(.validatingBlockers(inZone: 1, in: .sqlite)),
                     "generic collect": try plan(.cascadeLevel(inZone: 1, after: 0, through: 1, in: .sqlite)),
                     "zone refs": try plan(zoneDeletes[0].sql, SQLiteTransaction.arguments(zoneDeletes[0].values)),
-                    "zone records": try plan(zoneDeletes[3].sql, SQLiteTransaction.arguments(zoneDeletes[3].values)),
+                    "zone records": try plan(zoneDeletes[1].sql, SQLiteTransaction.arguments(zoneDeletes[1].values)),
                     "zone tombstones": try plan(zoneDeletes[4].sql, SQLiteTransaction.arguments(zoneDeletes[4].values)),
                     "collect": try plan(Cascade.levelSQL, [1, 0, 1]),
                     "stored rows": try plan(.storedRecords(named: ["lilies"], inZone: 1, in: .sqlite)),

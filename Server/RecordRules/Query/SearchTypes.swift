@@ -14,7 +14,9 @@ import RecordModel
 /// in the order of their zone key and name, run one at a time in a process by the search that
 /// needs it (for up to ``StoreLimits/searchIndexWait``) or by the server's background builder,
 /// so that writes to the container are answered between them. A search of a type still being
-/// built then answers `TRY_AGAIN_LATER` with ``retryAfter``. Locations are indexed for every type.
+/// built then answers `TRY_AGAIN_LATER` with ``retryAfter``; a query subscription with a word
+/// search is created only once its types are built (they fire by the stored words). Locations
+/// are indexed for every type.
 enum SearchTypes {
     /// The `retryAfter` of a search answered `TRY_AGAIN_LATER` while its types are built.
     static let retryAfter: Double = 5
@@ -36,6 +38,12 @@ enum SearchTypes {
         let filters = query.filterBy ?? []
         guard QueryFilter.searchWords(filters),
               let needed = try? QueryFilter.wordSearchTypes(filters, recordType: query.recordType, schema: schema), !needed.isEmpty else { return }
+        try require(needed, inContainer: container, in: transaction)
+    }
+
+    /// Throws ``Needed`` unless every one of `needed` is searchable with its build finished.
+    static func require(_ needed: Set<String>, inContainer container: Int64, in transaction: any StorageTransaction) throws {
+        guard !needed.isEmpty else { return }
         let unmarked = needed.subtracting(try transaction.searchableTypes(inContainer: container))
         let building = needed.subtracting(unmarked).intersection(try transaction.searchBuilds(inContainer: container))
         if !unmarked.isEmpty || !building.isEmpty { throw Needed(unmarked: unmarked, building: building, container: container) }
@@ -119,16 +127,28 @@ extension RecordStore {
                     throw RecordSyncError(.tryAgainLater, "the words of the stored \(type) records are being indexed for searching; search again in a few seconds",
                                           retryAfter: SearchTypes.retryAfter)
                 }
-                switch try await advanceSearchBuild(inContainer: needed.container, ofType: type) {
-                case .none, .finished: waiting.removeFirst()
-                case .advanced: continue
-                case .busy:
-                    try await Task.sleep(for: .milliseconds(20))
-                    let container = needed.container
-                    if try await !engine.read({ try $0.searchBuilds(inContainer: container) }).contains(type) { waiting.removeFirst() }
+                do {
+                    switch try await advanceSearchBuild(inContainer: needed.container, ofType: type) {
+                    case .none, .finished: waiting.removeFirst()
+                    case .advanced: continue
+                    case .busy:
+                        try await Task.sleep(for: .milliseconds(20))
+                        let container = needed.container
+                        if try await !engine.read({ try $0.searchBuilds(inContainer: container) }).contains(type) { waiting.removeFirst() }
+                    }
+                } catch let error as RecordSyncError where error.code != .tryAgainLater {
+                    // The build goes on in the background: the search is answered as while it runs.
+                    throw RecordSyncError(.tryAgainLater, "the words of the stored \(type) records are being indexed for searching (\(error.reason)); search again in a few seconds",
+                                          retryAfter: SearchTypes.retryAfter)
                 }
             }
-            return try await body()
+            do {
+                return try await body()
+            } catch let again as SearchTypes.Needed {
+                // Marked again meanwhile (an import that dropped and added the type back, say).
+                throw RecordSyncError(.tryAgainLater, "the words of the stored \(again.unmarked.union(again.building).sorted().joined(separator: ", ")) records are being indexed for searching; search again in a few seconds",
+                                      retryAfter: SearchTypes.retryAfter)
+            }
         }
     }
 

@@ -7,7 +7,7 @@ extension RecordStore {
     public func modifySubscriptions(_ request: ModifySubscriptionsRequest, in scope: DatabaseScope) async throws -> SubscriptionsResponse {
         try limits.checkCount(request.operations.count, of: "operations")
         let now = Self.now()
-        return try await engine.write { transaction in
+        return try await markingSearchTypes { try await engine.write { transaction in
             let database = try Self.database(scope, in: transaction)
             var results: [SubscriptionResult] = []
             for (index, operation) in request.operations.enumerated() {
@@ -42,7 +42,7 @@ extension RecordStore {
                 }
             }
             return .commit(SubscriptionsResponse(subscriptions: results))
-        }
+        } }
     }
 
     /// `subscriptions/list`: the caller's subscriptions of this database, by ID.
@@ -94,10 +94,11 @@ extension RecordStore {
             // Its filters need their indexes, as a query's do (marked now in development).
             try SchemaIndexes.require(query, inContainer: database.containerKey, in: transaction)
             let schema = QuerySchema(recordType: query.recordType, types: try transaction.schemas(inContainer: database.containerKey))
-            // A word search matches the records written from now on: their types' words are indexed.
+            // A word search fires by the stored words: its types' words must all be indexed
+            // (``markingSearchTypes(_:)`` marks them and runs their builds, then runs this again).
             if QueryFilter.searchWords(query.filterBy ?? []),
                let types = try? QueryFilter.wordSearchTypes(query.filterBy ?? [], recordType: query.recordType, schema: schema) {
-                try SearchTypes.mark(types, inContainer: database.containerKey, at: Self.now(), in: transaction)
+                try SearchTypes.require(types, inContainer: database.containerKey, in: transaction)
             }
             do {
                 // As it is matched (narrowed to named records), over no zone (no key is
