@@ -83,8 +83,24 @@ extension PostgresTransaction {
         pending.removedSearchRows.append((zone, name))
     }
 
-    func insertSearchTokens(_ rows: [SearchTokenRow]) throws {
-        pending.insertedTokens += rows.map { ($0.zone, $0.name, $0.field, $0.token) }
+    func insertSearchBlock(_ block: SearchWordBlock, capacity: Int) throws {
+        try flush()
+        let (number, part) = try addToSearchBlock(block, capacity: capacity)
+        let zone = block.zone
+        if !block.postings.isEmpty {
+            let postings = block.postings
+            try send("""
+                INSERT INTO search_postings(zone_id, block, token, field, part, names)
+                SELECT \(zone), \(number), u.token, u.field, \(part), u.names FROM unnest(\(postings.map(\.token)), \(postings.map(\.field)), \(postings.map { SearchWordBlock.encodedNames($0.names) }))
+                    AS u(token, field, names)
+                """)
+        }
+        if !block.names.isEmpty {
+            try send("""
+                INSERT INTO search_members(zone_id, name, block, part) SELECT \(zone), name, \(number), \(part) FROM unnest(\(block.names)) AS u(name)
+                ON CONFLICT (zone_id, name) DO UPDATE SET block = excluded.block, part = excluded.part
+                """)
+        }
     }
 
     func insertSearchIndex(_ index: SearchIndex, of name: String, inZone zone: Int64) throws {
@@ -113,7 +129,7 @@ extension PostgresTransaction {
         }
         if !writes.removedSearchRows.isEmpty {
             let rows = writes.removedSearchRows
-            for table in ["search_tokens", "search_locations"] {
+            for table in ["search_tokens", "search_members", "search_locations"] {
                 try send("""
                     DELETE FROM \(unescaped: table) s USING unnest(\(rows.map(\.zone)), \(rows.map(\.name))) AS u(zone_id, name)
                     WHERE s.zone_id = u.zone_id AND s.name = u.name COLLATE "C"

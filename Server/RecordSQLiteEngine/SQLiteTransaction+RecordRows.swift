@@ -24,6 +24,9 @@ extension SQLiteTransaction {
         static let insertReference = SQLStatement.insertingReference(from: "", field: 0, to: "", action: 0, inZone: 0).rendered(in: .sqlite).sql
         static let deleteSearchRows = SQLStatement.deletingSearchRows(of: "", inZone: 0).map { $0.rendered(in: .sqlite).sql }
         static let insertSearchToken = SQLStatement.insertingSearchToken("", field: "", of: "", inZone: 0).rendered(in: .sqlite).sql
+        static let insertSearchPosting = SQLStatement.insertingSearchPosting(.init(token: "", field: "", names: []), block: 0, part: 0, inZone: 0)
+            .rendered(in: .sqlite).sql
+        static let insertSearchMember = SQLStatement.insertingSearchMember("", block: 0, part: 0, inZone: 0).rendered(in: .sqlite).sql
         static let insertSearchPlace = SQLStatement.insertingSearchPlace(GeoPoint(latitude: 0, longitude: 0), field: "", of: "", inZone: 0)
             .rendered(in: .sqlite).sql
     }
@@ -69,11 +72,19 @@ extension SQLiteTransaction {
         }
     }
 
-    func insertSearchTokens(_ rows: [SearchTokenRow]) throws {
-        guard !rows.isEmpty else { return }
-        let insert = try db.cachedStatement(sql: RowSQL.insertSearchToken)
-        for row in rows {
-            try insert.run(in: db) { binder in binder.bind(row.zone); binder.bind(row.name); binder.bind(row.field); binder.bind(row.token) }
+    func insertSearchBlock(_ block: SearchWordBlock, capacity: Int) throws {
+        let (number, part) = try addToSearchBlock(block, capacity: capacity)
+        let zone = block.zone
+        let posting = try db.cachedStatement(sql: RowSQL.insertSearchPosting)
+        for entry in block.postings {
+            let names = SearchWordBlock.encodedNames(entry.names)
+            try posting.run(in: db) { binder in
+                binder.bind(zone); binder.bind(number); binder.bind(entry.token); binder.bind(entry.field); binder.bind(part); binder.bind(names)
+            }
+        }
+        let member = try db.cachedStatement(sql: RowSQL.insertSearchMember)
+        for name in block.names {
+            try member.run(in: db) { binder in binder.bind(zone); binder.bind(name); binder.bind(number); binder.bind(part) }
         }
     }
 

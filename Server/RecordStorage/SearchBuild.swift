@@ -1,3 +1,5 @@
+import RecordModel
+
 /// A searchable record type whose stored records are still being indexed (`search_builds`):
 /// where the build has come to and since when it runs.
 public struct SearchBuild: Sendable, Equatable {
@@ -30,17 +32,37 @@ public struct SearchBuild: Sendable, Equatable {
     }
 }
 
-/// One row of `search_tokens`: a word of a text field of a record.
-public struct SearchTokenRow: Sendable, Equatable {
+/// The words of records a search index build step indexed in one zone: a word block
+/// (`search_blocks`, `search_postings`, `search_members`).
+public struct SearchWordBlock: Sendable, Equatable {
     public var zone: Int64
-    public var name: String
-    public var field: String
-    public var token: String
+    /// The records indexed, in byte order.
+    public var names: [String]
+    /// Each word of each field, in the order of token then field (bytes), with the names of
+    /// the records holding it, in byte order.
+    public var postings: [Posting]
 
-    public init(zone: Int64, name: String, field: String, token: String) {
+    public struct Posting: Sendable, Equatable {
+        public var token: String
+        public var field: String
+        public var names: [String]
+
+        public init(token: String, field: String, names: [String]) {
+            self.token = token
+            self.field = field
+            self.names = names
+        }
+    }
+
+    public init(zone: Int64, names: [String], postings: [Posting]) {
         self.zone = zone
-        self.name = name
-        self.field = field
-        self.token = token
+        self.names = names
+        self.postings = postings
+    }
+
+    /// A posting's names as stored (`search_postings.names`): a JSON array of strings.
+    public static func encodedNames(_ names: [String]) -> String {
+        // Strings always serialise (only a non-finite double cannot).
+        (try? JSONValue.array(names.map(JSONValue.string)).serializedString()) ?? "[]"
     }
 }

@@ -383,7 +383,8 @@ public protocol StorageTransaction: AnyObject {
     /// its records runs meanwhile. `nil` when there is no such build (or, asking for any,
     /// none free).
     func takeSearchBuild(inContainer container: Int64?, ofType recordType: String?) throws -> SearchBuild?
-    /// Stores how far a taken build has come; with `finished`, removes it.
+    /// Stores how far a taken build has come; with `finished`, removes it (and brings the
+    /// planner's statistics of the word blocks' tables up to date, where it has them).
     func updateSearchBuild(_ build: SearchBuild, finished: Bool) throws
     /// The records of a type in every zone of the container, by zone key and name, after
     /// `after`, at most `limit`: their names and stored fields (what marking a type searchable
@@ -391,16 +392,16 @@ public protocol StorageTransaction: AnyObject {
     /// (shared) to the transaction's end.
     func records(ofType recordType: String, inContainer container: Int64, after: (zone: Int64, name: String)?, limit: Int) throws
         -> [(zone: Int64, name: String, fields: String)]
-    /// Removes the search rows of the record `name`: its text tokens (`search_tokens`) and
-    /// locations (`search_locations`).
+    /// Removes the search rows of the record `name`: its text tokens (`search_tokens`), its
+    /// place in a word block (`search_members`) and its locations (`search_locations`).
     func removeSearchIndex(of name: String, inZone zone: Int64) throws
     /// Stores the search rows of the record `name` (``SearchIndex``: worked out by the rules,
     /// so that every engine stores the same).
     func insertSearchIndex(_ index: SearchIndex, of name: String, inZone zone: Int64) throws
-    /// Stores word rows of many records at once (a search index build's, sorted by zone,
-    /// token and field, the order of `search_tokens`' second index); a row already stored is
-    /// left as it is.
-    func insertSearchTokens(_ rows: [SearchTokenRow]) throws
+    /// Stores a search index build step's words of records of one zone in the zone's last
+    /// word block while it holds fewer than `capacity` records, else in a new one; a record
+    /// already in a block of the zone is in this one from then on.
+    func insertSearchBlock(_ block: SearchWordBlock, capacity: Int) throws
 
     // MARK: Deletes and cascades
 

@@ -218,7 +218,7 @@ extension SQLStatement {
             INSERT INTO tombstones(zone_id, name, type, seq)
             SELECT r.zone_id, r.name, r.type, \(firstSequence) + d.pos - 1 FROM \(raw: doomed) d \(raw: dialect.orderedJoin) records r ON r.zone_id = \(zone) AND r.name = d.name
             """,
-        ] + [("refs", "source"), ("search_tokens", "name"), ("search_locations", "name"), ("records", "name")].map { table, name in
+        ] + [("refs", "source"), ("search_tokens", "name"), ("search_members", "name"), ("search_locations", "name"), ("records", "name")].map { table, name in
             "DELETE FROM \(raw: table) WHERE zone_id = \(zone) AND \(raw: name) IN (SELECT name FROM \(raw: doomed))"
         }
     }

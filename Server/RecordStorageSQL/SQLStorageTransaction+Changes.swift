@@ -33,7 +33,7 @@ extension SQLStorageTransaction {
     /// the sort keys' values, then the flags' truth.
     public func query(_ query: Query, inZones zones: [Int64: ZoneID], schema: QuerySchema,
                       after marker: ContinuationMarker?, limit: Int) throws -> [QueryMatch] {
-        let compiler = QueryCompiler(zoneKeys: zones.keys.sorted(), schema: schema, keyedReferenceFields: true, dialect: dialect)
+        let compiler = QueryCompiler(zoneKeys: zones.keys.sorted(), schema: schema, keyedReferenceFields: true, wordBlocks: true, dialect: dialect)
         let compiled = try compiler.compile(query, after: marker, limit: limit)
         let firstKey = 1 + RecordRow.columnCount
         return try fetch(SQLStatement(compiled: compiled.sql, values: compiled.values)).map { row in

@@ -44,8 +44,29 @@ extension SQLStorageTransaction {
         try insertSearchRows(index, of: name, inZone: zone)
     }
 
-    public func insertSearchTokens(_ rows: [SearchTokenRow]) throws {
-        for row in rows { try run(.insertingSearchToken(row.token, field: row.field, of: row.name, inZone: row.zone)) }
+    public func insertSearchBlock(_ block: SearchWordBlock, capacity: Int) throws {
+        let (number, part) = try addToSearchBlock(block, capacity: capacity)
+        for posting in block.postings {
+            try run(.insertingSearchPosting(posting, block: number, part: part, inZone: block.zone))
+        }
+        for name in block.names { try run(.insertingSearchMember(name, block: number, part: part, inZone: block.zone)) }
+    }
+
+    /// Counts `block`'s records into the zone's last word block while it holds fewer than
+    /// `capacity`, else into a new one: the block's number and how many it held before.
+    public func addToSearchBlock(_ block: SearchWordBlock, capacity: Int) throws -> (block: Int64, part: Int64) {
+        let count = Int64(block.names.count)
+        if let last = try fetch(.lastSearchBlock(inZone: block.zone)).first {
+            let (number, records) = (try last.int64(0), try last.int64(1))
+            if records < capacity {
+                try run(.growingSearchBlock(number, by: count, inZone: block.zone))
+                return (number, records)
+            }
+            try run(.insertingSearchBlock(number + 1, records: count, inZone: block.zone))
+            return (number + 1, 0)
+        }
+        try run(.insertingSearchBlock(1, records: count, inZone: block.zone))
+        return (1, 0)
     }
 
     // MARK: The statements
@@ -124,7 +145,38 @@ extension SQLStatement {
     }
 
     public static func deletingSearchRows(of name: String, inZone zone: Int64) -> [SQLStatement] {
-        ["DELETE FROM search_tokens WHERE zone_id = \(zone) AND name = \(name)", "DELETE FROM search_locations WHERE zone_id = \(zone) AND name = \(name)"]
+        [
+            "DELETE FROM search_tokens WHERE zone_id = \(zone) AND name = \(name)",
+            "DELETE FROM search_members WHERE zone_id = \(zone) AND name = \(name)",
+            "DELETE FROM search_locations WHERE zone_id = \(zone) AND name = \(name)",
+        ]
+    }
+
+    public static func lastSearchBlock(inZone zone: Int64) -> SQLStatement {
+        "SELECT block, records FROM search_blocks WHERE zone_id = \(zone) ORDER BY block DESC LIMIT 1"
+    }
+
+    public static func insertingSearchBlock(_ block: Int64, records: Int64, inZone zone: Int64) -> SQLStatement {
+        "INSERT INTO search_blocks(zone_id, block, records) VALUES (\(zone), \(block), \(records))"
+    }
+
+    public static func growingSearchBlock(_ block: Int64, by records: Int64, inZone zone: Int64) -> SQLStatement {
+        "UPDATE search_blocks SET records = records + \(records) WHERE zone_id = \(zone) AND block = \(block)"
+    }
+
+    public static func insertingSearchPosting(_ posting: SearchWordBlock.Posting, block: Int64, part: Int64, inZone zone: Int64) -> SQLStatement {
+        """
+        INSERT INTO search_postings(zone_id, block, token, field, part, names)
+        VALUES (\(zone), \(block), \(posting.token), \(posting.field), \(part), \(SearchWordBlock.encodedNames(posting.names)))
+        """
+    }
+
+    /// A record in an earlier block or part of the zone moves to this one.
+    public static func insertingSearchMember(_ name: String, block: Int64, part: Int64, inZone zone: Int64) -> SQLStatement {
+        """
+        INSERT INTO search_members(zone_id, name, block, part) VALUES (\(zone), \(name), \(block), \(part))
+        ON CONFLICT (zone_id, name) DO UPDATE SET block = excluded.block, part = excluded.part
+        """
     }
 
     /// A word once a field.

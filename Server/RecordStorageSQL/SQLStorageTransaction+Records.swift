@@ -111,6 +111,9 @@ extension SQLStorageTransaction {
     public func updateSearchBuild(_ build: SearchBuild, finished: Bool) throws {
         if finished {
             try run("DELETE FROM search_builds WHERE container_id = \(build.container) AND record_type = \(build.recordType)")
+            // PostgreSQL plans a word search by the tables' statistics, which autovacuum would
+            // bring up to date only a while after the build filled them (SQLite's order is fixed).
+            if dialect == .postgres { try run("ANALYZE search_blocks, search_postings, search_members") }
         } else {
             try run("""
                 UPDATE search_builds SET after_zone = \(build.after?.zone), after_name = \(build.after?.name), indexed = \(build.indexed)

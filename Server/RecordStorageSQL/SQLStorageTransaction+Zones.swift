@@ -100,6 +100,9 @@ extension SQLStatement {
             "DELETE FROM refs WHERE zone_id = \(zone) AND source IN (SELECT name FROM records WHERE zone_id = \(zone))",
             "DELETE FROM records WHERE zone_id = \(zone)",
             "DELETE FROM search_tokens WHERE zone_id = \(zone)",
+            "DELETE FROM search_members WHERE zone_id = \(zone)",
+            "DELETE FROM search_postings WHERE zone_id = \(zone)",
+            "DELETE FROM search_blocks WHERE zone_id = \(zone)",
             "DELETE FROM search_locations WHERE zone_id = \(zone)",
             "DELETE FROM tombstones WHERE zone_id = \(zone)",
         ]

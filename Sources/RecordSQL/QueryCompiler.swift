@@ -56,14 +56,21 @@ public struct QueryCompiler: Sendable {
 
     /// Creates a compiler for the zones `zoneKeys` (the `zone_id` values of `records`) and the
     /// schema of the queried record type; `keyedReferenceFields` when `refs.field` holds keys
-    /// of `ref_fields`. (No default: a store's integer column never equals a name, so the wrong
-    /// choice would quietly match nothing.)
-    public init(zoneKeys: [Int64], schema: QuerySchema, keyedReferenceFields: Bool, dialect: SQLDialect = .sqlite) {
+    /// of `ref_fields`;
+    /// and `wordBlocks` when words are also stored in word blocks (`search_blocks`,
+    /// `search_postings`, `search_members`: the server's stores). (No defaults: a store's
+    /// integer column never equals a name, and a store with blocks searched without them,
+    /// so the wrong choice would quietly match nothing, or less.)
+    public init(zoneKeys: [Int64], schema: QuerySchema, keyedReferenceFields: Bool, wordBlocks: Bool, dialect: SQLDialect = .sqlite) {
         self.zoneKeys = zoneKeys
         self.schema = schema
         self.keyedReferenceFields = keyedReferenceFields
+        self.wordBlocks = wordBlocks
         self.dialect = dialect
     }
+
+    /// Whether words are also stored in word blocks (``init(zoneKeys:schema:keyedReferenceFields:wordBlocks:dialect:)``).
+    public let wordBlocks: Bool
 
     /// The SQL the statement is written in.
     public let dialect: SQLDialect
@@ -257,13 +264,13 @@ public struct QueryCompiler: Sendable {
     /// The names of records (of `alias`) that a sub-query over a search table selects. The
     /// sub-query is given the condition on its `zone_id`: one zone's key (uncorrelated, so the
     /// database reads the search index first and then the records by name), or the zone of
-    /// the record tested (over several zones).
-    private func namesFromSearch(_ subquery: (_ zone: (sql: String, arguments: [SQLValue])) -> (String, [SQLValue])) -> (String, [SQLValue]) {
+    /// the record tested (over several zones), with the record's alias (`tested`).
+    private func namesFromSearch(_ subquery: (_ zone: (sql: String, arguments: [SQLValue]), _ tested: String?) -> (String, [SQLValue])) -> (String, [SQLValue]) {
         if zoneKeys.count == 1 && !zoneOfEnclosingReference {
-            let (sql, arguments) = subquery(zoneCondition)
+            let (sql, arguments) = subquery(zoneCondition, nil)
             return (dialect.nameIn(sql, alias: alias), arguments)
         }
-        let (sql, arguments) = subquery(("= \(alias).zone_id", []))
+        let (sql, arguments) = subquery(("= \(alias).zone_id", []), alias)
         return ("\(alias).name IN (\(sql))", arguments)
     }
 
@@ -297,21 +304,27 @@ public struct QueryCompiler: Sendable {
             throw RecordSyncError(.badRequest, "\(comparator.rawValue) searches for \(tokens.count) words; the limit is \(Self.maximumAllValues)")
         }
         let fieldCondition: (String, [SQLValue])? = field.map(searchField)
-        return namesFromSearch { zone in
+        return namesFromSearch { zone, tested in
+            // The names of the records holding the words: in rows, and (in a store with word
+            // blocks) in blocks of records a search index build indexed.
             func select(_ tokenSQL: String, _ tokenArguments: [SQLValue]) -> (String, [SQLValue]) {
-                var sql = "SELECT name FROM search_tokens WHERE zone_id \(zone.sql) AND \(tokenSQL)"
-                var arguments = zone.arguments + tokenArguments
+                var conditions = tokenSQL
+                var arguments = tokenArguments
                 if let (fieldSQL, fieldArguments) = fieldCondition {
-                    sql += " AND \(fieldSQL)"
+                    conditions += " AND \(fieldSQL)"
                     arguments += fieldArguments
                 }
-                return (sql, arguments)
+                let rows = "SELECT name FROM search_tokens WHERE zone_id \(zone.sql) AND \(conditions)"
+                guard wordBlocks else { return (rows, zone.arguments + arguments) }
+                return ("\(rows) UNION ALL \(dialect.wordBlockNames(zone: zone.sql, conditions: conditions, tested: tested))",
+                        zone.arguments + arguments + zone.arguments + arguments)
             }
             if comparator == .containsAnyTokens {
                 return select("token IN (\(tokens.map { _ in "?" }.joined(separator: ", ")))", tokens.map(\.sqlValue))
             }
             let parts = tokens.map { select("token = ?", [$0.sqlValue]) }
-            return (parts.map(\.0).joined(separator: " INTERSECT "), parts.flatMap(\.1))
+            guard parts.count > 1 else { return parts[0] }
+            return (parts.map { "SELECT name FROM (\($0.0)) AS w" }.joined(separator: " INTERSECT "), parts.flatMap(\.1))
         }
     }
 
@@ -338,7 +351,7 @@ public struct QueryCompiler: Sendable {
         let chord = GeoPoint.chordSquared(ofDistance: distance)
         let cells = GeoPoint.cover(center: center, distance: distance)
         let (fieldSQL, fieldArguments) = searchField(field)
-        let (sql, arguments) = namesFromSearch { zone in
+        let (sql, arguments) = namesFromSearch { zone, _ in
             let within = "(x - ?) * (x - ?) + (y - ?) * (y - ?) + (z - ?) * (z - ?) <= ?"
             let withinArguments: [SQLValue] = [point.x, point.x, point.y, point.y, point.z, point.z, chord].map(\.sqlValue)
             let select = "SELECT name FROM search_locations WHERE zone_id \(zone.sql) AND \(fieldSQL)"
@@ -426,7 +439,7 @@ public struct QueryCompiler: Sendable {
             default: break
             }
         }
-        var compiler = QueryCompiler(zoneKeys: zoneKeys, schema: step.targetSchema, keyedReferenceFields: keyedReferenceFields, dialect: dialect)
+        var compiler = QueryCompiler(zoneKeys: zoneKeys, schema: step.targetSchema, keyedReferenceFields: keyedReferenceFields, wordBlocks: wordBlocks, dialect: dialect)
         compiler.alias = "t\(alias == "r" ? 1 : (Int(alias.dropFirst()) ?? 0) + 1)"
         compiler.zoneOfEnclosingReference = zoneKeys.count > 1
         let target = compiler.alias

@@ -124,6 +124,41 @@ public enum SQLDialect: Sendable {
         }
     }
 
+    /// The names of the records of the word blocks of a zone (`zone`: the condition on its
+    /// key) whose postings meet `conditions` (on `token` and `field`), while the records are
+    /// in those blocks: each block's key read in turn, in the zone's blocks' order. With
+    /// `tested` (the alias of the one record tested, of that zone), its own block's posting alone.
+    func wordBlockNames(zone: String, conditions: String, tested: String? = nil) -> String {
+        switch (self, tested) {
+        case (.sqlite, nil):
+            // CROSS JOIN keeps the order: left to itself, SQLite walked every posting of the zone.
+            """
+            SELECT m.name FROM search_blocks b CROSS JOIN search_postings p CROSS JOIN json_each(p.names) j CROSS JOIN search_members m \
+            WHERE b.zone_id \(zone) AND p.zone_id = b.zone_id AND p.block = b.block AND \(conditions) \
+            AND m.zone_id = p.zone_id AND m.name = j.value AND m.block = p.block AND m.part = p.part
+            """
+        case (.sqlite, let tested?):
+            """
+            SELECT m.name FROM search_members m CROSS JOIN search_postings p CROSS JOIN json_each(p.names) j \
+            WHERE m.zone_id \(zone) AND m.name = \(tested).name AND p.zone_id = m.zone_id AND p.block = m.block AND p.part = m.part AND \(conditions) \
+            AND j.value = m.name
+            """
+        case (.postgres, nil):
+            """
+            SELECT m.name FROM search_blocks b JOIN search_postings p ON p.zone_id = b.zone_id AND p.block = b.block \
+            CROSS JOIN LATERAL json_array_elements_text(p.names::json) AS j(value) \
+            JOIN search_members m ON m.zone_id = p.zone_id AND m.name = j.value COLLATE "C" AND m.block = p.block AND m.part = p.part \
+            WHERE b.zone_id \(zone) AND \(conditions)
+            """
+        case (.postgres, let tested?):
+            """
+            SELECT m.name FROM search_members m JOIN search_postings p ON p.zone_id = m.zone_id AND p.block = m.block AND p.part = m.part \
+            CROSS JOIN LATERAL json_array_elements_text(p.names::json) AS j(value) \
+            WHERE m.zone_id \(zone) AND m.name = \(tested).name AND \(conditions) AND j.value COLLATE "C" = m.name
+            """
+        }
+    }
+
     /// A condition: `expression` (text) begins with `prefix`.
     func beginsWith(_ expression: String, _ prefix: String) -> (String, [SQLValue]) {
         switch self {

@@ -80,6 +80,73 @@ import Testing
         }
     }
 
+    /// Records a build indexed (in word blocks of several steps) are searched as they stand after it: saved with
+    /// other words, deleted, saved again under the same name, or saved with the same words; by
+    /// one word, all of several, any of several; and a deleted zone's blocks go with it.
+    @Test func recordsABuildIndexedAreFoundAsTheyStandAfterIt() async throws {
+        try await withServer(configure: { configuration in
+            configuration.limits.searchIndexBatch = 10
+            // Blocks of three or four steps each.
+            configuration.limits.searchBlockRecords = 30
+            configuration.searchIndexBuildInterval = .seconds(3600)
+        }) { server in
+            let alice = try await server.user("alice")
+            try await alice.save(Self.seeded)
+            try await alice.createZones("A")
+            try await alice.save([Self.artwork(0, "lilies"), Self.artwork(3, "lilies"), Self.artwork(4, "roses")], zone: "A")
+            #expect(Self.names(try await alice.post("records/query", Self.search)) == Self.seededMatches)
+            var expected = Self.seededMatches
+            // a6 loses the word, a7 gains it, a9 keeps it with another field changed, a12 is
+            // deleted, a15 deleted and saved again without it, a18 deleted and saved again with it.
+            try await alice.save([Self.artwork(6, "roses"), Self.artwork(7, "lilies"),
+                                  Record(recordName: "a9", recordType: "Artwork", fields: ["note": .string("water lilies 9"), "year": .int64(1900)])])
+            #expect(try await alice.modify(["a12", "a15", "a18"].map { RecordOperation(.forceDelete, RecordPayload(recordName: $0)) }).allSatisfy { $0.error == nil })
+            try await alice.save([Self.artwork(15, "roses"), Self.artwork(18, "lilies")])
+            expected.subtract(["a6", "a12", "a15"])
+            expected.insert("a7")
+            #expect(Self.names(try await alice.post("records/query", Self.search)) == expected)
+            let all = #"{"query": {"recordType": "Artwork", "filterBy": [{"comparator": "CONTAINS_ALL_TOKENS", "fieldName": "note", "fieldValue": {"value": "water lilies"}}]}}"#
+            #expect(Self.names(try await alice.post("records/query", all)) == expected.subtracting(["a7", "a18"]))
+            let any = #"{"query": {"recordType": "Artwork", "filterBy": [{"comparator": "CONTAINS_ANY_TOKENS", "fieldName": "allTokens", "fieldValue": {"value": "lilies 5 roses"}}]}}"#
+            #expect(Self.names(try await alice.post("records/query", any)) == Set((0..<95).map { "a\($0)" }).subtracting(["a12"]))
+            // Over every zone (each record tested against its own block).
+            let wide = try await alice.post("records/query", QueryRecordsRequest(query: try JSONDecoder().decode(QueryRecordsRequest.self, from: Data(Self.search.utf8)).query, zoneWide: true))
+            #expect(wide.status == 200, "\(wide.reason)")
+            #expect(wide.json["records"]?.arrayValue?.compactMap { $0["recordName"]?.stringValue }.sorted() == (Array(expected) + ["a0", "a3"]).sorted(),
+                    "\(wide.json)")
+            // A zone's blocks go with it: in the zone made again, a record saved again without the
+            // word is not found, one with it is.
+            let inA = #"{"zoneID": {"zoneName": "A"}, "query": {"recordType": "Artwork", "filterBy": [{"comparator": "CONTAINS_ALL_TOKENS", "fieldName": "note", "fieldValue": {"value": "lilies"}}]}}"#
+            #expect(Self.names(try await alice.post("records/query", inA)) == ["a0", "a3"])
+            let deleted = try await alice.post("zones/modify", ModifyZonesRequest(operations: [.init(.delete, ZoneID(zoneName: "A"))]))
+            #expect(deleted.status == 200, "\(deleted.reason)")
+            try await alice.createZones("A")
+            try await alice.save([Self.artwork(0, "roses"), Self.artwork(3, "lilies")], zone: "A")
+            #expect(Self.names(try await alice.post("records/query", inA)) == ["a3"])
+        }
+    }
+
+    /// A record a build indexed, deleted and saved again under its name as another type (whose
+    /// words are not indexed yet) with other words, is indexed again by that type's build, into
+    /// the same block: only its new words find it.
+    @Test func aRecordIndexedAgainIsFoundByItsNewWordsOnly() async throws {
+        try await withServer(configure: { configuration in
+            configuration.searchIndexBuildInterval = .seconds(3600)
+        }) { server in
+            let alice = try await server.user("alice")
+            try await alice.save(Self.seeded)
+            #expect(Self.names(try await alice.post("records/query", Self.search)) == Self.seededMatches)
+            #expect(try await alice.modify([RecordOperation(.forceDelete, RecordPayload(recordName: "a3"))]).allSatisfy { $0.error == nil })
+            try await alice.save([Record(recordName: "a3", recordType: "Photo", fields: ["note": .string("roses")])])
+            let photos = #"{"query": {"recordType": "Photo", "filterBy": [{"comparator": "CONTAINS_ANY_TOKENS", "fieldName": "note", "fieldValue": {"value": "lilies roses"}}]}}"#
+            #expect(Self.names(try await alice.post("records/query", photos)) == ["a3"])
+            let lilies = #"{"query": {"recordType": "Photo", "filterBy": [{"comparator": "CONTAINS_ALL_TOKENS", "fieldName": "note", "fieldValue": {"value": "lilies"}}]}}"#
+            let found = try await alice.post("records/query", lilies)
+            #expect(found.status == 200, "\(found.reason)")
+            #expect(Self.names(found).isEmpty)
+        }
+    }
+
     /// A type of a few hundred records is built within the search that marks it: the first
     /// search answers.
     @Test func aSmallTypeIsBuiltWithinItsFirstSearch() async throws {

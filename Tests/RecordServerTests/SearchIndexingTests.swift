@@ -21,7 +21,11 @@ import Testing
                 let queue = try DatabaseQueue(path: directory + "/records.sqlite", configuration: { var c = Configuration(); c.readonly = true; return c }())
                 defer { try? queue.close() }
                 return try await queue.read { db in
-                    (try String.fetchAll(db, sql: "SELECT name || ':' || token FROM search_tokens ORDER BY 1"), try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM search_locations") ?? 0)
+                    (try String.fetchAll(db, sql: """
+                        SELECT name || ':' || token FROM search_tokens UNION ALL
+                        SELECT m.name || ':' || p.token FROM search_postings p, json_each(p.names) j
+                        JOIN search_members m ON m.zone_id = p.zone_id AND m.name = j.value AND m.block = p.block AND m.part = p.part ORDER BY 1
+                        """), try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM search_locations") ?? 0)
                 }
             }
             try await save("n1", "Note", "water lilies")

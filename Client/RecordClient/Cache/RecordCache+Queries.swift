@@ -73,7 +73,7 @@ extension RecordCache {
         guard !zones.isEmpty else { return [] }
         // The field types it has fetched, of every type (key paths step into them).
         let schema = try schema(for: query.recordType, in: db)
-        let statement = try QueryCompiler(zoneKeys: zones.keys.sorted(), schema: schema, keyedReferenceFields: false).compile(query, after: nil, limit: Int(Int32.max))
+        let statement = try QueryCompiler(zoneKeys: zones.keys.sorted(), schema: schema, keyedReferenceFields: false, wordBlocks: false).compile(query, after: nil, limit: Int(Int32.max))
         // Filters the database cannot finish (string matching) are finished in Swift, as the
         // server does (FilterPlan).
         let plan = try FilterPlan(query.filterBy ?? [], schema: schema)

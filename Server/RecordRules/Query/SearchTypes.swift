@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import RecordModel
 
 /// Which record types' words are indexed (``SearchIndex``), and making a type so.
@@ -10,10 +11,11 @@ import RecordModel
 /// a query subscription holding one, or a schema import or deploy marking a field `SEARCHABLE`
 /// marks the type in its container, and from that write on every write indexes its records'
 /// words in its own transaction. The records stored before are indexed by a *build*
-/// (`search_builds`): in write transactions of ``StoreLimits/searchIndexBatch`` records each,
-/// in the order of their zone key and name, run one at a time in a process by the search that
-/// needs it (for up to ``StoreLimits/searchIndexWait``) or by the server's background builder,
-/// so that writes to the container are answered between them. A search of a type still being
+/// (`search_builds`) into word blocks (``SearchWordBlock``): in write transactions of
+/// ``StoreLimits/searchIndexBatch`` records each, in the order of their zone key and name, run
+/// one at a time in a process by the search that needs it (for up to
+/// ``StoreLimits/searchIndexWait``) or by the server's background builder, so that writes to
+/// the container are answered between them. A search of a type still being
 /// built then answers `TRY_AGAIN_LATER` with ``retryAfter``; a query subscription with a word
 /// search is created only once its types are built (they fire by the stored words). Locations
 /// are indexed for every type.
@@ -57,37 +59,68 @@ enum SearchTypes {
         }
     }
 
-    /// Indexes the words of up to `limit` more records of `build` (taken in `transaction`),
-    /// stores how far it came, and answers whether it is finished. Every row indexed is
-    /// current: the records are read in the same transaction (on PostgreSQL locked, with no
-    /// write of the container running), and a record written since the type was marked
-    /// already has its rows (inserting them again changes nothing).
-    static func advance(_ build: SearchBuild, limit: Int, in transaction: any StorageTransaction) throws -> (build: SearchBuild, finished: Bool) {
+    /// Indexes the words of up to `limit` more records of `build` (taken in `transaction`) as
+    /// a word block a zone, stores how far it came, and answers whether it is finished. Every
+    /// block is current: the records are read in the same transaction (on PostgreSQL locked,
+    /// with no write of the container running); a record written since the type was marked
+    /// already has its rows, which hold the same words; a later save changing its words or
+    /// its delete takes it out of its block.
+    static func advance(_ build: SearchBuild, limit: Int, blockCapacity: Int, in transaction: any StorageTransaction) throws -> (build: SearchBuild, finished: Bool) {
         var build = build
         let batch = try transaction.records(ofType: build.recordType, inContainer: build.container,
                                             after: build.after.map { ($0.zone, $0.name) }, limit: limit)
-        // In the order of the index by token (zone, token, field, name), so that a step writes
-        // each of its pages once: bucketed by zone and token (a few thousand distinct words),
-        // then the buckets sorted.
-        var buckets: [Int64: [String: [SearchTokenRow]]] = [:]
-        for record in batch {
-            let texts = try Record.fields(fromJSON: record.fields).filter { if case .location = $0.value { false } else { true } }
-            for (field, token) in SearchIndex(fields: texts).tokens {
-                buckets[record.zone, default: [:]][token, default: []].append(SearchTokenRow(zone: record.zone, name: record.name, field: field, token: token))
+        let tokens = try Self.tokens(of: batch)
+        // A word block a zone (the records come by zone, then name in byte order): each word
+        // of each field with the names holding it, in the order of the postings' key.
+        var start = batch.startIndex
+        while start < batch.endIndex {
+            let zone = batch[start].zone
+            let end = batch[start...].firstIndex { $0.zone != zone } ?? batch.endIndex
+            var words: [String: [String: [String]]] = [:]
+            for index in start..<end {
+                let name = batch[index].name
+                for (field, token) in tokens[index] {
+                    words[token, default: [:]][field, default: []].append(name)
+                }
             }
-        }
-        var rows: [SearchTokenRow] = []
-        for (_, byToken) in buckets.sorted(by: { $0.key < $1.key }) {
-            for token in byToken.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
-                rows += byToken[token]!.sorted { $0.field == $1.field ? $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) : $0.field.utf8.lexicographicallyPrecedes($1.field.utf8) }
+            var postings: [SearchWordBlock.Posting] = []
+            postings.reserveCapacity(words.count)
+            for token in words.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+                let fields = words[token]!
+                for field in fields.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+                    postings.append(SearchWordBlock.Posting(token: token, field: field, names: fields[field]!))
+                }
             }
+            try transaction.insertSearchBlock(SearchWordBlock(zone: zone, names: batch[start..<end].map(\.name), postings: postings), capacity: blockCapacity)
+            start = end
         }
-        try transaction.insertSearchTokens(rows)
         if let last = batch.last { build.after = SearchBuild.Position(zone: last.zone, name: last.name) }
         build.indexed += Int64(batch.count)
         let finished = batch.count < limit
         try transaction.updateSearchBuild(build, finished: finished)
         return (build, finished)
+    }
+}
+
+extension SearchTypes {
+    /// The words of each record's text fields (``SearchIndex``), worked out on as many threads
+    /// as the machine has cores (up to 4), a contiguous part of the records each: reading the
+    /// stored fields and cutting their words is most of a step's own time.
+    static func tokens(of records: [(zone: Int64, name: String, fields: String)]) throws -> [[(field: String, token: String)]] {
+        @Sendable func tokens(_ part: ArraySlice<(zone: Int64, name: String, fields: String)>) throws -> [[(field: String, token: String)]] {
+            try part.map { record in
+                SearchIndex(fields: try Record.fields(fromJSON: record.fields).lazy.filter { if case .location = $0.value { false } else { true } }).tokens
+            }
+        }
+        let parts = min(ProcessInfo.processInfo.activeProcessorCount, 4, records.count / 250)
+        guard parts > 1 else { return try tokens(records[...]) }
+        let results = Mutex<[Int: Result<[[(field: String, token: String)]], any Error>]>([:])
+        DispatchQueue.concurrentPerform(iterations: parts) { part in
+            let range = records.count * part / parts..<records.count * (part + 1) / parts
+            let result = Result { try tokens(records[range]) }
+            results.withLock { $0[part] = result }
+        }
+        return try results.withLock { results in try (0..<parts).flatMap { try results[$0]!.get() } }
     }
 }
 
@@ -163,10 +196,10 @@ extension RecordStore {
             return true
         }) else { return .busy }
         defer { searchBuildStepping.withLock { $0 = false } }
-        let limit = limits.searchIndexBatch
+        let (limit, capacity) = (limits.searchIndexBatch, limits.searchBlockRecords)
         return try await engine.write { transaction in
             guard let build = try transaction.takeSearchBuild(inContainer: container, ofType: recordType) else { return .rollback(.none) }
-            let (advanced, finished) = try SearchTypes.advance(build, limit: limit, in: transaction)
+            let (advanced, finished) = try SearchTypes.advance(build, limit: limit, blockCapacity: capacity, in: transaction)
             return .commit(finished ? .finished(advanced) : .advanced(advanced))
         }
     }

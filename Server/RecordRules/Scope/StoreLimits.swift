@@ -35,7 +35,10 @@ public struct StoreLimits: Sendable {
 
     /// How many records one write transaction of a search index build indexes
     /// (`SearchTypes`): writes to the container wait for at most one such transaction.
-    public var searchIndexBatch: Int = 2_000
+    public var searchIndexBatch: Int = 5_000
+    /// How many records a word block takes (`SearchTypes`): a word search reads a range of
+    /// each block of the zone, and a step writes within the zone's last block.
+    public var searchBlockRecords: Int = 20_000
     /// How long a word search runs the builds of the types it needs (`SearchTypes`) before it
     /// answers `TRY_AGAIN_LATER`: a type of a few thousand records is built within it.
     public var searchIndexWait: Duration = .seconds(2)

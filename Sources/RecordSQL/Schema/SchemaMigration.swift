@@ -67,6 +67,7 @@ extension StorageSchema {
             .statements(sqlite: schemaLifecycleBackfill, postgres: schemaLifecycleBackfill),
         ]),
         SchemaMigration("search-index-builds", [.createTable(searchBuilds)]),
+        SchemaMigration("search-word-blocks", [.createTable(searchBlocks), .createTable(searchPostings), .createTable(searchMembers)]),
     ]
 
     /// What the schema held before `schema-lifecycle`, in its terms (docs/deploying.md,

@@ -345,6 +345,39 @@ public enum StorageSchema {
         IndexDefinition("search_tokens_by_token", ["zone_id", "token", "field"], include: ["name"]),
     ])
 
+    /// The word blocks of a zone: records whose words search index builds indexed
+    /// (``searchPostings``, ``searchMembers``), numbered from 1 in each zone in the order
+    /// built, each taking the steps' records until it holds `records` of a limit.
+    public static let searchBlocks = TableDefinition("search_blocks", [
+        ColumnDefinition("zone_id", .int64),
+        ColumnDefinition("block", .int64),
+        ColumnDefinition("records", .int64),
+    ], primaryKey: ["zone_id", "block"])
+
+    /// The words of a word block: for each word of a field and each step that added records
+    /// to the block (`part`: how many it held before), the names of those records holding it,
+    /// as a JSON array of strings in byte order. Keyed by block first, so that a build writes
+    /// within the zone's last block; a search reads one range of each block of the zone.
+    public static let searchPostings = TableDefinition("search_postings", [
+        ColumnDefinition("zone_id", .int64),
+        ColumnDefinition("block", .int64),
+        .name("token"),
+        .name("field"),
+        ColumnDefinition("part", .int64),
+        ColumnDefinition("names", .text),
+    ], primaryKey: ["zone_id", "block", "token", "field", "part"])
+
+    /// The records whose words a word block holds (in which part), while they do: a save that
+    /// changes a record's words, or its delete, removes its row (its words are in
+    /// ``searchTokens`` from then on), and a posting's names without a row here naming its
+    /// block and part are not matched.
+    public static let searchMembers = TableDefinition("search_members", [
+        ColumnDefinition("zone_id", .int64),
+        .name("name"),
+        ColumnDefinition("block", .int64),
+        ColumnDefinition("part", .int64),
+    ], primaryKey: ["zone_id", "name"])
+
     /// Every record's locations, as a cell and a point on the unit sphere, for `NEAR` and
     /// sorting by distance.
     public static let searchLocations = TableDefinition("search_locations", [
@@ -484,7 +517,7 @@ public enum StorageSchema {
     public static let tables: [TableDefinition] = [
         users, tokens, identities, accounts, accountCodes, signInAttempts, operators, operatorAudit, tokenRevocations, serverKeys, signaturesSeen, apiTokens, signInFlows, userUsage,
         containers, databases, zones, zoneIncarnations, schemaFields, schemaTypes, schemaGrants, schemaRoles, schemaHistory,
-        refFields, records, refs, searchTokens, searchLocations, searchTypes, searchBuilds, tombstones,
+        refFields, records, refs, searchTokens, searchBlocks, searchPostings, searchMembers, searchLocations, searchTypes, searchBuilds, tombstones,
         assetKeys, assetBlobs, assetReceipts, assetRefs, assetChunks,
         subscriptions, notifications, pushTokens, pushDeliveries,
     ]
