@@ -40,7 +40,7 @@ public struct StoreLimits: Sendable {
     /// each block of the zone, and a step writes within the zone's last block.
     public var searchBlockRecords: Int = 20_000
     /// How long a word search runs the builds of the types it needs (`SearchTypes`) before it
-    /// answers `TRY_AGAIN_LATER`: a type of a few thousand records is built within it.
+    /// answers `TRY_AGAIN_LATER`: a type of tens of thousands of records is built within it.
     public var searchIndexWait: Duration = .seconds(2)
 
     /// How far a signed request's `X-Apple-CloudKit-Request-ISO8601Date` may be from the
