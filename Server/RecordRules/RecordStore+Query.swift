@@ -35,7 +35,11 @@ extension RecordStore {
                 }
                 let stored = try transaction.schemaIndexes(inContainer: database.containerKey)
                 try SchemaIndexes.check(request.query, locked: stored.locked, stored: stored.types[request.query.recordType], inContainer: database.containerKey)
-                let schema = QuerySchema(recordType: request.query.recordType, stored: stored.types)
+                let access = try Access.load(scope, containerKey: database.containerKey, in: transaction)
+                var schema = QuerySchema(recordType: request.query.recordType, stored: stored.types)
+                // The records the caller may not read are left out by the statement itself (and
+                // key paths do not step into them), so pages and markers stay exact.
+                schema.readers = access.queryReaders
                 try SearchTypes.check(request.query, schema: schema, inContainer: database.containerKey, in: transaction)
                 let (matches, resumeAfter) = try transaction.matches(request.query, inZones: zones, schema: schema, after: marker, limit: limit + 1, limits: self.limits)
                 var page = matches.prefix(limit)
@@ -45,7 +49,7 @@ extension RecordStore {
                 if let include = request.include, !include.isEmpty {
                     // The page and its includes fit the results limit: the page is cut, never refused.
                     let found = try Self.including(page.map { ($0.record, $0.zoneKey, zones[$0.zoneKey] ?? .defaultZone) }, fields: Set(include),
-                                                   depth: includeDepth, cap: self.limits.maximumResultsLimit, in: transaction)
+                                                   depth: includeDepth, cap: self.limits.maximumResultsLimit, access: access, in: transaction)
                     if found.kept < page.count {
                         page = page.prefix(found.kept)
                         last = page.last

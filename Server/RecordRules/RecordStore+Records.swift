@@ -13,7 +13,8 @@ extension RecordStore {
         let validation: ModifyBatch.Validation
         do {
             validation = try await read(scope, zone: request.zoneID) { transaction, database, zone in
-                var batch = ModifyBatch(request: request, scope: scope, zone: zone, containerKey: database.containerKey, limits: limits, transaction: transaction)
+                var batch = ModifyBatch(request: request, scope: scope, access: try Access.load(scope, containerKey: database.containerKey, in: transaction), zone: zone,
+                                        containerKey: database.containerKey, limits: limits, transaction: transaction)
                 return try batch.validate(request).get()
             }
         } catch let failure as ModifyBatch.AtomicFailure {
@@ -22,7 +23,8 @@ extension RecordStore {
         let (response, changed) = try await engine.write { transaction in
             let database = try Self.database(scope, in: transaction)
             let zone = try Self.zone(request.zoneID, database: database.key, scope: scope, in: transaction)
-            var batch = ModifyBatch(request: request, scope: scope, zone: zone, containerKey: database.containerKey, limits: limits, transaction: transaction)
+            var batch = ModifyBatch(request: request, scope: scope, access: try Access.load(scope, containerKey: database.containerKey, in: transaction), zone: zone,
+                                    containerKey: database.containerKey, limits: limits, transaction: transaction)
             let (response, commit) = try batch.run(request, validated: validation)
             return commit ? .commit((response, batch.changedZone ? zone.zoneID : nil)) : .rollback((response, nil))
         }
@@ -39,31 +41,35 @@ extension RecordStore {
             throw RecordSyncError(.badRequest, "includeDepth must be between 1 and \(limits.maximumIncludeDepth), not \(depth)")
         }
         let maximumIncluded = limits.maximumResultsLimit
-        return try await read(scope, zone: request.zoneID) { transaction, _, zone in
+        return try await read(scope, zone: request.zoneID) { transaction, database, zone in
+            let access = try Access.load(scope, containerKey: database.containerKey, in: transaction)
             var found: [String: Record] = [:]
             let results: [RecordResult] = try request.records.map { entry in
                 if let problem = NameRules.problem(withName: entry.recordName, kind: "recordName") {
                     return .failure(RecordSyncError(.badRequest, problem, recordName: entry.recordName, zoneID: zone.zoneID))
                 }
-                guard let record = try transaction.record(named: entry.recordName, inZone: zone.key, zoneID: zone.zoneID) else {
+                // A record the caller may not read is, to it, one that does not exist.
+                guard let record = try transaction.record(named: entry.recordName, inZone: zone.key, zoneID: zone.zoneID), access.mayRead(record) else {
                     return .failure(RecordSyncError(.notFound, "record \(NameRules.quoted(entry.recordName)) does not exist", recordName: entry.recordName, zoneID: zone.zoneID))
                 }
                 found[record.recordName] = record
                 return .success(record.restricted(to: request.desiredKeys))
             }
             guard let include = request.include, !include.isEmpty else { return RecordsResponse(records: results) }
-            let included = try Self.included(from: Array(found.values), fields: Set(include), depth: depth, limit: maximumIncluded, zone: zone, in: transaction)
+            let included = try Self.included(from: Array(found.values), fields: Set(include), depth: depth, limit: maximumIncluded, zone: zone, access: access, in: transaction)
             return RecordsResponse(records: results, includedRecords: included.map { $0.restricted(to: request.desiredKeys) })
         }
     }
 
     /// The records reachable from `roots` through the reference `fields`, up to `depth` hops,
-    /// excluding the roots, ordered targets before sources.
+    /// excluding the roots, ordered targets before sources; only through records `access`
+    /// may read.
     ///
     /// - Throws: `LIMIT_EXCEEDED` when more than `limit` records would be included.
-    static func included(from roots: [Record], fields: Set<String>, depth: Int, limit: Int, zone: ZoneContext, in transaction: any StorageTransaction) throws -> [Record] {
+    static func included(from roots: [Record], fields: Set<String>, depth: Int, limit: Int, zone: ZoneContext, access: Access,
+                         in transaction: any StorageTransaction) throws -> [Record] {
         var known = Set(roots.map(\.recordName))
-        let included = try reachable(from: roots, fields: fields, depth: depth, known: &known, zoneKey: zone.key, zoneID: zone.zoneID, in: transaction) { count in
+        let included = try reachable(from: roots, fields: fields, depth: depth, known: &known, zoneKey: zone.key, zoneID: zone.zoneID, access: access, in: transaction) { count in
             guard count < limit else {
                 throw RecordSyncError(.limitExceeded, "include reaches more than \(limit) records; ask for fewer records, fields or levels")
             }
@@ -78,7 +84,7 @@ extension RecordStore {
     ///
     /// - Returns: how many of `roots` are kept, and the records included (none of the kept
     ///   roots), targets before sources.
-    static func including(_ roots: [(record: Record, zoneKey: Int64, zoneID: ZoneID)], fields: Set<String>, depth: Int, cap: Int,
+    static func including(_ roots: [(record: Record, zoneKey: Int64, zoneID: ZoneID)], fields: Set<String>, depth: Int, cap: Int, access: Access,
                           in transaction: any StorageTransaction) throws -> (kept: Int, included: [Record]) {
         var known: [Int64: Set<String>] = [:]
         var included: [(record: Record, zoneKey: Int64)] = []
@@ -92,7 +98,8 @@ extension RecordStore {
             // The walk stops at the room left: a first record keeps what fits; any later one
             // that would pass it (one more than fits) ends the page before it.
             var overflowed = false
-            let reached = try reachable(from: [root.record], fields: fields, depth: depth, known: &zoneKnown, zoneKey: root.zoneKey, zoneID: root.zoneID, in: transaction) { count in
+            let reached = try reachable(from: [root.record], fields: fields, depth: depth, known: &zoneKnown, zoneKey: root.zoneKey, zoneID: root.zoneID,
+                                        access: access, in: transaction) { count in
                 if count < room { return true }
                 overflowed = true
                 return false
@@ -107,10 +114,10 @@ extension RecordStore {
     }
 
     /// The records reachable from `roots` through `fields` in `depth` hops, none of `known`
-    /// (which gains them); `proceed(count)` is asked before each new one is read and ends the
-    /// walk when it answers `false`.
+    /// (which gains them), stepping only into records `access` may read; `proceed(count)` is
+    /// asked before each new one is read and ends the walk when it answers `false`.
     private static func reachable(from roots: [Record], fields: Set<String>, depth: Int, known: inout Set<String>, zoneKey: Int64, zoneID: ZoneID,
-                                  in transaction: any StorageTransaction, proceed: (Int) throws -> Bool) throws -> [Record] {
+                                  access: Access, in transaction: any StorageTransaction, proceed: (Int) throws -> Bool) throws -> [Record] {
         var included: [Record] = []
         var frontier = roots.sorted { $0.recordName < $1.recordName }
         for _ in 0..<depth where !frontier.isEmpty {
@@ -119,7 +126,7 @@ extension RecordStore {
                 for (field, reference) in record.references where fields.contains(field) && !known.contains(reference.recordName) {
                     guard try proceed(included.count + next.count) else { return included + next }
                     known.insert(reference.recordName)
-                    if let target = try transaction.record(named: reference.recordName, inZone: zoneKey, zoneID: zoneID) { next.append(target) }
+                    if let target = try transaction.record(named: reference.recordName, inZone: zoneKey, zoneID: zoneID), access.mayRead(target) { next.append(target) }
                 }
             }
             included.append(contentsOf: next)

@@ -313,8 +313,18 @@ public protocol StorageTransaction: AnyObject {
     /// Marks a field (of type `type`) with an index: a field the type has, or a system field
     /// of a type the schema has (nothing otherwise).
     func markIndex(_ index: SchemaIndexUse.Index, onField field: String, type: FieldType, of recordType: String, inContainer container: Int64) throws
-    /// Makes the container's schema `schema` (replacing all it held).
+    /// Makes the container's schema `schema` (replacing all it held); users lose the roles it
+    /// no longer has.
     func replaceSchema(with schema: CloudKitSchema, inContainer container: Int64) throws
+    /// The grants of the record types of the container's schema, by type (a type granting
+    /// nothing is absent).
+    func grants(inContainer container: Int64) throws -> [String: [SchemaGrant]]
+    /// The users of the keys `users` (those that exist), each with the roles it holds in the container.
+    func usersWithRoles(_ users: [Int64], inContainer container: Int64) throws -> [(user: User, roles: Set<String>)]
+    /// Every role a user holds in the container: the role and the user's name, by role then name.
+    func roleHolders(inContainer container: Int64) throws -> [(role: String, user: String)]
+    /// Gives a user a role (`false`: held already), or takes it (`false`: not held).
+    func setRole(_ role: String, held: Bool, byUser user: Int64, inContainer container: Int64) throws -> Bool
     /// Whether the container's schema is locked.
     func isSchemaLocked(inContainer container: Int64) throws -> Bool
     /// Locks or unlocks the container's schema.

@@ -106,11 +106,8 @@ extension SQLStorageTransaction {
             types[recordType, default: SchemaRecordType(name: recordType)].fields.append(SchemaField(
                 name: try row.string(1), type: type, encrypted: try row.bool(6), queryable: try row.bool(3), sortable: try row.bool(4), searchable: try row.bool(5)))
         }
-        for row in try fetch("SELECT record_type, grantee, permissions FROM schema_grants WHERE container_id = \(container)") {
-            let recordType = try row.string(0)
-            let bits = try row.int64(2)
-            let permissions = SchemaPermission.allCases.filter { bits & Self.bits([$0]) != 0 }
-            types[recordType, default: SchemaRecordType(name: recordType)].grants.append(SchemaGrant(permissions: permissions, grantee: try row.string(1)))
+        for (recordType, grants) in try grants(inContainer: container) {
+            types[recordType, default: SchemaRecordType(name: recordType)].grants += grants
         }
         // Every type has every system field; rows hold only those marked.
         for (name, type) in types {
@@ -144,6 +141,44 @@ extension SQLStorageTransaction {
                     """)
             }
         }
+        try run("DELETE FROM user_roles WHERE container_id = \(container) AND role NOT IN (SELECT role FROM schema_roles WHERE container_id = \(container))")
+    }
+
+    public func grants(inContainer container: Int64) throws -> [String: [SchemaGrant]] {
+        var grants: [String: [SchemaGrant]] = [:]
+        for row in try fetch("SELECT record_type, grantee, permissions FROM schema_grants WHERE container_id = \(container)") {
+            let bits = try row.int64(2)
+            grants[try row.string(0), default: []].append(SchemaGrant(permissions: SchemaPermission.allCases.filter { bits & Self.bits([$0]) != 0 },
+                                                                      grantee: try row.string(1)))
+        }
+        return grants
+    }
+
+    public func usersWithRoles(_ users: [Int64], inContainer container: Int64) throws -> [(user: User, roles: Set<String>)] {
+        guard !users.isEmpty else { return [] }
+        var found: [Int64: (user: User, roles: Set<String>)] = [:]
+        for row in try fetch("""
+            SELECT u.id, u.name, u.record_name, r.role FROM users u LEFT JOIN user_roles r ON r.user_id = u.id AND r.container_id = \(container)
+            WHERE \(SQLStatement.member("u.id", of: users, in: dialect))
+            """) {
+            let key = try row.int64(0)
+            if found[key] == nil { found[key] = (User(id: key, name: try row.string(1), userRecordName: try row.string(2)), []) }
+            if let role = try row.optionalString(3) { found[key]!.roles.insert(role) }
+        }
+        return found.keys.sorted().map { found[$0]! }
+    }
+
+    public func roleHolders(inContainer container: Int64) throws -> [(role: String, user: String)] {
+        try fetch("""
+            SELECT r.role, u.name FROM user_roles r JOIN users u ON u.id = r.user_id WHERE r.container_id = \(container) ORDER BY r.role, u.name
+            """).map { (try $0.string(0), try $0.string(1)) }
+    }
+
+    public func setRole(_ role: String, held: Bool, byUser user: Int64, inContainer container: Int64) throws -> Bool {
+        if held {
+            return try run("INSERT INTO user_roles(container_id, user_id, role) VALUES (\(container), \(user), \(role)) ON CONFLICT DO NOTHING") > 0
+        }
+        return try run("DELETE FROM user_roles WHERE container_id = \(container) AND user_id = \(user) AND role = \(role)") > 0
     }
 
     public func isSchemaLocked(inContainer container: Int64) throws -> Bool {

@@ -218,6 +218,7 @@ extension SQLStorageTransaction {
         try run("DELETE FROM push_tokens WHERE user_id = \(key)")
         try run("DELETE FROM notifications WHERE user_id = \(key)")
         try run("DELETE FROM asset_receipts WHERE user_id = \(key)")
+        try run("DELETE FROM user_roles WHERE user_id = \(key)")
         try run("DELETE FROM users WHERE id = \(key)")
     }
 

@@ -122,6 +122,14 @@ public struct QueryCompiler: Sendable {
         arguments += zone.arguments
         conditions.append("r.type = ?")
         arguments += [query.recordType.sqlValue]
+        if let readers = schema.readers {
+            if readers.hidden.contains(query.recordType) {
+                conditions.append(dialect.constant(false))
+            } else if readers.creatorOnly.contains(query.recordType) {
+                conditions.append("r.created_by = ?")
+                arguments.append(readers.creator.sqlValue)
+            }
+        }
 
         for (index, filter) in filters.enumerated() {
             do {
@@ -446,8 +454,17 @@ public struct QueryCompiler: Sendable {
         let (test, testArguments) = try compiler.condition(for: inner, .positive)
         let zone = compiler.zoneCondition
         let types = step.targetTypes.map { _ in "?" }.joined(separator: ", ")
-        let targets = "SELECT \(target).name FROM records \(target) WHERE \(target).zone_id \(zone.sql) AND \(target).type IN (\(types)) AND \(test)"
-        return referencedBy(step.field, targets: targets, zone.arguments + step.targetTypes.map(\.sqlValue) + testArguments)
+        // Of the types the caller may read only as their creator, only the records they created.
+        var seen = "", seenArguments: [SQLValue] = []
+        if let readers = schema.readers {
+            let creatorOnly = step.targetTypes.filter(readers.creatorOnly.contains)
+            if !creatorOnly.isEmpty {
+                seen = " AND (\(target).type NOT IN (\(creatorOnly.map { _ in "?" }.joined(separator: ", "))) OR \(target).created_by = ?)"
+                seenArguments = creatorOnly.map(\.sqlValue) + [readers.creator.sqlValue]
+            }
+        }
+        let targets = "SELECT \(target).name FROM records \(target) WHERE \(target).zone_id \(zone.sql) AND \(target).type IN (\(types))\(seen) AND \(test)"
+        return referencedBy(step.field, targets: targets, zone.arguments + step.targetTypes.map(\.sqlValue) + seenArguments + testArguments)
     }
 
     /// The type a filter compares a field as: the schema's, else the given or inferred one.

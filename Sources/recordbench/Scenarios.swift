@@ -297,6 +297,56 @@ enum Scenarios {
         try await Workload.save(database, count: count, zone: zone) { $0.map { Workload.galleryArtwork($0, of: count) } }
     }
 
+    /// `public-reads`: what the public database's one check (the grants and the caller's roles
+    /// read with each request, each record judged) costs reads. The same user's same records
+    /// (100 Artists, `querySmallZone` Artworks) in the public and in the private database, then,
+    /// alternating which goes first, 100 records edited in each and, timed: 20 records looked up
+    /// five times, one Artist's Artworks queried five times, and the 100 changes fetched since
+    /// the last token. The figure is time(public) / time(private), median of each round's ratio.
+    static func publicReads(_ scale: Scale, repetitions: Int) async throws -> Measurement {
+        try await withBenchServer { server in
+            let databases = [server.container.publicCloudDatabase, server.container.privateCloudDatabase]
+            let count = scale.querySmallZone
+            var tokens: [ServerChangeToken?] = [nil, nil]
+            for (index, database) in databases.enumerated() {
+                say("  seeding \(count) records in the \(index == 0 ? "public" : "private") database…")
+                try await Workload.save(database, count: 100, zone: .defaultZone) { $0.map(Workload.artist) }
+                try await Workload.save(database, count: count, zone: .defaultZone) { $0.map { Workload.artwork($0, artists: 100) } }
+                tokens[index] = try await Workload.drainChanges(database, zone: .defaultZone, since: nil).token
+            }
+            try await server.storage.analyze()
+            let query = RecordQuery(recordType: "Artwork", predicate: try RecordPredicate(format: "artist == %@", Reference(recordName: "a7")))
+            var times: [[Double]] = [[], []], ratios: [Double] = []
+            for round in 0..<max(15, repetitions) {
+                var time = [0.0, 0.0]
+                for index in round % 2 == 0 ? [0, 1] : [1, 0] {
+                    let database = databases[index]
+                    let edits = (0..<100).map { Workload.artwork((round * 100 + $0) % count, artists: 100) }
+                    _ = try await database.modify(edits, inZoneWith: .defaultZone, atomically: false)
+                    let ids = (0..<20).map { Record.ID(recordName: "w\(($0 * 97 + round * 13) % count)") }
+                    var fetched = 0, found = 0, changed = 0
+                    time[index] = try await seconds {
+                        for _ in 0..<5 { fetched += try await database.records(for: ids).records.count }
+                        for _ in 0..<5 { found += try await database.allRecords(matching: query).count }
+                        let result = try await Workload.drainChanges(database, zone: .defaultZone, since: tokens[index])
+                        tokens[index] = result.token
+                        changed = result.changed
+                    }
+                    guard fetched == 100, found == 5 * (count / 100), changed == 100 else {
+                        throw BenchError("the \(index == 0 ? "public" : "private") database read \(fetched) records, found \(found) and fetched \(changed) changes, not 100, \(5 * (count / 100)) and 100")
+                    }
+                }
+                times[0].append(time[0])
+                times[1].append(time[1])
+                ratios.append(time[0] / time[1])
+            }
+            let ratio = median(ratios)
+            return Measurement(scenario: "public-reads", unit: "ms, lookups, queries and changes", figure: median(times[0]) * 1000,
+                               floor: nil, ratio: ratio, target: "time(public)/time(private) ≤ 1.05", met: ratio <= 1.05,
+                               notes: String(format: "%.2f ms in the private database", median(times[1]) * 1000))
+        }
+    }
+
     /// `query-by-reference`: one Artist's 100 Artworks, in a big zone and in a small one.
     static func queryByReference(_ scale: Scale, repetitions: Int) async throws -> Measurement {
         try await bigZoneAgainstSmall("query-by-reference", scale, repetitions: repetitions,

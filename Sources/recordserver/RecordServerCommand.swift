@@ -13,7 +13,7 @@ struct RecordServerCommand: AsyncParsableCommand {
         commandName: "recordserver",
         abstract: "A self-hostable, CloudKit-compatible record sync server.",
         discussion: "With no subcommand, serves on 127.0.0.1:8080 with data in ./.recordserver/.",
-        subcommands: [Serve.self, UserCommand.self, AccountCommand.self, OperatorCommand.self, APITokenCommand.self, DataCommand.self, AssetsCommand.self],
+        subcommands: [Serve.self, UserCommand.self, AccountCommand.self, OperatorCommand.self, APITokenCommand.self, RoleCommand.self, DataCommand.self, AssetsCommand.self],
         defaultSubcommand: Serve.self
     )
 

@@ -13,6 +13,11 @@ import Testing
         DatabaseScope(container: "iCloud.test", environment: "development", kind: kind, user: user)
     }
 
+    /// What `user` may do in a database of `kind` (the public one's with CloudKit's default grants).
+    static func access(_ user: User = alice, _ kind: DatabaseKind = .private) -> Access {
+        kind == .private ? .owner(user) : Access(user: user, roles: [], grants: [:])
+    }
+
     /// A validated save of `name` whose reference fields point at `targets`.
     static func save(_ name: String, referencing targets: [String] = []) -> ModifyBatch.Operation {
         var operation = ModifyBatch.Operation(type: .forceReplace, name: name, recordType: "Artwork")
@@ -59,53 +64,53 @@ import Testing
     @Test func aStaleChangeTagIsAConflictCarryingTheServerRecord() throws {
         let current = Self.stored("lilies", tag: "7")
         let error = try #require(throws: RecordSyncError.self) {
-            try SaveRules.checkSave(.update, name: "lilies", recordType: "Artwork", changeTag: "6", against: current, scope: Self.scope())
+            try SaveRules.checkSave(.update, name: "lilies", recordType: "Artwork", changeTag: "6", against: current, access: Self.access())
         }
         #expect(error.code == .conflict && error.serverRecord?.recordChangeTag == "7")
         let deleteError = try #require(throws: RecordSyncError.self) {
-            try SaveRules.checkDelete(.delete, name: "lilies", changeTag: "6", against: current, scope: Self.scope())
+            try SaveRules.checkDelete(.delete, name: "lilies", changeTag: "6", against: current, access: Self.access())
         }
         #expect(deleteError.code == .conflict && deleteError.serverRecord?.recordName == "lilies")
         // The current tag passes, and the force forms never look at it.
-        try SaveRules.checkSave(.update, name: "lilies", recordType: "Artwork", changeTag: "7", against: current, scope: Self.scope())
-        try SaveRules.checkSave(.forceUpdate, name: "lilies", recordType: "Artwork", changeTag: "1", against: current, scope: Self.scope())
-        try SaveRules.checkSave(.forceReplace, name: "lilies", recordType: "Artwork", changeTag: nil, against: current, scope: Self.scope())
-        #expect(try SaveRules.checkDelete(.forceDelete, name: "lilies", changeTag: nil, against: current, scope: Self.scope()).recordName == "lilies")
+        try SaveRules.checkSave(.update, name: "lilies", recordType: "Artwork", changeTag: "7", against: current, access: Self.access())
+        try SaveRules.checkSave(.forceUpdate, name: "lilies", recordType: "Artwork", changeTag: "1", against: current, access: Self.access())
+        try SaveRules.checkSave(.forceReplace, name: "lilies", recordType: "Artwork", changeTag: nil, against: current, access: Self.access())
+        #expect(try SaveRules.checkDelete(.forceDelete, name: "lilies", changeTag: nil, against: current, access: Self.access()).recordName == "lilies")
     }
 
     @Test func whatAStoredRecordLetsASaveDo() throws {
         let current = Self.stored("lilies")
         let exists = try #require(throws: RecordSyncError.self) {
-            try SaveRules.checkSave(.create, name: "lilies", recordType: "Artwork", changeTag: nil, against: current, scope: Self.scope())
+            try SaveRules.checkSave(.create, name: "lilies", recordType: "Artwork", changeTag: nil, against: current, access: Self.access())
         }
         #expect(exists.code == .exists && exists.serverRecord != nil)
         let otherType = try #require(throws: RecordSyncError.self) {
-            try SaveRules.checkSave(.forceReplace, name: "lilies", recordType: "Artist", changeTag: nil, against: current, scope: Self.scope())
+            try SaveRules.checkSave(.forceReplace, name: "lilies", recordType: "Artist", changeTag: nil, against: current, access: Self.access())
         }
         #expect(otherType.code == .badRequest && otherType.reason.contains("is a Artwork, not a Artist"))
         for type in [OperationType.update, .replace] {
             let missing = try #require(throws: RecordSyncError.self) {
-                try SaveRules.checkSave(type, name: "gone", recordType: "Artwork", changeTag: "1", against: nil, scope: Self.scope())
+                try SaveRules.checkSave(type, name: "gone", recordType: "Artwork", changeTag: "1", against: nil, access: Self.access())
             }
             #expect(missing.code == .notFound)
         }
         for type in [OperationType.create, .forceUpdate, .forceReplace] {
-            try SaveRules.checkSave(type, name: "new", recordType: "Artwork", changeTag: nil, against: nil, scope: Self.scope())
+            try SaveRules.checkSave(type, name: "new", recordType: "Artwork", changeTag: nil, against: nil, access: Self.access())
         }
-        #expect(throws: RecordSyncError.self) { try SaveRules.checkDelete(.forceDelete, name: "gone", changeTag: nil, against: nil, scope: Self.scope()) }
+        #expect(throws: RecordSyncError.self) { try SaveRules.checkDelete(.forceDelete, name: "gone", changeTag: nil, against: nil, access: Self.access()) }
     }
 
     @Test func inThePublicDatabaseOnlyTheCreatorChangesARecord() throws {
         let bobs = Self.stored("notice", creator: "_bob")
         let save = try #require(throws: RecordSyncError.self) {
-            try SaveRules.checkSave(.forceReplace, name: "notice", recordType: "Artwork", changeTag: nil, against: bobs, scope: Self.scope(Self.alice, .public))
+            try SaveRules.checkSave(.forceReplace, name: "notice", recordType: "Artwork", changeTag: nil, against: bobs, access: Self.access(Self.alice, .public))
         }
         #expect(save.code == .accessDenied)
         let delete = try #require(throws: RecordSyncError.self) {
-            try SaveRules.checkDelete(.forceDelete, name: "notice", changeTag: nil, against: bobs, scope: Self.scope(Self.alice, .public))
+            try SaveRules.checkDelete(.forceDelete, name: "notice", changeTag: nil, against: bobs, access: Self.access(Self.alice, .public))
         }
         #expect(delete.code == .accessDenied)
-        try SaveRules.checkSave(.forceReplace, name: "notice", recordType: "Artwork", changeTag: nil, against: bobs, scope: Self.scope(Self.bob, .public))
+        try SaveRules.checkSave(.forceReplace, name: "notice", recordType: "Artwork", changeTag: nil, against: bobs, access: Self.access(Self.bob, .public))
     }
 
     @Test func anUpdateKeepsTheFieldsItDoesNotNameAndAReplaceDoesNot() {

@@ -81,9 +81,14 @@ struct DataCopyTests {
             #expect(carol != nil)
 
             // A schema imported and deployed: production's is locked, and its history moves.
-            let schemaFile = "DEFINE SCHEMA\n    RECORD TYPE Notice (\n        text STRING QUERYABLE\n    );\n"
+            let schemaFile = "DEFINE SCHEMA\n    CREATE ROLE staff;\n    RECORD TYPE Notice (\n        text STRING QUERYABLE\n    );\n    RECORD TYPE Memo (\n        text STRING QUERYABLE,\n        GRANT CREATE, WRITE TO staff\n    );\n"
             #expect(try await Self.admin(old, "POST", "iCloud.test.Move/development/schema/import", schemaFile, secret: deployer).status == 200)
             #expect(try await Self.admin(old, "POST", "iCloud.test.Move/production/schema/deploy", nil, secret: deployer).status == 200)
+            // A security role, given from the command line: only its holders make and read memos.
+            let given = try await ChildProcess.run("recordserver", ["role", "give", "iCloud.test.Move", "development", "staff", "bob", "--data", data], mergeErrors: true)
+            #expect(given.status == 0, "\(given.output)")
+            #expect(try await ChildProcess.run("recordserver", ["role", "list", "iCloud.test.Move", "development", "--data", data]).output == "staff\tbob\n")
+            #expect(try await Self.post(old, "public/records/modify", "{\"operations\": [\(Self.record("memo", "Memo", "\"text\": {\"value\": \"staff only\"}"))]}", token: bob).text.contains("\"recordName\":\"memo\""))
             // References, a cascade's tombstones, two users, two zones, the public database.
             #expect(try await Self.post(old, "private/zones/modify", #"{"operations": [{"operationType": "create", "zone": {"zoneID": {"zoneName": "Gallery"}}}]}"#, token: alice).status == 200)
             var saves: [String] = []
@@ -140,6 +145,8 @@ struct DataCopyTests {
                 ("public/users/lookup/email", #"{"users": [{"emailAddress": "alice@example.com"}]}"#, bob),
                 ("public/users/caller", "{}", alice),
                 ("private/subscriptions/list", "{}", alice),
+                ("public/records/query", "{\"query\": {\"recordType\": \"Memo\"}}", bob),
+                ("public/records/query", "{\"query\": {\"recordType\": \"Memo\"}}", alice),
             ]
             var answers: [String] = []
             for probe in probes {
@@ -148,6 +155,8 @@ struct DataCopyTests {
                 #expect(!answer.text.contains(#""users":[]"#), "\(probe.path): \(answer.text)")
                 answers.append(answer.text)
             }
+            // Bob's role lets him read the memo, and Alice sees none (so that the same answers after the move mean the role moved).
+            #expect(answers[answers.count - 2].contains("staff only") && !answers[answers.count - 1].contains("staff only"), "\(answers.suffix(2))")
             // The searches find records before the move (so that the same answer after it means something).
             #expect(Self.json(answers[12])["records"]?.arrayValue?.count == 29, "\(answers[12])")
             let nearby = Self.json(answers[13])["records"]?.arrayValue?.compactMap { $0["recordName"]?.stringValue } ?? []
@@ -157,7 +166,7 @@ struct DataCopyTests {
             let target = try await TestPostgres.databaseURL(for: directory)
             let copy = try await ChildProcess.run("recordserver", ["data", "copy", "--from", data, "--to", target], mergeErrors: true)
             #expect(copy.status == 0, "\(copy.output)")
-            #expect(copy.output.contains("records: 117 of 117"), "\(copy.output)")
+            #expect(copy.output.contains("records: 118 of 118"), "\(copy.output)")
 
             // Token names and expiries come along.
             let tokens = try await ChildProcess.run("recordserver", ["user", "tokens", "bob", "--data", data]).output

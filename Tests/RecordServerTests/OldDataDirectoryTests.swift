@@ -125,6 +125,8 @@ import Testing
             return .object(kept)
         case .array(let elements):
             return .array(elements.map { comparable($0, volatile: volatile) })
+        case .string(let text):
+            return .string(OldReleaseFixtureTests.reasonAsBefore(text))
         default:
             return value
         }

@@ -270,10 +270,18 @@ import Testing
             if let server = text.range(of: #"^http://127\.0\.0\.1:[0-9]+"#, options: .regularExpression) {
                 return .string("{server}" + text[server.upperBound...])
             }
-            return value
+            return .string(reasonAsBefore(text))
         default:
             return value
         }
+    }
+
+    /// A refusal's reason as releases before security roles worded it: the one check names the
+    /// permission, the type and the caller (docs/protocol.md, "Security roles").
+    static func reasonAsBefore(_ text: String) -> String {
+        let today = #/^WRITE permission on record type \S+ is not granted to user '[^']*' in the public database \(record '(?<name>.*)', created by another user\)$/#
+        guard let match = text.wholeMatch(of: today) else { return text }
+        return "record '\(match.output.name)' of the public database belongs to another user"
     }
 
     static func kill(_ server: ServerProcess) {

@@ -330,7 +330,7 @@ import Testing
             let validation = try await engine.read { transaction in
                 let database = try RecordStore.database(scope, in: transaction, create: false)
                 let zone = try RecordStore.zone(nil, database: database.key, scope: scope, in: transaction)
-                var batch = ModifyBatch(request: request, scope: scope, zone: zone, containerKey: database.containerKey, limits: limits, transaction: transaction)
+                var batch = ModifyBatch(request: request, scope: scope, access: .owner(scope.user), zone: zone, containerKey: database.containerKey, limits: limits, transaction: transaction)
                 return try batch.validate(request).get()
             }
             #expect(validation.operations.first??.fields["born"] == .string("1853"))
@@ -340,7 +340,7 @@ import Testing
             let response = try await engine.write { transaction in
                 let database = try RecordStore.database(scope, in: transaction)
                 let zone = try RecordStore.zone(nil, database: database.key, scope: scope, in: transaction)
-                var batch = ModifyBatch(request: request, scope: scope, zone: zone, containerKey: database.containerKey, limits: limits, transaction: transaction)
+                var batch = ModifyBatch(request: request, scope: scope, access: .owner(scope.user), zone: zone, containerKey: database.containerKey, limits: limits, transaction: transaction)
                 return .commit(try batch.run(request, validated: validation).0)
             }
             let error = try #require(response.records.first?.error)

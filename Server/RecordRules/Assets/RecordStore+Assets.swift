@@ -116,12 +116,14 @@ extension RecordStore {
         return try await engine.write { transaction in
             let database = try Self.database(scope, in: transaction)
             let zone = try Self.zone(request.zoneID, database: database.key, scope: scope, in: transaction)
+            let access = try Access.load(scope, containerKey: database.containerKey, in: transaction)
             var answers: [JSONValue] = []
             for entry in request.assets {
                 func failure(_ code: ServerErrorCode, _ reason: String) throws -> JSONValue {
                     try JSONValueEncoder().encodeTree(ErrorBody(RecordSyncError(code, reason, recordName: entry.recordName, zoneID: zone.zoneID)))
                 }
-                guard let record = try transaction.record(named: entry.recordName, inZone: zone.key, zoneID: zone.zoneID) else {
+                // A record the caller may not read is, to it, one that does not exist.
+                guard let record = try transaction.record(named: entry.recordName, inZone: zone.key, zoneID: zone.zoneID), access.mayRead(record) else {
                     answers.append(try failure(.notFound, "record \(NameRules.quoted(entry.recordName)) does not exist"))
                     continue
                 }

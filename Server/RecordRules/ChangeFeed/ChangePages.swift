@@ -61,7 +61,8 @@ extension RecordStore {
         for type in request.desiredRecordTypes ?? [] {
             if let problem = NameRules.problem(withName: type, kind: "desiredRecordTypes entry") { throw RecordSyncError(.badRequest, problem) }
         }
-        return try await read(scope, zone: request.zoneID) { transaction, _, zone in
+        return try await read(scope, zone: request.zoneID) { transaction, database, zone in
+            let access = try Access.load(scope, containerKey: database.containerKey, in: transaction)
             let token = try given.map { try Self.check($0, for: zone, in: transaction) }
                 ?? ZoneChangeToken(zoneUID: zone.uid, sequence: 0, tombstoneFloor: zone.sequence)
             let changes = try transaction.changes(inZone: zone.key, zoneID: zone.zoneID, after: token.sequence,
@@ -85,7 +86,7 @@ extension RecordStore {
                         if let text = change.entry.fieldsJSON { record.fields = try Record.fields(fromJSON: text) }
                         return (record, zone.key, zone.zoneID)
                     }
-                    let found = try Self.including(roots, fields: include, depth: includeDepth, cap: limit, in: transaction)
+                    let found = try Self.including(roots, fields: include, depth: includeDepth, cap: limit, access: access, in: transaction)
                     if found.kept < page.count {
                         page = page.prefix(found.kept)
                         more = true
@@ -94,7 +95,9 @@ extension RecordStore {
                 }
                 var entries: [StoredZoneChanges.Entry] = []
                 entries.reserveCapacity(page.count)
-                for change in page {
+                // The changes of records the caller may not read are left out (the token still
+                // moves past them).
+                for change in page where access.isOwner || access.mayRead(change.entry.record) {
                     if let text = change.entry.fieldsJSON,
                        request.desiredKeys != nil || request.numbersAsStrings == true || WireForm.isBeforeWireForm(storedFields: text)
                         || WireForm.holdsAssets(storedFields: text) {

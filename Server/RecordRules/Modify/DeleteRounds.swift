@@ -45,16 +45,19 @@ struct DeleteRounds: Sendable {
     /// The first round: every delete.
     func start() -> Action { .run(operations) }
 
-    /// A round ended with these blockers (`names` gives each operation's record name).
+    /// A round ended with these blockers (`names` gives each operation's record name; the
+    /// sources in `unreadable`, records the caller may not read, go unnamed).
     ///
     /// - Returns: what to do, and the failures to record once the round is undone.
-    mutating func roundEnded(blockers: [ValidatingBlocker], names: (Int) -> String?) -> (Action, [Failure]) {
+    mutating func roundEnded(blockers: [ValidatingBlocker], names: (Int) -> String?, unreadable: Set<String> = []) -> (Action, [Failure]) {
         guard !blockers.isEmpty else { return (.keep, []) }
         var failures: [Failure] = []
         for blocker in blockers where excluded.insert(blocker.operation).inserted {
             failures.append(Failure(operation: blocker.operation, error: RecordSyncError(
                 .validatingReferenceError,
-                "cannot delete \(NameRules.quoted(blocker.target)): \(NameRules.quoted(blocker.source)) holds a VALIDATE reference to it (delete that record in the same batch)",
+                unreadable.contains(blocker.source)
+                    ? "cannot delete \(NameRules.quoted(blocker.target)): a record you may not read holds a VALIDATE reference to it"
+                    : "cannot delete \(NameRules.quoted(blocker.target)): \(NameRules.quoted(blocker.source)) holds a VALIDATE reference to it (delete that record in the same batch)",
                 recordName: names(blocker.operation))))
         }
         if atomic { return (.stop, failures) }

@@ -38,8 +38,11 @@ extension ModifyBatch {
                 return blockers.isEmpty
             }
             if stopped { return false }
+            // A blocking record the caller may not read is not named.
+            let unreadable = access.isOwner || blockers.isEmpty ? [] : Set(try transaction.records(named: blockers.map(\.source), inZone: zone.key, zoneID: zone.zoneID)
+                .filter { !access.mayRead($0) }.map(\.recordName))
             let failures: [DeleteRounds.Failure]
-            (action, failures) = rounds.roundEnded(blockers: blockers, names: names)
+            (action, failures) = rounds.roundEnded(blockers: blockers, names: names, unreadable: unreadable)
             if action == .keep { return true }
             (progress, results) = before
             for failure in failures { results.fail(failure.operation, failure.error, name: name(of: failure.operation)) }
@@ -89,7 +92,7 @@ extension ModifyBatch {
             return
         }
         let current = try SaveRules.checkDelete(operation.type, name: name, changeTag: operation.changeTag,
-                                                against: try transaction.record(named: name, inZone: zone.key, zoneID: zone.zoneID), scope: scope)
+                                                against: try transaction.record(named: name, inZone: zone.key, zoneID: zone.zoneID), access: access)
         let count = try transaction.collectCascade(from: name, inZone: zone.key)
         // Only the doomed records that something holds a VALIDATE reference to can block the
         // batch (references are only removed while deleting, never added), so only they are noted.
@@ -106,11 +109,15 @@ extension ModifyBatch {
             // the batch then hands out again.
             do { try nullify(nullifying) } catch let error as RecordSyncError { throw NullifyFailed(error: error) }
         }
+        // A DELETE_SELF reference is its holder's consent: the cascade takes records whoever
+        // created them, but names only those the caller may read.
+        let hidden = access.isOwner || count <= 1 ? [] : Set(try transaction.records(named: try transaction.doomedNames(), inZone: zone.key, zoneID: zone.zoneID)
+            .filter { !access.mayRead($0) }.map(\.recordName))
         let cascaded = try transaction.deleteCascade(root: name, inZone: zone.key, firstSequence: progress.feed.take(count))
         // Later deletes of the batch skip what this one cascaded to; the last needs no note.
         if !isLast { progress.cascadedNames.formUnion(cascaded) }
         results.succeed(index, .success(Record(recordName: name, recordType: current.recordType, zoneID: zone.zoneID, deleted: true),
-                                        cascadedRecordNames: cascaded))
+                                        cascadedRecordNames: hidden.isEmpty ? cascaded : cascaded.filter { !hidden.contains($0) }))
     }
 }
 

@@ -187,7 +187,10 @@ extension ModifyBatch {
             if results.failedNames.contains(target) {
                 throw RecordSyncError(.validatingReferenceError, "field \(NameRules.quoted(field)) is a \(reference.action.rawValue) reference to \(NameRules.quoted(target)), whose operation in this batch failed", recordName: operation.name)
             }
-            if try !transaction.recordExists(named: target, inZone: zone.key) {
+            // A target the caller may not read is, to it, one that does not exist.
+            let exists = access.isOwner ? try transaction.recordExists(named: target, inZone: zone.key)
+                : try transaction.record(named: target, inZone: zone.key, zoneID: zone.zoneID).map(access.mayRead) == true
+            if !exists {
                 throw RecordSyncError(.validatingReferenceError, "field \(NameRules.quoted(field)) is a \(reference.action.rawValue) reference to \(NameRules.quoted(target)), which does not exist" + (reference.action == .deleteSelf ? " (in the public database an owner must exist)" : ""), recordName: operation.name)
             }
         }
@@ -212,7 +215,7 @@ extension ModifyBatch {
         let name = operation.name
         let current: Record?
         if let savePhase { current = savePhase.rows[name] } else { current = try transaction.record(named: name, inZone: zone.key, zoneID: zone.zoneID) }
-        try SaveRules.checkSave(operation.type, name: name, recordType: operation.recordType, changeTag: operation.changeTag, against: current, scope: scope)
+        try SaveRules.checkSave(operation.type, name: name, recordType: operation.recordType, changeTag: operation.changeTag, against: current, access: access)
 
         var (fields, merged) = SaveRules.fields(of: operation.type, given: operation.fields, removals: operation.removals, current: current)
         if let bound = try bindAssets(fields, of: operation, current: current) {

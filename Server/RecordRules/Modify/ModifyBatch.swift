@@ -8,7 +8,7 @@ import RecordModel
 /// it (a reference cycle is one group); deletes follow in request order. In an atomic batch the
 /// first failure fails everything (the transaction rolls back); otherwise each group runs in a
 /// savepoint and a failure undoes only that group. The rules it applies are in plain values:
-/// ``SaveRules`` (conflicts, ownership), ``BatchResults`` (per-record and atomic answers),
+/// ``SaveRules`` (conflicts, and ``Access``, what the caller may do), ``BatchResults`` (per-record and atomic answers),
 /// ``DeleteRounds`` (what `VALIDATE` blocks), `DependencyOrder` (the saving order),
 /// ``ZoneFeedWriter`` (numbers and tags).
 struct ModifyBatch {
@@ -65,6 +65,8 @@ struct ModifyBatch {
 
     let transaction: any StorageTransaction
     let scope: DatabaseScope
+    /// What the caller may do (the one check).
+    let access: Access
     let zone: ZoneContext
     let containerKey: Int64
     let limits: StoreLimits
@@ -84,10 +86,11 @@ struct ModifyBatch {
     /// The subscriptions this batch may fire (``SubscriptionFiring``), `nil` when none applies.
     var firing: SubscriptionFiring?
 
-    init(request: ModifyRecordsRequest, scope: DatabaseScope, zone: ZoneContext, containerKey: Int64, limits: StoreLimits,
+    init(request: ModifyRecordsRequest, scope: DatabaseScope, access: Access, zone: ZoneContext, containerKey: Int64, limits: StoreLimits,
          transaction: any StorageTransaction) {
         self.transaction = transaction
         self.scope = scope
+        self.access = access
         self.zone = zone
         self.containerKey = containerKey
         self.limits = limits

@@ -1,28 +1,30 @@
 import RecordModel
 
 /// What a save or a delete may do to the record stored under its name: plain functions of the
-/// operation, the stored record and the scope, no storage.
+/// operation, the stored record and the caller's ``Access``, no storage.
 enum SaveRules {
-    /// Checks a save against the stored record (`nil`: none).
+    /// Checks a save against the stored record (`nil`: none), with the caller's ``Access``.
     ///
-    /// - Throws: `EXISTS` for a create of a stored record; `CONFLICT` for a stale change tag
-    ///   (both carry the stored record); `ACCESS_DENIED` for another user's record in the public
-    ///   database; `BAD_REQUEST` for a record of another type; `NOT_FOUND` for an `update` or
-    ///   `replace` of a missing record.
-    static func checkSave(_ type: OperationType, name: String, recordType: String, changeTag: String?, against current: Record?, scope: DatabaseScope) throws {
+    /// - Throws: `NOT_FOUND` for an `update` or `replace` of a missing record; `ACCESS_DENIED`
+    ///   when the caller may not create (a record of the type) or write (the stored record);
+    ///   `EXISTS` for a create of a stored record; `CONFLICT` for a stale change tag (both carry
+    ///   the stored record when the caller may read it); `BAD_REQUEST` for a record of another
+    ///   type.
+    static func checkSave(_ type: OperationType, name: String, recordType: String, changeTag: String?, against current: Record?, access: Access) throws {
         guard let current else {
             if type == .update || type == .replace {
                 throw RecordSyncError(.notFound, "record \(NameRules.quoted(name)) does not exist", recordName: name)
             }
+            try access.require(.create, recordType, createdBy: nil, recordName: name)
             return
         }
         if type == .create {
-            throw RecordSyncError(.exists, "record \(NameRules.quoted(name)) already exists", recordName: name, serverRecord: current)
+            throw RecordSyncError(.exists, "record \(NameRules.quoted(name)) already exists", recordName: name, serverRecord: access.mayRead(current) ? current : nil)
         }
+        try access.require(.write, current.recordType, createdBy: current.created?.userRecordName, recordName: name)
         if type.checksChangeTag, changeTag != current.recordChangeTag {
             throw stale(name, changeTag, current)
         }
-        try checkOwner(name, current, scope)
         if current.recordType != recordType {
             throw RecordSyncError(.badRequest, "record \(NameRules.quoted(name)) is a \(current.recordType), not a \(recordType)", recordName: name)
         }
@@ -30,15 +32,16 @@ enum SaveRules {
 
     /// Checks a delete against the stored record.
     ///
-    /// - Throws: `NOT_FOUND`, `CONFLICT` (for `delete` with a stale tag) or `ACCESS_DENIED`.
-    static func checkDelete(_ type: OperationType, name: String, changeTag: String?, against current: Record?, scope: DatabaseScope) throws -> Record {
+    /// - Throws: `NOT_FOUND`, `ACCESS_DENIED` (a record the caller may not write) or `CONFLICT`
+    ///   (for `delete` with a stale tag).
+    static func checkDelete(_ type: OperationType, name: String, changeTag: String?, against current: Record?, access: Access) throws -> Record {
         guard let current else {
             throw RecordSyncError(.notFound, "record \(NameRules.quoted(name)) does not exist", recordName: name)
         }
+        try access.require(.write, current.recordType, createdBy: current.created?.userRecordName, recordName: name)
         if type == .delete, changeTag != current.recordChangeTag {
             throw stale(name, changeTag, current)
         }
-        try checkOwner(name, current, scope)
         return current
     }
 
@@ -49,13 +52,6 @@ enum SaveRules {
         guard let current, type == .update || type == .forceUpdate else { return (given, false) }
         let removed = removals()
         return (current.fields.filter { !removed.contains($0.key) }.merging(given) { $1 }, true)
-    }
-
-    /// In the public database only a record's creator may change or delete it.
-    private static func checkOwner(_ name: String, _ current: Record, _ scope: DatabaseScope) throws {
-        if scope.kind == .public, current.created?.userRecordName != scope.user.userRecordName {
-            throw RecordSyncError(.accessDenied, "record \(NameRules.quoted(name)) of the public database belongs to another user", recordName: name)
-        }
     }
 
     private static func stale(_ name: String, _ changeTag: String?, _ current: Record) -> RecordSyncError {

@@ -26,6 +26,9 @@ struct SubscriptionFiring {
     let zone: ZoneContext
     let containerKey: Int64
     let applying: [Applying]
+    /// What each subscriber may read, by user key (``Access``): a notification never announces
+    /// a record its subscriber may not read.
+    let subscribers: [Int64: Access]
 
     /// The subscriptions of the scope's database that apply to `zone`, or `nil` when none does
     /// (the common case: one indexed read per batch).
@@ -43,7 +46,11 @@ struct SubscriptionFiring {
             }
             return Applying(stored: stored, subscription: subscription, firesOn: Set(subscription.firesOn ?? ["create", "update", "delete"]))
         }
-        return applying.isEmpty ? nil : SubscriptionFiring(scope: scope, zone: zone, containerKey: containerKey, applying: applying)
+        guard !applying.isEmpty else { return nil }
+        let subscribers = scope.kind == .public
+            ? try Access.load(publicDatabaseFor: Array(Set(applying.map(\.stored.userKey))), containerKey: containerKey, in: transaction)
+            : [scope.user.id: Access.owner(scope.user)]
+        return SubscriptionFiring(scope: scope, zone: zone, containerKey: containerKey, applying: applying, subscribers: subscribers)
     }
 
     /// Whether a query subscription fires on deletes (so a delete must be matched before it runs).
@@ -72,7 +79,8 @@ struct SubscriptionFiring {
                     // Compiling refuses before any statement is sent; matching only reads.
                     break
                 }
-                for match in matches {
+                // A subscriber since deleted has no access: nothing is announced to it.
+                for match in matches where subscribers[applying.stored.userKey]?.mayRead(match.record) == true {
                     found.append(Match(subscription: index, recordName: match.record.recordName, reason: reason))
                 }
             }

@@ -85,6 +85,19 @@ struct AdminRoutes: Sendable {
             try await store.lockSchema(ofContainer: container, environment: environment, by: caller.name)
             return try JSONBody.response(["locked": true])
         }
+        // Security roles (docs/protocol.md, "Security roles"): who holds each role of the schema.
+        route(router, .get, ":container/:environment/roles", needs: .users) { _, _, request in
+            let (container, environment) = try Self.containerAndEnvironment(of: request)
+            return try JSONBody.response(["roles": try await store.roles(ofContainer: container, environment: environment)])
+        }
+        for (path, held) in [("give", true), ("take", false)] {
+            route(router, .post, ":container/:environment/roles/\(path)", needs: .users) { _, body, request in
+                let (container, environment) = try Self.containerAndEnvironment(of: request)
+                let given = try JSONBody.decode(AdminRoleRequest.self, from: body)
+                let changed = try await store.setRole(given.role, held: held, user: given.name, container: container, environment: environment)
+                return try JSONBody.response(["changed": changed])
+            }
+        }
         route(router, .get, ":container/:environment/schema/history", needs: .schema) { _, _, request in
             let (container, environment) = try Self.containerAndEnvironment(of: request)
             let limit = request.uri.queryParameters.get("limit").flatMap { Int($0) } ?? 100
@@ -170,6 +183,7 @@ struct AdminRoutes: Sendable {
 struct OperatorInfo: Codable { var name: String; var scopes: [String] }
 struct AdminUser: Codable { var name, userRecordName: String; var createdAt: Int64; var tokens: Int; var signsInWith: [String] }
 struct AdminNamedRequest: Codable { var name: String }
+struct AdminRoleRequest: Codable { var name, role: String }
 struct AdminInviteRequest: Codable { var email: String?; var days: Int? }
 struct AdminAuditEntry: Codable { var `operator`: String; var at: Int64; var action, target: String }
 struct AdminRecordType: Codable { var name: String; var fields: [AdminField] }

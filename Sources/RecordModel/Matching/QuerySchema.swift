@@ -8,12 +8,18 @@ public struct QuerySchema: Sendable, Hashable, ExpressibleByDictionaryLiteral {
     /// The fields of every record type of the container, by type.
     public var types: [String: [String: FieldType]]
 
+    /// Which records of each type the query may see, when not every record (a public
+    /// database's security roles: docs/protocol.md, "Security roles"); `nil`: all. A key path
+    /// steps only into records the query may see.
+    public var readers: QueryReaders?
+
     /// The most names a key path may have (`a.b.c.d`: three references followed).
     public static let maximumKeyPathLength = 4
 
-    public init(fields: [String: FieldType], types: [String: [String: FieldType]] = [:]) {
+    public init(fields: [String: FieldType], types: [String: [String: FieldType]] = [:], readers: QueryReaders? = nil) {
         self.fields = fields
         self.types = types
+        self.readers = readers
     }
 
     public init(dictionaryLiteral elements: (String, FieldType)...) {
@@ -64,7 +70,7 @@ public struct QuerySchema: Sendable, Hashable, ExpressibleByDictionaryLiteral {
         }
         // `allTokens` last (a token search of every text field) is held by every type.
         let everyType = names.count == 2 && next == QueryFilter.allTokensField
-        let targetTypes = fields[field] == nil ? [] : types.filter { everyType || $0.value[next] != nil }.keys.sorted()
+        let targetTypes = fields[field] == nil ? [] : types.filter { (everyType || $0.value[next] != nil) && readers?.hidden.contains($0.key) != true }.keys.sorted()
         var targetFields: [String: FieldType] = [:]
         for target in targetTypes {
             for (name, fieldType) in types[target] ?? [:] where targetFields[name] == nil { targetFields[name] = fieldType }
@@ -74,7 +80,7 @@ public struct QuerySchema: Sendable, Hashable, ExpressibleByDictionaryLiteral {
             }
         }
         return Step(field: field, type: type, targetTypes: targetTypes, rest: names[1...].joined(separator: "."),
-                    targetSchema: QuerySchema(fields: targetFields, types: types))
+                    targetSchema: QuerySchema(fields: targetFields, types: types, readers: readers))
     }
 
     /// The type of the field `name` names, following a key path to its last field; `nil` when
@@ -83,5 +89,22 @@ public struct QuerySchema: Sendable, Hashable, ExpressibleByDictionaryLiteral {
         guard name.contains(".") else { return fields[name] }
         let step = try self.step(name)
         return try step.targetSchema.type(of: step.rest)
+    }
+}
+
+/// Which records of each type a query may see (``QuerySchema/readers``): none of the `hidden`
+/// types, only those `creator` created of the `creatorOnly` types, every record of the others.
+public struct QueryReaders: Sendable, Hashable {
+    /// Types none of whose records may be seen.
+    public var hidden: Set<String>
+    /// Types whose records may be seen only by their creator.
+    public var creatorOnly: Set<String>
+    /// The user record name of the caller (matched against `created_by`).
+    public var creator: String
+
+    public init(hidden: Set<String>, creatorOnly: Set<String>, creator: String) {
+        self.hidden = hidden
+        self.creatorOnly = creatorOnly
+        self.creator = creator
     }
 }

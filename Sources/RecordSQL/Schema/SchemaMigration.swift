@@ -68,6 +68,7 @@ extension StorageSchema {
         ]),
         SchemaMigration("search-index-builds", [.createTable(searchBuilds)]),
         SchemaMigration("search-word-blocks", [.createTable(searchBlocks), .createTable(searchPostings), .createTable(searchMembers)]),
+        SchemaMigration("user-roles", [.createTable(userRoles)]),
     ]
 
     /// What the schema held before `schema-lifecycle`, in its terms (docs/deploying.md,

@@ -262,6 +262,18 @@ public enum StorageSchema {
         .name("role"),
     ], primaryKey: ["container_id", "role"])
 
+    /// The roles each user holds in a container environment (docs/protocol.md, "Security
+    /// roles"): given and taken by operators only (CloudKit keeps them in the `Users` record's
+    /// `roles` field, which users never write); a role leaves with its user, and with the
+    /// schema's `CREATE ROLE` when an import, deploy or reset drops it.
+    public static let userRoles = TableDefinition("user_roles", [
+        ColumnDefinition("container_id", .int64),
+        ColumnDefinition("user_id", .int64, references: "users(id)"),
+        .name("role"),
+    ], primaryKey: ["container_id", "user_id", "role"], indexes: [
+        IndexDefinition("user_roles_by_user", ["user_id"]),
+    ])
+
     /// Every import, deploy, reset and lock of a schema: which operator, when, what it changed
     /// (`summary`, one change a line) and the schema after it (in the schema language).
     public static let schemaHistory = TableDefinition("schema_history", [
@@ -516,7 +528,7 @@ public enum StorageSchema {
     /// Every table, targets of foreign keys first (the order `data copy` fills them in).
     public static let tables: [TableDefinition] = [
         users, tokens, identities, accounts, accountCodes, signInAttempts, operators, operatorAudit, tokenRevocations, serverKeys, signaturesSeen, apiTokens, signInFlows, userUsage,
-        containers, databases, zones, zoneIncarnations, schemaFields, schemaTypes, schemaGrants, schemaRoles, schemaHistory,
+        containers, databases, zones, zoneIncarnations, schemaFields, schemaTypes, schemaGrants, schemaRoles, userRoles, schemaHistory,
         refFields, records, refs, searchTokens, searchBlocks, searchPostings, searchMembers, searchLocations, searchTypes, searchBuilds, tombstones,
         assetKeys, assetBlobs, assetReceipts, assetRefs, assetChunks,
         subscriptions, notifications, pushTokens, pushDeliveries,
