@@ -14,7 +14,7 @@ extension RecordStore {
             throw RecordSyncError(.badRequest, "continuationMarker belongs to a different request")
         }
         return try await read(scope, zone: request.zoneID) { transaction, database, zone in
-            let access = try Access.load(scope, containerKey: database.containerKey, in: transaction)
+            let access = try Access.load(scope, containerKey: database.containerKey, kept: self.accessInputs, in: transaction)
             // A record the caller may not read has, to it, no backlinks (as a missing one).
             if !access.isOwner, let target = try transaction.record(named: request.recordName, inZone: zone.key, zoneID: zone.zoneID), !access.mayRead(target) {
                 return BacklinksResponse(records: [], backlinks: [], continuationMarker: nil)

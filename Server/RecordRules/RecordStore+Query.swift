@@ -35,7 +35,7 @@ extension RecordStore {
                 }
                 let stored = try transaction.schemaIndexes(inContainer: database.containerKey)
                 try SchemaIndexes.check(request.query, locked: stored.locked, stored: stored.types[request.query.recordType], inContainer: database.containerKey)
-                let access = try Access.load(scope, containerKey: database.containerKey, in: transaction)
+                let access = try Access.load(scope, containerKey: database.containerKey, kept: self.accessInputs, in: transaction)
                 var schema = QuerySchema(recordType: request.query.recordType, stored: stored.types)
                 // The records the caller may not read are left out by the statement itself (and
                 // key paths do not step into them), so pages and markers stay exact.

@@ -42,7 +42,7 @@ extension RecordStore {
         }
         let maximumIncluded = limits.maximumResultsLimit
         return try await read(scope, zone: request.zoneID) { transaction, database, zone in
-            let access = try Access.load(scope, containerKey: database.containerKey, in: transaction)
+            let access = try Access.load(scope, containerKey: database.containerKey, kept: self.accessInputs, in: transaction)
             var found: [String: Record] = [:]
             let results: [RecordResult] = try request.records.map { entry in
                 if let problem = NameRules.problem(withName: entry.recordName, kind: "recordName") {

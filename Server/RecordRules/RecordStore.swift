@@ -22,6 +22,8 @@ public final class RecordStore: Sendable {
     /// Whether a step of a search index build runs in this process (`SearchTypes`): one at
     /// a time, so that a write waits for at most one.
     let searchBuildStepping = Mutex(false)
+    /// The grants and roles reads are judged by (``Access``), kept for a second.
+    let accessInputs = AccessInputs()
 
     /// A store over `engine`.
     public init(engine: any StorageEngine, limits: StoreLimits = StoreLimits()) {

@@ -154,6 +154,56 @@ struct MultiNodeTests {
         }
     }
 
+    /// A request to `path` (under the server) through `node`, with `secret` (a user's token or
+    /// an operator's).
+    static func send(_ node: URL, _ path: String, _ body: String?, secret: String) async throws -> JSONValue {
+        var request = URLRequest(url: node.appendingPathComponent(path))
+        request.httpMethod = body == nil ? "GET" : "POST"
+        request.httpBody = body.map { Data($0.utf8) }
+        request.setValue("Bearer \(secret)", forHTTPHeaderField: "Authorization")
+        let (data, _) = try await URLSession.shared.data(for: request)
+        return (try? JSONDecoder().decode(JSONValue.self, from: data)) ?? .null
+    }
+
+    /// A role given through one node: another node's writes are judged by it at once, its reads
+    /// within a second (docs/protocol.md, "Security roles").
+    @Test func aRoleGivenThroughOneNodeReachesTheOthers() async throws {
+        try await withTemporaryDirectory { directory in
+            let deployment = try await Deployment(directory: directory, nodes: 2)
+            defer { deployment.kill() }
+            let alice = try await deployment.addUser("alice"), erin = try await deployment.addUser("erin")
+            let made = try await ChildProcess.run("recordserver", ["operator", "add", "ops", "--scope", "schema", "--scope", "users", "--database", deployment.databaseURL])
+            let secret = made.output.trimmingCharacters(in: .whitespacesAndNewlines)
+            let (first, second) = (deployment.nodes[0].url, deployment.nodes[1].url)
+            let schema = "DEFINE SCHEMA\n    CREATE ROLE editors;\n    RECORD TYPE Memo (\n        note STRING,\n        GRANT CREATE TO \"_icloud\",\n        GRANT WRITE TO editors\n    );\n"
+            var importing = URLRequest(url: first.appendingPathComponent("admin/1/\(Self.container)/development/schema/import"))
+            importing.httpMethod = "POST"
+            importing.httpBody = Data(schema.utf8)
+            importing.setValue("Bearer \(secret)", forHTTPHeaderField: "Authorization")
+            #expect((try await URLSession.shared.data(for: importing).1 as? HTTPURLResponse)?.statusCode == 200)
+            let publicDatabase = "database/1/\(Self.container)/development/public/"
+            let create = #"{"operations":[{"operationType":"create","record":{"recordName":"memo","recordType":"Memo","fields":{"note":{"value":"for editors"}}}}]}"#
+            #expect(try await Self.send(first, publicDatabase + "records/modify", create, secret: alice)["records"]?[0]?["recordName"]?.stringValue == "memo")
+            let lookup = #"{"records":[{"recordName":"memo"}]}"#
+            // The second node reads (and keeps) Erin's roles: none.
+            #expect(try await Self.send(second, publicDatabase + "records/lookup", lookup, secret: erin)["records"]?[0]?["serverErrorCode"]?.stringValue == "NOT_FOUND")
+            let given = try await Self.send(first, "admin/1/\(Self.container)/development/roles/give", #"{"name":"erin","role":"editors"}"#, secret: secret)
+            #expect(given["changed"] == .bool(true), "\(given)")
+            // A write through the second node is judged by what its transaction reads.
+            let edit = #"{"operations":[{"operationType":"forceUpdate","record":{"recordName":"memo","recordType":"Memo","fields":{"note":{"value":"edited"}}}}]}"#
+            let edited = try await Self.send(second, publicDatabase + "records/modify", edit, secret: erin)
+            #expect(edited["records"]?[0]?["serverErrorCode"] == nil, "\(edited)")
+            // Its reads see the role within a second.
+            let start = ContinuousClock.now
+            var found = false
+            while !found, ContinuousClock.now - start < .seconds(3) {
+                found = try await Self.send(second, publicDatabase + "records/lookup", lookup, secret: erin)["records"]?[0]?["fields"]?["note"]?["value"]?.stringValue == "edited"
+                if !found { try await Task.sleep(for: .milliseconds(100)) }
+            }
+            #expect(found && ContinuousClock.now - start < .milliseconds(1_500), "read after \(ContinuousClock.now - start)")
+        }
+    }
+
     /// `kill -9` of a node while a batch is written through it: the batch's transaction dies
     /// with its connection, so none of it is stored, and every acknowledged write is.
     @Test func killingANodeMidBatchLosesNoAcknowledgedWriteAndKeepsNoPartOfTheBatch() async throws {

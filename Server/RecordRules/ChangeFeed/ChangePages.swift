@@ -62,7 +62,7 @@ extension RecordStore {
             if let problem = NameRules.problem(withName: type, kind: "desiredRecordTypes entry") { throw RecordSyncError(.badRequest, problem) }
         }
         return try await read(scope, zone: request.zoneID) { transaction, database, zone in
-            let access = try Access.load(scope, containerKey: database.containerKey, in: transaction)
+            let access = try Access.load(scope, containerKey: database.containerKey, kept: self.accessInputs, in: transaction)
             let token = try given.map { try Self.check($0, for: zone, in: transaction) }
                 ?? ZoneChangeToken(zoneUID: zone.uid, sequence: 0, tombstoneFloor: zone.sequence)
             let changes = try transaction.changes(inZone: zone.key, zoneID: zone.zoneID, after: token.sequence,

@@ -32,7 +32,7 @@ extension RecordStore {
         guard let user = try await self.user(named: name) else {
             throw RecordSyncError(.notFound, "there is no user \(NameRules.quoted(name))")
         }
-        return try await engine.write { transaction in
+        let changed = try await engine.write { transaction in
             guard let key = try transaction.containerKey(named: container, environment: environment),
                   try transaction.storedSchema(inContainer: key).roles.contains(role) else {
                 throw RecordSyncError(.badRequest, "the schema of \(NameRules.quoted(container)) (\(environment)) has no role \(NameRules.quoted(role)); add it with CREATE ROLE")
@@ -40,5 +40,7 @@ extension RecordStore {
             let changed = try transaction.setRole(role, held: held, byUser: user.id, inContainer: key)
             return changed ? .commit(true) : .rollback(false)
         }
+        accessInputs.forgetAll()
+        return changed
     }
 }

@@ -39,6 +39,7 @@ extension RecordStore {
     /// without a type or field (dropped, or retyped) are listed, and the import refused, unless
     /// `deletingRecords` deletes them first; a dry run only answers the plan.
     public func importSchema(_ schema: CloudKitSchema, intoContainer container: String, by operatorName: String, dryRun: Bool, deletingRecords: Bool) async throws -> SchemaPlan {
+        defer { accessInputs.forgetAll() }  // grants and roles may change
         let complete = schema.withSystemFields()
         return try await replaceDevelopmentSchema(ofContainer: container, by: operatorName, action: "import", dryRun: dryRun, deletingRecords: deletingRecords) { _ in complete }
     }
@@ -46,7 +47,8 @@ extension RecordStore {
     /// Puts development's schema back to production's, deleting development's records of what
     /// production lacks (as CloudKit's reset does); a dry run only answers the plan.
     public func resetSchema(ofContainer container: String, by operatorName: String, dryRun: Bool) async throws -> SchemaPlan {
-        try await replaceDevelopmentSchema(ofContainer: container, by: operatorName, action: "reset", dryRun: dryRun, deletingRecords: true) { transaction in
+        defer { accessInputs.forgetAll() }  // grants and roles may change
+        return try await replaceDevelopmentSchema(ofContainer: container, by: operatorName, action: "reset", dryRun: dryRun, deletingRecords: true) { transaction in
             try transaction.containerKey(named: container, environment: "production").map { try transaction.storedSchema(inContainer: $0) } ?? CloudKitSchema()
         }
     }
@@ -61,6 +63,7 @@ extension RecordStore {
     /// roles; a removed type or field, or a changed field type, refuses the whole deploy
     /// (`BAD_REQUEST` naming each).
     public func deploySchema(ofContainer container: String, by operatorName: String, confirmed: Bool) async throws -> SchemaPlan {
+        defer { accessInputs.forgetAll() }  // grants and roles may change
         let now = Self.now()
         return try await engine.write { transaction in
             let key = try transaction.ensureContainer(named: container, environment: "production")

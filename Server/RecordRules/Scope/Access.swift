@@ -1,5 +1,6 @@
 import RecordModel
 import RecordStorage
+import Synchronization
 
 /// Who may do what with the records of a request's database: the one authorization check
 /// (docs/architecture.md, "The one check"; the rules: docs/protocol.md, "Security roles").
@@ -7,8 +8,8 @@ import RecordStorage
 /// Every path that reads, writes or announces a record asks it: lookups, queries (their
 /// results, includes and key paths), change feeds, backlinks, the records `CONFLICT` and
 /// `EXISTS` carry, cascades, `VALIDATE` references, asset rereferences and subscriptions'
-/// notifications. It is loaded once per request (``load(_:containerKey:in:)``) inside the
-/// request's transaction.
+/// notifications. It is loaded once per request (``load(_:containerKey:kept:in:)``) inside
+/// the request's transaction.
 ///
 /// - A **private database** is its owner's alone: the request's user is its owner (a database
 ///   is addressed by its owner), who may do everything.
@@ -17,9 +18,8 @@ import RecordStorage
 ///   `_world` (anyone, a signed-out visitor too), `_icloud` (any signed-in user), `_creator`
 ///   (the record's creator) and to roles operators give users. `WRITE` includes `READ` (a
 ///   writer sees what it changes); `CREATE` concerns records not yet stored, so `_creator` is
-///   never given it. A type that grants nothing at all (a schema written without `GRANT`
-///   lines, as the schema lifecycle stored them before this check) has the defaults too: what
-///   such a data directory served, it serves.
+///   never given it. A type that grants nothing at all (a schema file written without `GRANT`
+///   lines) has the defaults too, so that stored schemas without grants serve as they did.
 struct Access: Sendable {
     /// Who may read a record type's records, as this caller sees it.
     enum Readers: Sendable, Equatable {
@@ -53,13 +53,23 @@ struct Access: Sendable {
         Access(types: nil, defaults: TypePermissions(), caller: user.userRecordName, signedIn: true, callerDescription: user.name)
     }
 
-    /// The access of the caller of a request in `scope` (the database of container `containerKey`).
-    static func load(_ scope: DatabaseScope, containerKey: Int64, in transaction: any StorageTransaction) throws -> Access {
+    /// The access of the caller of a request in `scope` (the database of container `containerKey`):
+    /// its grants and roles read in `transaction`, or, for a read, taken from `kept` when read
+    /// there within its lifetime (writes pass `nil`: they are judged by what their transaction
+    /// reads). The caller's roles are read only when a grant names a role.
+    static func load(_ scope: DatabaseScope, containerKey: Int64, kept: AccessInputs? = nil, in transaction: any StorageTransaction) throws -> Access {
         guard scope.kind == .public else { return .owner(scope.user) }
-        let grants = try transaction.grants(inContainer: containerKey)
-        let roles = scope.user == .visitor ? [] : try transaction.usersWithRoles([scope.user.id], inContainer: containerKey).first?.roles ?? []
+        let grants = try kept?.grants(inContainer: containerKey, in: transaction) ?? transaction.grants(inContainer: containerKey)
+        guard scope.user != .visitor, grants.values.contains(where: { $0.contains { !builtInGrantees.contains($0.grantee) } }) else {
+            return Access(user: scope.user, roles: [], grants: grants)
+        }
+        let roles = try kept?.roles(of: scope.user.id, inContainer: containerKey, in: transaction)
+            ?? transaction.usersWithRoles([scope.user.id], inContainer: containerKey).first?.roles ?? []
         return Access(user: scope.user, roles: roles, grants: grants)
     }
+
+    /// The grantees that are not roles.
+    static let builtInGrantees: Set<String> = ["_world", "_icloud", "_creator"]
 
     /// The access of each of the users `keys` (those that exist) to the public database of
     /// container `containerKey`, by key (one read of the grants for all).
@@ -158,5 +168,62 @@ struct Access: Sendable {
         let whose = permission == .create ? "" : " (record \(NameRules.quoted(recordName))" + (creator == caller ? ", which they created)" : ", created by another user)")
         throw RecordSyncError(.accessDenied, "\(permission.rawValue) permission on record type \(recordType) is not granted to \(callerDescription) in the public database\(whose)",
                               recordName: recordName)
+    }
+}
+
+/// What ``Access`` is made of, kept by a server for reads: each container's grants and each
+/// user's roles in it, read at most once per ``lifetime`` (a deploy or a role given on another
+/// server is seen by this one's reads within it, as a revoked token is; this server's own
+/// imports, deploys, resets and roles are seen at once: ``forgetAll()``).
+public final class AccessInputs: Sendable {
+    /// How long what was read is used.
+    static let lifetime: Duration = .seconds(1)
+    /// Past this many users' roles kept, the expired ones are dropped.
+    static let capacity = 10_000
+
+    private struct Kept<Value> {
+        var value: Value
+        var until: ContinuousClock.Instant
+    }
+
+    private struct RoleKey: Hashable {
+        var container: Int64
+        var user: Int64
+    }
+
+    private struct State {
+        var grants: [Int64: Kept<[String: [SchemaGrant]]>] = [:]
+        var roles: [RoleKey: Kept<Set<String>>] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    init() {}
+
+    /// The grants of container `key`: kept, or read in `transaction` and kept.
+    func grants(inContainer key: Int64, in transaction: any StorageTransaction) throws -> [String: [SchemaGrant]] {
+        let now = ContinuousClock.now
+        if let kept = state.withLock({ $0.grants[key] }), kept.until > now { return kept.value }
+        let grants = try transaction.grants(inContainer: key)
+        state.withLock { $0.grants[key] = Kept(value: grants, until: now + Self.lifetime) }
+        return grants
+    }
+
+    /// The roles of user `user` in container `key`: kept, or read in `transaction` and kept.
+    func roles(of user: Int64, inContainer key: Int64, in transaction: any StorageTransaction) throws -> Set<String> {
+        let now = ContinuousClock.now
+        let roleKey = RoleKey(container: key, user: user)
+        if let kept = state.withLock({ $0.roles[roleKey] }), kept.until > now { return kept.value }
+        let roles = try transaction.usersWithRoles([user], inContainer: key).first?.roles ?? []
+        state.withLock { state in
+            if state.roles.count >= Self.capacity { state.roles = state.roles.filter { $0.value.until > now } }
+            state.roles[roleKey] = Kept(value: roles, until: now + Self.lifetime)
+        }
+        return roles
+    }
+
+    /// Drops everything kept (after this server changed a schema's grants or a user's roles).
+    func forgetAll() {
+        state.withLock { $0 = State() }
     }
 }
