@@ -32,7 +32,7 @@ extension RecordServerCommand {
 
         /// `role give CONTAINER ENVIRONMENT ROLE USER`.
         struct Give: AsyncParsableCommand {
-            static let configuration = CommandConfiguration(abstract: "Give a user a role of the schema of a container environment (effective on every server at the user's next request).")
+            static let configuration = CommandConfiguration(abstract: "Give a user a role of the schema of a container environment (every server judges by it within a second).")
             @Argument(help: "The container.") var container: String
             @Argument(help: "development or production.") var environment: String
             @Argument(help: "The role (CREATE ROLE in the schema).") var role: String
