@@ -33,33 +33,33 @@ extension RecordServerCommand {
         /// `role give CONTAINER ENVIRONMENT ROLE USER`.
         struct Give: AsyncParsableCommand {
             static let configuration = CommandConfiguration(abstract: "Give a user a role of the schema of a container environment (every server judges by it within a second).")
-            @Argument(help: "The container.") var container: String
-            @Argument(help: "development or production.") var environment: String
-            @Argument(help: "The role (CREATE ROLE in the schema).") var role: String
-            @Argument(help: "The user's name.") var user: String
-            @OptionGroup var dataOptions: DataOptions
+            @OptionGroup var role: RoleOfUser
 
-            func run() async throws {
-                let store = try await openStore(dataOptions.configuration())
-                try await reportingStoreErrors { try await store.setRole(role, held: true, user: user, container: container, environment: environment) }
-                await (store.engine as? PostgresEngine)?.shutdown()
-            }
+            func run() async throws { try await role.set(held: true) }
         }
 
         /// `role take CONTAINER ENVIRONMENT ROLE USER`.
         struct Take: AsyncParsableCommand {
             static let configuration = CommandConfiguration(abstract: "Take a role of the schema of a container environment from a user.")
-            @Argument(help: "The container.") var container: String
-            @Argument(help: "development or production.") var environment: String
-            @Argument(help: "The role.") var role: String
-            @Argument(help: "The user's name.") var user: String
-            @OptionGroup var dataOptions: DataOptions
+            @OptionGroup var role: RoleOfUser
 
-            func run() async throws {
-                let store = try await openStore(dataOptions.configuration())
-                try await reportingStoreErrors { try await store.setRole(role, held: false, user: user, container: container, environment: environment) }
-                await (store.engine as? PostgresEngine)?.shutdown()
-            }
+            func run() async throws { try await role.set(held: false) }
         }
+    }
+}
+
+/// The arguments of `role give` and `role take`.
+struct RoleOfUser: ParsableArguments {
+    @Argument(help: "The container.") var container: String
+    @Argument(help: "development or production.") var environment: String
+    @Argument(help: "The role (CREATE ROLE in the schema).") var role: String
+    @Argument(help: "The user's name.") var user: String
+    @OptionGroup var dataOptions: DataOptions
+
+    /// Gives the user the role (`held`) or takes it.
+    func set(held: Bool) async throws {
+        let store = try await openStore(dataOptions.configuration())
+        try await reportingStoreErrors { try await store.setRole(role, held: held, user: user, container: container, environment: environment) }
+        await (store.engine as? PostgresEngine)?.shutdown()
     }
 }
