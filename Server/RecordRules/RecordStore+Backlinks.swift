@@ -8,15 +8,16 @@ extension RecordStore {
     public func backlinks(_ request: BacklinksRequest, in scope: DatabaseScope) async throws -> BacklinksResponse {
         let limit = try limits.resultsLimit(request.resultsLimit)
         if let problem = NameRules.problem(withName: request.recordName, kind: "recordName") { throw RecordSyncError(.badRequest, problem) }
+        let scope = try await sharedZoneScope(scope, zoneID: request.zoneID)
         let fingerprint = "backlinks/" + request.recordName
         let marker = try request.continuationMarker.map { try ContinuationMarker(string: $0) }
         if let marker, marker.query != fingerprint {
             throw RecordSyncError(.badRequest, "continuationMarker belongs to a different request")
         }
         return try await read(scope, zone: request.zoneID) { transaction, database, zone in
-            let access = try Access.load(scope, containerKey: database.containerKey, kept: self.accessInputs, in: transaction)
+            let access = try Access.load(scope, zone: zone, containerKey: database.containerKey, kept: self.accessInputs, in: transaction)
             // A record the caller may not read has, to it, no backlinks (as a missing one).
-            if !access.isOwner, let target = try transaction.record(named: request.recordName, inZone: zone.key, zoneID: zone.zoneID), !access.mayRead(target) {
+            if !access.readsEverything, let target = try transaction.record(named: request.recordName, inZone: zone.key, zoneID: zone.zoneID), !access.mayRead(target) {
                 return BacklinksResponse(records: [], backlinks: [], continuationMarker: nil)
             }
             let references = try transaction.references(to: request.recordName, inZone: zone.key, after: marker?.name, limit: limit + 1)

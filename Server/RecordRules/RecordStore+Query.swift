@@ -9,6 +9,7 @@ extension RecordStore {
     /// A marker holds the last record's sort-key values, zone key and name, and a fingerprint
     /// of the query; it is refused with any other query.
     public func queryRecords(_ request: QueryRecordsRequest, in scope: DatabaseScope) async throws -> QueryRecordsResponse {
+        let scope = try await sharedZoneScope(scope, zoneID: request.zoneID)
         let limit = try limits.resultsLimit(request.resultsLimit)
         if let problem = NameRules.problem(withName: request.query.recordType, kind: "query.recordType") {
             throw RecordSyncError(.badRequest, problem)
@@ -25,17 +26,22 @@ extension RecordStore {
         do {
             return try await markingIndexes(for: request.query) { try await markingSearchTypes { try await read(scope) { transaction, database in
                 var zones: [Int64: ZoneID] = [:]
+                var addressed: ZoneContext?
                 if request.zoneWide == true && request.zoneID == nil {
+                    guard scope.kind != .shared else {
+                        throw RecordSyncError(.badRequest, "a query of the shared database names its zone (zoneID with its ownerRecordName)")
+                    }
                     for zone in try transaction.liveZones(in: database.key) {
                         zones[zone.key] = ZoneID(zoneName: zone.name, ownerRecordName: scope.ownerRecordName)
                     }
                 } else {
                     let zone = try Self.zone(request.zoneID, database: database.key, scope: scope, in: transaction)
                     zones[zone.key] = zone.zoneID
+                    addressed = zone
                 }
                 let stored = try transaction.schemaIndexes(inContainer: database.containerKey)
                 try SchemaIndexes.check(request.query, locked: stored.locked, stored: stored.types[request.query.recordType], inContainer: database.containerKey)
-                let access = try Access.load(scope, containerKey: database.containerKey, kept: self.accessInputs, in: transaction)
+                let access = try Access.load(scope, zone: addressed, containerKey: database.containerKey, kept: self.accessInputs, in: transaction)
                 var schema = QuerySchema(recordType: request.query.recordType, stored: stored.types)
                 // The records the caller may not read are left out by the statement itself (and
                 // key paths do not step into them), so pages and markers stay exact.
@@ -59,7 +65,9 @@ extension RecordStore {
                 let next = last.map {
                     ContinuationMarker(query: fingerprint, values: $0.sortValues, zone: $0.zoneKey, name: $0.record.recordName).string
                 }
-                return QueryRecordsResponse(records: page.map { $0.record.restricted(to: request.desiredKeys) }, continuationMarker: next, includedRecords: included)
+                var records = page.map { $0.record.restricted(to: request.desiredKeys) }
+                if let addressed { records = try self.describingShares(records, zone: addressed, scope: scope, in: transaction) }
+                return QueryRecordsResponse(records: records, continuationMarker: next, includedRecords: included)
             } } }
         } catch let error as RecordSyncError where error.code == .internalError {
             // An engine refuses statements that are too deep or too large: the query's fault.

@@ -6,6 +6,7 @@ extension RecordStore {
     /// The notifier is told of the zone if the batch changed it.
     public func modifyRecords(_ request: ModifyRecordsRequest, in scope: DatabaseScope) async throws -> RecordsResponse {
         try limits.checkCount(request.operations.count, of: "operations")
+        let scope = try await sharedZoneScope(scope, zoneID: request.zoneID)
         let limits = self.limits
         // The operations are checked and their fields resolved on a reader first, outside the
         // write lock that every write waits for; the write uses that work if the stored schema
@@ -13,7 +14,7 @@ extension RecordStore {
         let validation: ModifyBatch.Validation
         do {
             validation = try await read(scope, zone: request.zoneID) { transaction, database, zone in
-                var batch = ModifyBatch(request: request, scope: scope, access: try Access.load(scope, containerKey: database.containerKey, in: transaction), zone: zone,
+                var batch = ModifyBatch(request: request, scope: scope, access: try Access.load(scope, zone: zone, containerKey: database.containerKey, in: transaction), zone: zone,
                                         containerKey: database.containerKey, limits: limits, transaction: transaction)
                 return try batch.validate(request).get()
             }
@@ -23,7 +24,7 @@ extension RecordStore {
         let (response, changed) = try await engine.write { transaction in
             let database = try Self.database(scope, in: transaction)
             let zone = try Self.zone(request.zoneID, database: database.key, scope: scope, in: transaction)
-            var batch = ModifyBatch(request: request, scope: scope, access: try Access.load(scope, containerKey: database.containerKey, in: transaction), zone: zone,
+            var batch = ModifyBatch(request: request, scope: scope, access: try Access.load(scope, zone: zone, containerKey: database.containerKey, in: transaction), zone: zone,
                                     containerKey: database.containerKey, limits: limits, transaction: transaction)
             let (response, commit) = try batch.run(request, validated: validation)
             return commit ? .commit((response, batch.changedZone ? zone.zoneID : nil)) : .rollback((response, nil))
@@ -36,13 +37,14 @@ extension RecordStore {
     /// `include` reaches (``included(from:fields:depth:limit:zone:in:)``).
     public func lookupRecords(_ request: LookupRecordsRequest, in scope: DatabaseScope) async throws -> RecordsResponse {
         try limits.checkCount(request.records.count, of: "records")
+        let scope = try await sharedZoneScope(scope, zoneID: request.zoneID)
         let depth = request.includeDepth ?? 1
         guard (1...limits.maximumIncludeDepth).contains(depth) else {
             throw RecordSyncError(.badRequest, "includeDepth must be between 1 and \(limits.maximumIncludeDepth), not \(depth)")
         }
         let maximumIncluded = limits.maximumResultsLimit
         return try await read(scope, zone: request.zoneID) { transaction, database, zone in
-            let access = try Access.load(scope, containerKey: database.containerKey, kept: self.accessInputs, in: transaction)
+            let access = try Access.load(scope, zone: zone, containerKey: database.containerKey, kept: self.accessInputs, in: transaction)
             var found: [String: Record] = [:]
             let results: [RecordResult] = try request.records.map { entry in
                 if let problem = NameRules.problem(withName: entry.recordName, kind: "recordName") {
@@ -55,9 +57,17 @@ extension RecordStore {
                 found[record.recordName] = record
                 return .success(record.restricted(to: request.desiredKeys))
             }
-            guard let include = request.include, !include.isEmpty else { return RecordsResponse(records: results) }
+            let shown = found.values.contains { $0.recordType == ShareInfo.recordType }
+                ? Dictionary(try self.describingShares(Array(found.values), zone: zone, scope: scope, in: transaction).map { ($0.recordName, $0) }) { first, _ in first } : [:]
+            let answered = shown.isEmpty ? results : results.map { result in
+                guard case .success(let record, _) = result, let described = shown[record.recordName]?.shareInfo else { return result }
+                var copy = record
+                copy.shareInfo = described
+                return .success(copy)
+            }
+            guard let include = request.include, !include.isEmpty else { return RecordsResponse(records: answered) }
             let included = try Self.included(from: Array(found.values), fields: Set(include), depth: depth, limit: maximumIncluded, zone: zone, access: access, in: transaction)
-            return RecordsResponse(records: results, includedRecords: included.map { $0.restricted(to: request.desiredKeys) })
+            return RecordsResponse(records: answered, includedRecords: try self.describingShares(included, zone: zone, scope: scope, in: transaction).map { $0.restricted(to: request.desiredKeys) })
         }
     }
 

@@ -4,7 +4,8 @@ import RecordModel
 extension RecordStore {
     /// `zones/list`: every live zone of the database, by name.
     public func listZones(in scope: DatabaseScope) async throws -> [Zone] {
-        try await read(scope) { transaction, database in
+        if scope.kind == .shared { return try await listSharedZones(in: scope) }
+        return try await read(scope) { transaction, database in
             try transaction.liveZones(in: database.key).map { zone in
                 Self.describe(name: zone.name, uid: zone.uid, sequence: zone.sequence, scope: scope)
             }
@@ -14,6 +15,7 @@ extension RecordStore {
     /// `zones/lookup`: one result per zone ID.
     public func lookupZones(_ zoneIDs: [ZoneID], in scope: DatabaseScope) async throws -> [ZoneResult] {
         try limits.checkCount(zoneIDs.count, of: "zones")
+        if scope.kind == .shared { return try await lookupSharedZones(zoneIDs, in: scope) }
         return try await read(scope) { transaction, database in
             zoneIDs.map { zoneID in
                 do {
@@ -33,7 +35,8 @@ extension RecordStore {
     public func modifyZones(_ request: ModifyZonesRequest, in scope: DatabaseScope) async throws -> [ZoneResult] {
         try limits.checkCount(request.operations.count, of: "operations")
         guard scope.kind == .private else {
-            throw RecordSyncError(.badRequest, "the public database has only _defaultZone; custom zones live in private databases")
+            throw RecordSyncError(.badRequest, scope.kind == .public ? "the public database has only _defaultZone; custom zones live in private databases"
+                                  : "the shared database holds the zones others share with you: its owner creates and deletes a zone, and you leave one by deleting its share record")
         }
         let results = try await engine.write { transaction in
             let database = try Self.database(scope, in: transaction)

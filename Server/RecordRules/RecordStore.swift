@@ -24,6 +24,8 @@ public final class RecordStore: Sendable {
     let searchBuildStepping = Mutex(false)
     /// The grants and roles reads are judged by (``Access``), kept for a second.
     let accessInputs = AccessInputs()
+    /// How many share lookups each caller made this minute.
+    let shareLookups = ShareLookupThrottle()
 
     /// A store over `engine`.
     public init(engine: any StorageEngine, limits: StoreLimits = StoreLimits()) {

@@ -291,6 +291,35 @@ public protocol StorageTransaction: AnyObject {
     /// Stores a zone's record-feed number and its place in the database feed.
     func setZoneSequence(_ zone: Int64, to sequence: Int64, databaseSequence: Int64) throws
 
+    // MARK: Sharing
+
+    /// Stores a share (its key is ignored) and returns its key.
+    func insertShare(_ share: StoredShare) throws -> Int64
+    /// The shares of a zone's records (its zone share among them), by record name.
+    func shares(inZone zone: Int64) throws -> [StoredShare]
+    /// The share with short GUID `shortGUID`, the zone holding it, and who owns it in which
+    /// container environment.
+    func share(shortGUID: String) throws -> LocatedShare?
+    /// Sets a share's public permission.
+    func setPublicPermission(_ permission: SharePermission, ofShare share: Int64) throws
+    /// Deletes a share and its participants.
+    func deleteShare(_ share: Int64) throws
+    /// A share's participants, by participant ID.
+    func participants(ofShare share: Int64) throws -> [StoredParticipant]
+    /// Stores a participant of a share, replacing the one with its ID.
+    func saveParticipant(_ participant: StoredParticipant, ofShare share: Int64) throws
+    /// Removes a participant from a share; `false` when it was not one.
+    func deleteParticipant(_ participantID: String, ofShare share: Int64) throws -> Bool
+    /// The shares of zone `zone` in which user `user` is an accepted participant, with that
+    /// participation.
+    func participation(ofUser user: Int64, inZone zone: Int64) throws -> [(share: StoredShare, participant: StoredParticipant)]
+    /// Whether user `user` is an accepted participant of a share of a zone whose records hold
+    /// the asset `checksum`.
+    func participantReaches(asset checksum: String, user: Int64) throws -> Bool
+    /// The live zones shared with user `user` in a container environment (their shared
+    /// database), by owner and zone name.
+    func sharedZones(ofUser user: Int64, container: String, environment: String) throws -> [SharedZone]
+
     // MARK: Schema
 
     /// The stored field types of a record type of a container.
@@ -548,6 +577,85 @@ public struct UserProfile: Sendable, Hashable {
 }
 
 /// A stored zone.
+/// A share as stored (docs/protocol.md, "Sharing").
+public struct StoredShare: Sendable, Hashable {
+    public var key: Int64
+    /// The zone holding the share record.
+    public var zoneKey: Int64
+    /// The share record's name.
+    public var recordName: String
+    /// The root of a record share; `nil` for a zone share.
+    public var root: String?
+    public var shortGUID: String
+    public var publicPermission: SharePermission
+
+    public init(key: Int64 = 0, zoneKey: Int64, recordName: String, root: String?, shortGUID: String, publicPermission: SharePermission) {
+        self.key = key
+        self.zoneKey = zoneKey
+        self.recordName = recordName
+        self.root = root
+        self.shortGUID = shortGUID
+        self.publicPermission = publicPermission
+    }
+}
+
+/// A share's participant other than its owner, as stored.
+public struct StoredParticipant: Sendable, Hashable {
+    public var id: String
+    /// The participant's user, once known (an invitation by address names none until accepted).
+    public var user: User?
+    /// The address an invitation names.
+    public var email: String?
+    public var permission: SharePermission
+    public var type: ShareParticipantType
+    public var status: ShareParticipantStatus
+
+    public init(id: String, user: User?, email: String?, permission: SharePermission, type: ShareParticipantType, status: ShareParticipantStatus) {
+        self.id = id
+        self.user = user
+        self.email = email
+        self.permission = permission
+        self.type = type
+        self.status = status
+    }
+}
+
+/// A share found by its short GUID, with where it lives.
+public struct LocatedShare: Sendable {
+    public var share: StoredShare
+    public var zone: StoredZone
+    public var databaseKey: Int64
+    public var containerKey: Int64
+    public var container: String
+    public var environment: String
+    public var owner: User
+
+    public init(share: StoredShare, zone: StoredZone, databaseKey: Int64, containerKey: Int64, container: String, environment: String, owner: User) {
+        self.share = share
+        self.zone = zone
+        self.databaseKey = databaseKey
+        self.containerKey = containerKey
+        self.container = container
+        self.environment = environment
+        self.owner = owner
+    }
+}
+
+/// A zone in a user's shared database: the zone, its owner, and the user's participation.
+public struct SharedZone: Sendable {
+    public var zone: StoredZone
+    public var owner: User
+    public var share: StoredShare
+    public var participant: StoredParticipant
+
+    public init(zone: StoredZone, owner: User, share: StoredShare, participant: StoredParticipant) {
+        self.zone = zone
+        self.owner = owner
+        self.share = share
+        self.participant = participant
+    }
+}
+
 public struct StoredZone: Sendable {
     /// The engine's key of the zone.
     public var key: Int64

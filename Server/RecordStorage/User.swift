@@ -28,4 +28,7 @@ public enum DatabaseKind: String, Sendable, Hashable, CaseIterable {
     case `public`
     /// One per user, theirs alone.
     case `private`
+    /// One per user: the zones other users shared with them, each stored in its owner's
+    /// private database.
+    case shared
 }

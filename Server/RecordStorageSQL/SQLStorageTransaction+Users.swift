@@ -219,6 +219,7 @@ extension SQLStorageTransaction {
         try run("DELETE FROM notifications WHERE user_id = \(key)")
         try run("DELETE FROM asset_receipts WHERE user_id = \(key)")
         try run("DELETE FROM user_roles WHERE user_id = \(key)")
+        try run("DELETE FROM share_participants WHERE user_id = \(key)")
         try run("DELETE FROM users WHERE id = \(key)")
     }
 

@@ -92,7 +92,7 @@ extension SQLStorageTransaction {
 
 extension SQLStatement {
     /// The statements of ``SQLStorageTransaction/deleteZoneContents(_:)``: references,
-    /// records, words, locations, tombstones. The records go before their words: on PostgreSQL a
+    /// records, words, locations, tombstones, shares. The records go before their words: on PostgreSQL a
     /// search index build's step that holds some of them (`FOR SHARE`) has committed its words by
     /// the time their delete goes on, so the words' delete, after it, sees them.
     public static func deletingContents(ofZone zone: Int64) -> [SQLStatement] {
@@ -105,6 +105,8 @@ extension SQLStatement {
             "DELETE FROM search_blocks WHERE zone_id = \(zone)",
             "DELETE FROM search_locations WHERE zone_id = \(zone)",
             "DELETE FROM tombstones WHERE zone_id = \(zone)",
+            "DELETE FROM share_participants WHERE share_id IN (SELECT id FROM shares WHERE zone_id = \(zone))",
+            "DELETE FROM shares WHERE zone_id = \(zone)",
         ]
     }
 }

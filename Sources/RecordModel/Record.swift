@@ -37,11 +37,13 @@ public struct Record: Sendable, Hashable {
     public var modified: Stamp?
     /// `true` for a tombstone in a change feed.
     public var deleted: Bool
+    /// For a share record (``ShareInfo/recordType``): the share's keys beside its fields.
+    public var shareInfo: ShareInfo?
 
     /// Creates a record.
     public init(
         recordName: String, recordType: String, zoneID: ZoneID? = nil, recordChangeTag: String? = nil,
-        fields: [String: FieldValue] = [:], created: Stamp? = nil, modified: Stamp? = nil, deleted: Bool = false
+        fields: [String: FieldValue] = [:], created: Stamp? = nil, modified: Stamp? = nil, deleted: Bool = false, shareInfo: ShareInfo? = nil
     ) {
         self.recordName = recordName
         self.recordType = recordType
@@ -51,6 +53,7 @@ public struct Record: Sendable, Hashable {
         self.created = created
         self.modified = modified
         self.deleted = deleted
+        self.shareInfo = shareInfo
     }
 
     /// The record's identifier (in ``ZoneID/defaultZone`` when ``zoneID`` is unknown).

@@ -28,7 +28,7 @@ public struct ServerErrorCode: RawRepresentable, Sendable, Hashable, Codable, Cu
     /// Extension: a request over a documented limit (operations per request, body size,
     /// record size).
     public static let limitExceeded = Self(rawValue: "LIMIT_EXCEEDED")
-    /// Extension: the database kind is not supported (yet): `shared`.
+    /// Extension: what the server does not do yet (a record share).
     public static let notSupported = Self(rawValue: "NOT_SUPPORTED")
     /// Client-side: the server could not be reached or did not answer. Never sent by a server.
     public static let networkFailure = Self(rawValue: "NETWORK_FAILURE")

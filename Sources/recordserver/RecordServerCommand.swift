@@ -116,6 +116,9 @@ extension RecordServerCommand {
         @Option(help: "The URL clients reach this server at (https://records.example.com), for asset URLs; default: each request's scheme and Host.")
         var publicURL: String?
 
+        @Option(help: "The URL shares' url begins with, their short GUID after it (https://example.com/share/); default: shares carry no url.")
+        var shareURL: String?
+
         @Option(help: ArgumentHelp("Serve HTTPS with this certificate (PEM; intermediates after it), with --tls-key.", valueName: "file"))
         var tlsCert: String?
 
@@ -200,6 +203,7 @@ extension RecordServerCommand {
             guard maxAssetBytes > 0 else { throw ValidationError("--max-asset-bytes must be positive") }
             guard assetGracePeriod > 0 else { throw ValidationError("--asset-grace-period must be positive") }
             if let publicURL, URL(string: publicURL)?.scheme == nil { throw ValidationError("--public-url \(publicURL) is not a URL") }
+            if let shareURL, URL(string: shareURL)?.scheme == nil { throw ValidationError("--share-url \(shareURL) is not a URL") }
             if (tlsCert == nil) != (tlsKey == nil) { throw ValidationError("--tls-cert and --tls-key go together") }
             if let rateLimit, !(rateLimit > 0 && rateLimit <= 1_000_000) { throw ValidationError("--rate-limit must be more than 0 and at most 1000000") }
             if let rateBurst, !(rateBurst >= 1 && rateBurst <= 1_000_000) || rateLimit == nil {
@@ -225,6 +229,7 @@ extension RecordServerCommand {
             configuration.tlsKeyPath = tlsKey
             configuration.rateLimit = rateLimit.map { RateLimit(rate: $0, burst: rateBurst) }
             configuration.limits.quota = Quota(records: quotaRecords, bytes: quotaBytes)
+            configuration.limits.shareURLBase = shareURL
             configuration.idleTimeout = idleTimeout > 0 ? .milliseconds(Int64(idleTimeout * 1000)) : nil
             configuration.maximumHeaderBytes = maxHeaderBytes
             configuration.userTokensAsAPIToken = !strictAPITokens

@@ -97,11 +97,17 @@ import Testing
         }
     }
 
-    @Test func theSharedDatabaseIsNotSupportedYet() async throws {
+    /// A user no one shared a zone with has an empty shared database (SharingTests has the rest).
+    @Test func aSharedDatabaseHoldsOnlyZonesSharedWithItsUser() async throws {
         try await withServer { server in
             let alice = try await server.user("alice")
+            try await alice.createZones("Mine")
             let reply = try await alice.post("zones/list", "", database: "shared")
-            #expect(reply.code == "NOT_SUPPORTED")
+            #expect(reply.status == 200 && reply.json["zones"] == .array([]), "\(reply.json)")
+            let feed = try await alice.post("changes/database", "{}", database: "shared")
+            #expect(feed.json["zones"] == .array([]) && feed.json["syncToken"]?.stringValue != nil, "\(feed.json)")
+            let own = try await alice.post("records/lookup", #"{"zoneID":{"zoneName":"Mine","ownerRecordName":"\#(alice.userRecordName)"},"records":[{"recordName":"x"}]}"#, database: "shared")
+            #expect(own.code == "ZONE_NOT_FOUND", "\(own.json)")
         }
     }
 

@@ -20,6 +20,8 @@ import Testing
         "records/lookup": { #"{"zoneID":\#($0),"records":[{"recordName":"secret"}]}"# },
         "records/query": { #"{"zoneID":\#($0),"query":{"recordType":"Artist"}}"# },
         "records/backlinks": { #"{"zoneID":\#($0),"recordName":"secret"}"# },
+        "records/resolve": { _ in nil },
+        "records/accept": { _ in nil },
         "records/changes": { #"{"zoneID":\#($0)}"# },
         "changes/zone": { #"{"zones":[{"zoneID":\#($0)}]}"# },
         "changes/database": { _ in nil },

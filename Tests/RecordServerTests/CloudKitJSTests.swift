@@ -271,10 +271,12 @@ import TestSupport
     @Test func finerCodesTravelAsExtensionErrorCode() async throws {
         try await withServer { server in
             let alice = try await server.user("alice")
-            // The shared database: BAD_REQUEST, NOT_SUPPORTED where CKError keeps it.
-            let shared = try await alice.post("records/query", #"{"query":{"recordType":"Artist"}}"#, database: "shared")
-            #expect(shared.status == 400 && shared.json["serverErrorCode"]?.stringValue == "BAD_REQUEST")
-            #expect(shared.json["extensionErrorCode"]?.stringValue == "NOT_SUPPORTED" && shared.json["recordSyncErrorCode"]?.stringValue == "NOT_SUPPORTED", "\(shared.json)")
+            // A record share (not served yet): BAD_REQUEST, NOT_SUPPORTED where CKError keeps it.
+            try await alice.createZones("Shared")
+            let share = try await alice.post("records/modify", #"{"zoneID":{"zoneName":"Shared"},"operations":[{"operationType":"create","record":{"recordName":"s","recordType":"cloudkit.share","fields":{},"forRecord":{"recordName":"r"}}}]}"#)
+            let refused = share.json["records"]?[0] ?? .null
+            #expect(share.status == 200 && refused["serverErrorCode"]?.stringValue == "BAD_REQUEST")
+            #expect(refused["extensionErrorCode"]?.stringValue == "NOT_SUPPORTED" && refused["recordSyncErrorCode"]?.stringValue == "NOT_SUPPORTED", "\(share.json)")
             // A zone token of an earlier incarnation, per zone in changes/zone.
             try await alice.createZones("Gallery")
             let token = try await alice.allChanges(zone: "Gallery").token

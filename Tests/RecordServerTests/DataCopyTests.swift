@@ -113,6 +113,17 @@ struct DataCopyTests {
             #expect(try await Self.post(old, "private/records/modify", "{\(gallery), \"operations\": [\(Self.record("artist6", "Artist", "\"portrait\": {\"value\": \(portrait)}"))]}", token: alice).status == 200)
             // A subscription, which moves too.
             #expect(try await Self.post(old, "private/subscriptions/modify", #"{"operations": [{"operationType": "create", "subscription": {"subscriptionID": "artists", "subscriptionType": "query", "query": {"recordType": "Artist"}}}]}"#, token: alice).status == 200)
+            // Gallery shared with Bob, who accepted: the share, its participant and his shared database move.
+            let aliceName = Self.json(try await Self.post(old, "public/users/caller", "{}", token: alice).text)["userRecordName"]?.stringValue ?? ""
+            let bobName = Self.json(try await Self.post(old, "public/users/caller", "{}", token: bob).text)["userRecordName"]?.stringValue ?? ""
+            let shared = Self.json(try await Self.post(old, "private/records/modify", """
+                {\(gallery), "operations": [{"operationType": "create", "record": {"recordName": "cloudkit.zoneshare", "recordType": "cloudkit.share", "fields": {},
+                 "participants": [{"userIdentity": {"lookupInfo": {"userRecordName": "\(bobName)"}}, "permission": "READ_ONLY"}]}}]}
+                """, token: alice).text)
+            let guid = shared["records"]?[0]?["shortGUID"]?.stringValue ?? ""
+            #expect(!guid.isEmpty, "\(shared)")
+            #expect(Self.json(try await Self.post(old, "public/records/accept", #"{"shortGUIDs": [{"value": "\#(guid)"}]}"#, token: bob).text)["results"]?[0]?["participantStatus"]?.stringValue == "ACCEPTED")
+            let sharedGallery = #""zoneID": {"zoneName": "Gallery", "ownerRecordName": "\#(aliceName)"}"#
             let before = Self.json(try await Self.post(old, "private/records/lookup", "{\(gallery), \"records\": [{\"recordName\": \"artist5\"}]}", token: alice).text)
             let oldTag = before["records"]?[0]?["recordChangeTag"]?.stringValue ?? ""
 
@@ -145,6 +156,10 @@ struct DataCopyTests {
                 ("public/users/lookup/email", #"{"users": [{"emailAddress": "alice@example.com"}]}"#, bob),
                 ("public/users/caller", "{}", alice),
                 ("private/subscriptions/list", "{}", alice),
+                ("shared/zones/list", "{}", bob),
+                ("shared/changes/database", "{}", bob),
+                ("shared/records/lookup", "{\(sharedGallery), \"records\": [{\"recordName\": \"artist5\"}, {\"recordName\": \"cloudkit.zoneshare\"}]}", bob),
+                ("public/records/resolve", #"{"shortGUIDs": [{"value": "\#(guid)"}]}"#, bob),
                 ("public/records/query", "{\"query\": {\"recordType\": \"Memo\"}}", bob),
                 ("public/records/query", "{\"query\": {\"recordType\": \"Memo\"}}", alice),
             ]
@@ -166,7 +181,7 @@ struct DataCopyTests {
             let target = try await TestPostgres.databaseURL(for: directory)
             let copy = try await ChildProcess.run("recordserver", ["data", "copy", "--from", data, "--to", target], mergeErrors: true)
             #expect(copy.status == 0, "\(copy.output)")
-            #expect(copy.output.contains("records: 118 of 118"), "\(copy.output)")
+            #expect(copy.output.contains("records: 119 of 119"), "\(copy.output)")
 
             // Token names and expiries come along.
             let tokens = try await ChildProcess.run("recordserver", ["user", "tokens", "bob", "--data", data]).output
@@ -208,7 +223,7 @@ struct DataCopyTests {
             #expect(stale["records"]?[0]?["serverErrorCode"]?.stringValue == "CONFLICT", "\(stale)")
             // The token from before the move sees exactly what changed since, the save included.
             let since = Self.json(try await Self.post(moved, "private/records/changes", "{\(gallery), \"syncToken\": \"\(midway)\"}", token: alice).text)
-            #expect(Set((since["records"]?.arrayValue ?? []).compactMap { $0["recordName"]?.stringValue }) == ["artist3", "work3-0", "work3-1", "work3-2", "artist4", "artist5", "artist6"])
+            #expect(Set((since["records"]?.arrayValue ?? []).compactMap { $0["recordName"]?.stringValue }) == ["artist3", "work3-0", "work3-1", "work3-2", "artist4", "artist5", "artist6", "cloudkit.zoneshare"])
         }
     }
 

@@ -204,6 +204,32 @@ struct MultiNodeTests {
         }
     }
 
+    /// A participant removed through one node is refused by the other at its next request
+    /// (docs/protocol.md, "Sharing": a participation is read in each request's transaction).
+    @Test func aParticipantRemovedThroughOneNodeIsRefusedByTheOthersAtOnce() async throws {
+        try await withTemporaryDirectory { directory in
+            let deployment = try await Deployment(directory: directory, nodes: 2)
+            defer { deployment.kill() }
+            let alice = try await deployment.addUser("alice"), bob = try await deployment.addUser("bob")
+            let (first, second) = (deployment.nodes[0].url, deployment.nodes[1].url)
+            let database = "database/1/\(Self.container)/development/"
+            let bobName = try await Self.send(first, database + "public/users/caller", "{}", secret: bob)["userRecordName"]?.stringValue ?? ""
+            let aliceName = try await Self.send(first, database + "public/users/caller", "{}", secret: alice)["userRecordName"]?.stringValue ?? ""
+            _ = try await Self.send(first, database + "private/zones/modify", #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trip"}}}]}"#, secret: alice)
+            let share = try await Self.send(first, database + "private/records/modify", #"{"zoneID":{"zoneName":"Trip"},"operations":[{"operationType":"create","record":{"recordName":"note","recordType":"Note","fields":{}}},{"operationType":"create","record":{"recordName":"cloudkit.zoneshare","recordType":"cloudkit.share","fields":{},"participants":[{"userIdentity":{"lookupInfo":{"userRecordName":"\#(bobName)"}},"permission":"READ_WRITE"}]}}]}"#, secret: alice)
+            let guid = share["records"]?[1]?["shortGUID"]?.stringValue ?? ""
+            #expect(!guid.isEmpty, "\(share)")
+            _ = try await Self.send(second, database + "public/records/accept", #"{"shortGUIDs":[{"value":"\#(guid)"}]}"#, secret: bob)
+            let lookup = #"{"zoneID":{"zoneName":"Trip","ownerRecordName":"\#(aliceName)"},"records":[{"recordName":"note"}]}"#
+            #expect(try await Self.send(second, database + "shared/records/lookup", lookup, secret: bob)["records"]?[0]?["recordName"]?.stringValue == "note")
+            let removed = try await Self.send(first, database + "private/records/modify", #"{"zoneID":{"zoneName":"Trip"},"operations":[{"operationType":"forceUpdate","record":{"recordName":"cloudkit.zoneshare","recordType":"cloudkit.share","fields":{},"participants":[]}}]}"#, secret: alice)
+            #expect(removed["records"]?[0]?["participants"] == .array([]), "\(removed)")
+            #expect(try await Self.send(second, database + "shared/records/lookup", lookup, secret: bob)["serverErrorCode"]?.stringValue == "ZONE_NOT_FOUND")
+            let write = #"{"zoneID":{"zoneName":"Trip","ownerRecordName":"\#(aliceName)"},"operations":[{"operationType":"forceReplace","record":{"recordName":"late","recordType":"Note","fields":{}}}]}"#
+            #expect(try await Self.send(second, database + "shared/records/modify", write, secret: bob)["serverErrorCode"]?.stringValue == "ZONE_NOT_FOUND")
+        }
+    }
+
     /// `kill -9` of a node while a batch is written through it: the batch's transaction dies
     /// with its connection, so none of it is stored, and every acknowledged write is.
     @Test func killingANodeMidBatchLosesNoAcknowledgedWriteAndKeepsNoPartOfTheBatch() async throws {

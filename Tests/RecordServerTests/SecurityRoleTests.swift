@@ -338,6 +338,9 @@ import Testing
         "records/lookup": (lookup("hidden"), { recordCode($0) == "NOT_FOUND" }),
         "records/query": (#"{"query":{"recordType":"Hidden"}}"#, { $0.json["records"] == .array([]) }),
         "records/backlinks": (#"{"recordName":"hidden"}"#, { $0.json["records"] == .array([]) }),
+        // A share is seen by its owner, its participants and (with a public link) anyone signed in.
+        "records/resolve": (#"{"shortGUIDs":[{"value":"nosuchshare"}]}"#, { $0.json["results"]?[0]?["serverErrorCode"]?.stringValue == "NOT_FOUND" }),
+        "records/accept": (#"{"shortGUIDs":[{"value":"nosuchshare"}]}"#, { $0.json["results"]?[0]?["serverErrorCode"]?.stringValue == "NOT_FOUND" }),
         "records/changes": ("{}", { $0.status == 200 && $0.json["records"]?.arrayValue?.isEmpty == false }),
         "changes/zone": (#"{"zones":[{}]}"#, { $0.status == 200 && $0.json["zones"]?[0]?["records"]?.arrayValue?.isEmpty == false }),
         // Zones carry no grants: the public database has only _defaultZone, which every caller sees.

@@ -95,7 +95,28 @@ private func modifyRequest(_ body: JSONValue) -> ModifyRecordsRequest? {
             fields = read
         default: return nil
         }
-        return RecordPayload(recordName: name, recordType: type, recordChangeTag: tag, fields: fields)
+        // A share record's keys: `forRecord` an object with a string `recordName`, the
+        // permissions and participants as their Codable forms read them.
+        var share = ShareEdit()
+        switch members["forRecord"] {
+        case nil, .null?: break
+        case .object(let root)?:
+            guard case .string(let rootName)? = root["recordName"] else { return nil }
+            share.forRecord = rootName
+        default: return nil
+        }
+        switch members["publicPermission"] {
+        case nil, .null?: break
+        case .string(let permission)?:
+            guard let known = SharePermission(rawValue: permission) else { return nil }
+            share.publicPermission = known
+        default: return nil
+        }
+        if let participants = members["participants"], participants != .null {
+            guard let read = try? JSONValueDecoder().decode([ShareParticipant].self, from: participants) else { return nil }
+            share.participants = read
+        }
+        return RecordPayload(recordName: name, recordType: type, recordChangeTag: tag, fields: fields, share: share.isEmpty ? nil : share)
     }
     func operation(_ value: JSONValue) -> RecordOperation? {
         guard case .object(let members) = value, case .string(let typeName)? = members["operationType"],

@@ -202,6 +202,72 @@ func fuzzRules(_ data: Data) {
     }
 }
 
+// MARK: Sharing
+
+/// A store where user `owner` shares zone `Shared` (read-write) with user `participant`, who
+/// accepted; its short GUID.
+struct FuzzSharing: Sendable {
+    let store: RecordStore
+    let owner: User
+    let participant: User
+    let shortGUID: String
+    static let container = "iCloud.fuzz"
+
+    static let shared: FuzzSharing = blocking {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("recordfuzz-sharing-\(getpid())").path
+        try? FileManager.default.removeItem(atPath: directory)
+        try! FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        atexit { try? FileManager.default.removeItem(at: FileManager.default.temporaryDirectory.appendingPathComponent("recordfuzz-sharing-\(getpid())")) }
+        let store = RecordStore(engine: try! SQLiteEngine(path: directory + "/records.sqlite"))
+        let owner = try! await store.createUser(named: "owner", tokenHash: Credentials.hash(Credentials.newToken()))
+        let participant = try! await store.createUser(named: "participant", tokenHash: Credentials.hash(Credentials.newToken()))
+        let scope = DatabaseScope(container: container, environment: "development", kind: .private, user: owner)
+        _ = try! await store.modifyZones(ModifyZonesRequest(operations: [.init(.create, ZoneID(zoneName: "Shared"))]), in: scope)
+        let share = RecordPayload(recordName: ShareInfo.zoneShareName, recordType: ShareInfo.recordType, fields: [:],
+                                  share: ShareEdit(participants: [ShareParticipant(userIdentity: ShareParticipantIdentity(lookupInfo: UserLookupInfo(userRecordName: participant.userRecordName)),
+                                                                                   permission: .readWrite)]))
+        let saved = try! await store.modifyRecords(ModifyRecordsRequest(operations: [RecordOperation(.create, share)], zoneID: ZoneID(zoneName: "Shared")), in: scope)
+        let guid = saved.records.first!.record!.shareInfo!.shortGUID
+        let participantScope = DatabaseScope(container: container, environment: "development", kind: .public, user: participant)
+        _ = try! await store.shareMetadata(ShareMetadataRequest(shortGUIDs: [.init(value: guid)]), accept: true, in: participantScope)
+        return FuzzSharing(store: store, owner: owner, participant: participant, shortGUID: guid)
+    }
+}
+
+func fuzzSharing(_ data: Data) {
+    let fuzz = FuzzSharing.shared
+    let body = Data(data.dropFirst())
+    @Sendable func scope(_ kind: DatabaseKind, _ user: User) -> DatabaseScope {
+        DatabaseScope(container: FuzzSharing.container, environment: "development", kind: kind, user: user)
+    }
+    blocking {
+        do {
+            switch data.first {
+            case UInt8(ascii: "R")?, UInt8(ascii: "A")?:
+                // The harness's own short GUID, wherever the body says `GUID`.
+                let text = String(decoding: body, as: UTF8.self).replacingOccurrences(of: "GUID", with: fuzz.shortGUID)
+                let request = try JSONBody.decode(ShareMetadataRequest.self, from: Data(text.utf8))
+                let answer = try await fuzz.store.shareMetadata(request, accept: data.first == UInt8(ascii: "A"), in: scope(.public, fuzz.participant))
+                for case .failure(let error) in answer.results where error.code == .internalError { fatalError("INTERNAL_ERROR for a short GUID: \(error)") }
+                _ = try JSONBody.response(answer)
+            default:
+                let shared = data.first == UInt8(ascii: "S")
+                var request = try JSONBody.decode(ModifyRecordsRequest.self, from: shared ? body : data)
+                if shared, request.zoneID?.ownerRecordName == "OWNER" { request.zoneID?.ownerRecordName = fuzz.owner.userRecordName }
+                let answer = try await fuzz.store.modifyRecords(request, in: shared ? scope(.shared, fuzz.participant) : scope(.private, fuzz.owner))
+                for result in answer.records {
+                    if case .failure(let error) = result, error.code == .internalError { fatalError("INTERNAL_ERROR for a record: \(error)") }
+                }
+                _ = try JSONBody.response(answer, numbersAsStrings: request.numbersAsStrings == true)
+            }
+        } catch let error as RecordSyncError {
+            if error.code == .internalError { fatalError("INTERNAL_ERROR for a sharing body: \(error)") }
+        } catch {
+            fatalError("a sharing body threw \(error), not a RecordSyncError")
+        }
+    }
+}
+
 // MARK: Sign-in
 
 /// An identity provider of the harness's own: a P-256 key, its key set, its tokens.

@@ -56,6 +56,13 @@ enum FuzzTarget: String, CaseIterable {
     /// (names within 255 bytes, or none), and API tokens' sign-in callbacks (accepted ones are
     /// `https`, or `http` to the machine itself, with no fragment).
     case websignin
+    /// Sharing bodies through the rules, against a real SQLite store where one user shared a
+    /// zone with another: the first byte `R` (resolve) or `A` (accept): a `records/resolve` or
+    /// `records/accept` body by the participant; `S`: a `records/modify` body in the
+    /// participant's shared database (the owner's zone named with its owner); anything else: a
+    /// `records/modify` body in the owner's shared zone (share records with their keys):
+    /// answers are results or documented errors, never INTERNAL_ERROR.
+    case sharing
 }
 
 extension FuzzTarget {
@@ -78,6 +85,7 @@ extension FuzzTarget {
         case .accounts: fuzzAccounts(data)
         case .websignin: fuzzWebSignIn(data)
         case .schema: fuzzSchema(data)
+        case .sharing: fuzzSharing(data)
         }
     }
 }

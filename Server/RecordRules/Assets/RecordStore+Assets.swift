@@ -25,6 +25,9 @@ public struct DownloadGrant: Sendable, Hashable, Codable {
     public var h: String
     public var s: Int64
     var x: Int64
+    /// For a URL answered in the shared database: the participant it was made for, who must
+    /// still take part in a share of a zone holding the asset when downloading.
+    var p: Int64?
 
     /// The blob's SHA-256 in hex.
     public var checksum: String { h }
@@ -37,6 +40,7 @@ extension RecordStore {
     /// valid for ``StoreLimits/assetUploadLifetime``.
     public func assetUploadURLs(_ request: AssetUploadRequest, in scope: DatabaseScope, base: String) async throws -> AssetUploadResponse {
         try limits.checkCount(request.tokens.count, of: "tokens")
+        let scope = try await sharedZoneScope(scope, zoneID: request.zoneID)
         let zoneName = try Self.addressable(request.zoneID, in: scope).zoneName
         // A user whose records already hold the byte quota gets no upload URL (a save binding
         // an upload is checked against the quota too).
@@ -86,24 +90,31 @@ extension RecordStore {
 
     /// A function that makes each stored asset's `downloadURL` (`{base}/assets/1/download/TOKEN/${f}`,
     /// valid for ``StoreLimits/assetDownloadLifetime``), for ``WireForm/assetLinks``.
-    public func assetLinks(base: String) async throws -> AssetLinks {
+    /// In the shared database (`participant`: the caller's key), each URL is checked again when
+    /// used (``downloadGrant(_:)``).
+    public func assetLinks(base: String, participant: Int64? = nil) async throws -> AssetLinks {
         let key = try await assetSigner.signingKey()
         let expiry = Self.now() + limits.assetDownloadLifetime.milliseconds
         return AssetLinks { asset in
             guard let checksum = asset.checksumHex,
-                  let payload = try? JSONEncoder().encode(DownloadGrant(h: checksum, s: asset.size, x: expiry)) else { return nil }
+                  let payload = try? JSONEncoder().encode(DownloadGrant(h: checksum, s: asset.size, x: expiry, p: participant)) else { return nil }
             return "\(base)/assets/1/download/\(AssetSigner.sign(payload, with: key))/${f}"
         }
     }
 
     /// The grant of a download URL's token.
     ///
-    /// - Throws: `AUTHENTICATION_FAILED` for a token this storage did not sign, or that expired.
+    /// - Throws: `AUTHENTICATION_FAILED` for a token this storage did not sign, that expired, or
+    ///   (made for a participant) whose participant no longer takes part in a share of a zone
+    ///   holding the asset.
     public func downloadGrant(_ token: String) async throws -> DownloadGrant {
         guard let payload = try await assetSigner.verify(token), let grant = try? JSONDecoder().decode(DownloadGrant.self, from: payload) else {
             throw RecordSyncError(.authenticationFailed, "the download URL is not valid")
         }
         guard grant.x > Self.now() else { throw RecordSyncError(.authenticationFailed, "the download URL expired; fetch the record again for a new one") }
+        if let participant = grant.p, try await !engine.read({ try $0.participantReaches(asset: grant.h, user: participant) }) {
+            throw RecordSyncError(.authenticationFailed, "the download URL is no longer valid: the share it came through was left, closed or removed")
+        }
         return grant
     }
 
@@ -112,11 +123,12 @@ extension RecordStore {
     /// whose record or asset is missing.
     public func rereferenceAssets(_ request: AssetRereferenceRequest, in scope: DatabaseScope) async throws -> AssetRereferenceResponse {
         try limits.checkCount(request.assets.count, of: "assets")
+        let scope = try await sharedZoneScope(scope, zoneID: request.zoneID)
         let now = Self.now()
         return try await engine.write { transaction in
             let database = try Self.database(scope, in: transaction)
             let zone = try Self.zone(request.zoneID, database: database.key, scope: scope, in: transaction)
-            let access = try Access.load(scope, containerKey: database.containerKey, in: transaction)
+            let access = try Access.load(scope, zone: zone, containerKey: database.containerKey, in: transaction)
             var answers: [JSONValue] = []
             for entry in request.assets {
                 func failure(_ code: ServerErrorCode, _ reason: String) throws -> JSONValue {

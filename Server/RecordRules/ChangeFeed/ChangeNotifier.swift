@@ -27,10 +27,11 @@ public actor ChangeNotifier {
         var owner: Int64
 
         init(_ scope: DatabaseScope) {
+            let address = DatabaseAddress(scope)
             container = scope.container
             environment = scope.environment
-            kind = scope.kind
-            owner = scope.kind == .private ? scope.user.id : 0
+            kind = address.kind
+            owner = address.ownerKey
         }
 
         init?(_ announcement: ChangeAnnouncement) {

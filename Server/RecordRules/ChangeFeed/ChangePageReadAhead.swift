@@ -164,8 +164,9 @@ public final class ChangePageReadAhead<Answer: Sendable>: Service, @unchecked Se
     public func answer(_ request: RecordChangesRequest, in scope: DatabaseScope, from store: RecordStore, variant: String,
                        encode: @escaping Encode) async throws -> Answer {
         // What a caller may read in the public database changes with its roles and a deploy's
-        // grants, which a zone's mark does not show: its pages are read for each request.
-        if scope.kind == .public { return try encode(try await store.recordChangesPage(request, in: scope).page) }
+        // grants, and in the shared database with its participation, which a zone's mark does
+        // not show: their pages are read for each request.
+        if scope.kind != .private { return try encode(try await store.recordChangesPage(request, in: scope).page) }
         let key = Key(scope: scope, request: request, variant: variant)
         let now = ContinuousClock.now
         let kept = lock.withLock { pages.removeValue(forKey: key) }

@@ -30,7 +30,9 @@ extension RecordStore {
     public func changeFeedMark(of zoneID: ZoneID?, in scope: DatabaseScope) async throws -> ChangeFeedMark {
         let zoneID = try Self.addressable(zoneID, in: scope)
         let found = try await engine.database(at: DatabaseAddress(scope), withZoneNamed: zoneID.zoneName)
-        let zone = try Self.zone(zoneID, stored: found?.zone, database: found?.database.key ?? 0, scope: scope)
+        guard let zone = found?.zone, !zone.deleted else {
+            throw RecordSyncError(.zoneNotFound, "zone \(NameRules.quoted(zoneID.zoneName)) does not exist", zoneID: zoneID)
+        }
         return ChangeFeedMark(zoneUID: zone.uid, sequence: zone.sequence)
     }
 
@@ -52,6 +54,7 @@ extension RecordStore {
     public func recordChangesPages(_ request: RecordChangesRequest, in scope: DatabaseScope, count: Int) async throws -> [(page: StoredZoneChanges, mark: ChangeFeedMark)] {
         let limit = try limits.resultsLimit(request.resultsLimit, compact: request.recordSyncCompact == true)
         let count = max(1, count)
+        let scope = try await sharedZoneScope(scope, zoneID: request.zoneID)
         let include = Set(request.include ?? [])
         let includeDepth = request.includeDepth ?? 1
         guard (1...limits.maximumIncludeDepth).contains(includeDepth) else {
@@ -62,7 +65,7 @@ extension RecordStore {
             if let problem = NameRules.problem(withName: type, kind: "desiredRecordTypes entry") { throw RecordSyncError(.badRequest, problem) }
         }
         return try await read(scope, zone: request.zoneID) { transaction, database, zone in
-            let access = try Access.load(scope, containerKey: database.containerKey, kept: self.accessInputs, in: transaction)
+            let access = try Access.load(scope, zone: zone, containerKey: database.containerKey, kept: self.accessInputs, in: transaction)
             let token = try given.map { try Self.check($0, for: zone, in: transaction) }
                 ?? ZoneChangeToken(zoneUID: zone.uid, sequence: 0, tombstoneFloor: zone.sequence)
             let changes = try transaction.changes(inZone: zone.key, zoneID: zone.zoneID, after: token.sequence,
@@ -97,8 +100,14 @@ extension RecordStore {
                 entries.reserveCapacity(page.count)
                 // The changes of records the caller may not read are left out (the token still
                 // moves past them).
-                for change in page where access.isOwner || access.mayRead(change.entry.record) {
-                    if let text = change.entry.fieldsJSON,
+                for change in page where access.readsEverything || access.mayRead(change.entry.record) {
+                    if change.entry.record.recordType == ShareInfo.recordType && !change.entry.record.deleted {
+                        // A share record answers with its share's keys as this caller sees them.
+                        var record = change.entry.record
+                        if let text = change.entry.fieldsJSON { record.fields = try Record.fields(fromJSON: text) }
+                        record = try self.describingShares([record], zone: zone, scope: scope, in: transaction)[0]
+                        entries.append(.init(record: request.desiredKeys.map { record.restricted(to: $0) } ?? record))
+                    } else if let text = change.entry.fieldsJSON,
                        request.desiredKeys != nil || request.numbersAsStrings == true || WireForm.isBeforeWireForm(storedFields: text)
                         || WireForm.holdsAssets(storedFields: text) {
                         // Decoded to be restricted, or to be written in today's wire form, with

@@ -13,10 +13,14 @@ enum DatabaseFeed {
 
 extension RecordStore {
     /// `changes/database`: zones changed or deleted since a token, in the order of their last
-    /// change. A token is (database, last number delivered, deletion floor): a client starting
+    /// change (in the shared database, ``sharedDatabaseChanges(after:in:)``). A token is (database, last number delivered, deletion floor): a client starting
     /// from scratch is not told of zones deleted before it started.
     public func databaseChanges(_ request: DatabaseChangesRequest, in scope: DatabaseScope) async throws -> DatabaseChanges {
-        try await databaseChanges(request, in: scope) { _, zones, token, more in
+        if scope.kind == .shared {
+            let (zones, token) = try await sharedDatabaseChanges(after: request.syncToken, in: scope)
+            return DatabaseChanges(zones: zones.map { ChangedZone(zoneID: $0.zone.zoneID, deleted: $0.deleted ? true : nil) }, syncToken: token, moreComing: false)
+        }
+        return try await databaseChanges(request, in: scope) { _, zones, token, more in
             DatabaseChanges(zones: zones.map { ChangedZone(zoneID: $0.zoneID, deleted: $0.deleted) }, syncToken: token, moreComing: more)
         }
     }
@@ -26,6 +30,10 @@ extension RecordStore {
     public func zonesChanges(_ request: ZonesChangesRequest, in scope: DatabaseScope) async throws -> ZonesChangesResponse {
         if let meta = request.metaSyncToken, let sync = request.syncToken, meta != sync {
             throw RecordSyncError(.badRequest, "metaSyncToken and syncToken differ; send one of them")
+        }
+        if scope.kind == .shared {
+            let (zones, token) = try await sharedDatabaseChanges(after: request.metaSyncToken ?? request.syncToken, in: scope)
+            return ZonesChangesResponse(zones: zones.map(\.zone), token: token, moreComing: false)
         }
         let feed = DatabaseChangesRequest(syncToken: request.metaSyncToken ?? request.syncToken, resultsLimit: request.resultsLimit)
         return try await databaseChanges(feed, in: scope) { transaction, zones, token, more in

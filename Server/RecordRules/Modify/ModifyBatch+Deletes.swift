@@ -39,7 +39,7 @@ extension ModifyBatch {
             }
             if stopped { return false }
             // A blocking record the caller may not read is not named.
-            let unreadable = access.isOwner || blockers.isEmpty ? [] : Set(try transaction.records(named: blockers.map(\.source), inZone: zone.key, zoneID: zone.zoneID)
+            let unreadable = access.readsEverything || blockers.isEmpty ? [] : Set(try transaction.records(named: blockers.map(\.source), inZone: zone.key, zoneID: zone.zoneID)
                 .filter { !access.mayRead($0) }.map(\.recordName))
             let failures: [DeleteRounds.Failure]
             (action, failures) = rounds.roundEnded(blockers: blockers, names: names, unreadable: unreadable)
@@ -91,8 +91,14 @@ extension ModifyBatch {
             results.succeed(index, .success(Record(recordName: name, recordType: "", zoneID: zone.zoneID, deleted: true), cascadedRecordNames: []))
             return
         }
-        let current = try SaveRules.checkDelete(operation.type, name: name, changeTag: operation.changeTag,
-                                                against: try transaction.record(named: name, inZone: zone.key, zoneID: zone.zoneID), access: access)
+        let stored = try transaction.record(named: name, inZone: zone.key, zoneID: zone.zoneID)
+        if let stored, stored.recordType == ShareInfo.recordType, access.participation != nil {
+            // A participant who deletes the share leaves it; the share stays.
+            try leaveShare(stored)
+            results.succeed(index, .success(Record(recordName: name, recordType: stored.recordType, zoneID: zone.zoneID, deleted: true), cascadedRecordNames: []))
+            return
+        }
+        let current = try SaveRules.checkDelete(operation.type, name: name, changeTag: operation.changeTag, against: stored, access: access)
         let count = try transaction.collectCascade(from: name, inZone: zone.key)
         // Only the doomed records that something holds a VALIDATE reference to can block the
         // batch (references are only removed while deleting, never added), so only they are noted.
@@ -111,9 +117,12 @@ extension ModifyBatch {
         }
         // A DELETE_SELF reference is its holder's consent: the cascade takes records whoever
         // created them, but names only those the caller may read.
-        let hidden = access.isOwner || count <= 1 ? [] : Set(try transaction.records(named: try transaction.doomedNames(), inZone: zone.key, zoneID: zone.zoneID)
+        let hidden = access.readsEverything || count <= 1 ? [] : Set(try transaction.records(named: try transaction.doomedNames(), inZone: zone.key, zoneID: zone.zoneID)
             .filter { !access.mayRead($0) }.map(\.recordName))
         let cascaded = try transaction.deleteCascade(root: name, inZone: zone.key, firstSequence: progress.feed.take(count))
+        if current.recordType == ShareInfo.recordType || cascaded.contains(ShareInfo.zoneShareName) {
+            try deleteShare(named: current.recordType == ShareInfo.recordType ? name : ShareInfo.zoneShareName)
+        }
         // Later deletes of the batch skip what this one cascaded to; the last needs no note.
         if !isLast { progress.cascadedNames.formUnion(cascaded) }
         results.succeed(index, .success(Record(recordName: name, recordType: current.recordType, zoneID: zone.zoneID, deleted: true),

@@ -32,12 +32,22 @@ extension ModifyBatch {
             throw RecordSyncError(.badRequest, problem, recordName: name)
         }
         prepared.recordType = recordType
-        // Checked against the stored schema here; resolved again when written (``resolveFields``),
-        // against the types that operations written before it in this batch introduced.
         prepared.rawFields = payload.fields ?? [:]
-        try SchemaRules.checkSave(of: recordType, fields: prepared.rawFields.lazy.filter { $0.value.value != .null }.map(\.key),
-                                  against: try storedTypeSchema(of: recordType), recordName: name)
-        let resolved = try resolveFields(prepared, against: try storedSchema(of: recordType))
+        if ShareInfo.recordTypes.contains(recordType) {
+            // A share record is CloudKit's system type: no schema declares it or is changed by it.
+            try ShareRules.checkSave(named: name, edit: payload.share, zone: zone, scope: scope)
+            prepared.recordType = ShareInfo.recordType
+            prepared.share = payload.share
+        } else {
+            if payload.share != nil {
+                throw RecordSyncError(.badRequest, "forRecord, publicPermission and participants belong to a share record (recordType \(ShareInfo.recordType)), not to a \(recordType)", recordName: name)
+            }
+            // Checked against the stored schema here; resolved again when written (``resolveFields``),
+            // against the types that operations written before it in this batch introduced.
+            try SchemaRules.checkSave(of: recordType, fields: prepared.rawFields.lazy.filter { $0.value.value != .null }.map(\.key),
+                                      against: try storedTypeSchema(of: recordType), recordName: name)
+        }
+        let resolved = try resolveFields(prepared, against: try storedSchema(of: prepared.recordType))
         prepared.fields = resolved.fields
         prepared.namesUnstoredFields = resolved.namesUnknownFields
         return prepared
@@ -66,7 +76,7 @@ extension ModifyBatch {
         var namesUnknownFields = false
         fields.reserveCapacity(operation.rawFields.count)
         for (field, raw) in rawFields {
-            if let problem = NameRules.problem(withFieldName: field) {
+            if let problem = NameRules.problem(withFieldName: field), !(recordType == ShareInfo.recordType && ShareInfo.fields.contains(field)) {
                 throw RecordSyncError(.badRequest, problem, recordName: name)
             }
             if raw.value == .null { continue }
@@ -188,7 +198,7 @@ extension ModifyBatch {
                 throw RecordSyncError(.validatingReferenceError, "field \(NameRules.quoted(field)) is a \(reference.action.rawValue) reference to \(NameRules.quoted(target)), whose operation in this batch failed", recordName: operation.name)
             }
             // A target the caller may not read is, to it, one that does not exist.
-            let exists = access.isOwner ? try transaction.recordExists(named: target, inZone: zone.key)
+            let exists = access.readsEverything ? try transaction.recordExists(named: target, inZone: zone.key)
                 : try transaction.record(named: target, inZone: zone.key, zoneID: zone.zoneID).map(access.mayRead) == true
             if !exists {
                 throw RecordSyncError(.validatingReferenceError, "field \(NameRules.quoted(field)) is a \(reference.action.rawValue) reference to \(NameRules.quoted(target)), which does not exist" + (reference.action == .deleteSelf ? " (in the public database an owner must exist)" : ""), recordName: operation.name)
@@ -202,8 +212,9 @@ extension ModifyBatch {
     private mutating func saveOne(_ operation: inout Operation, checkingReferencesFirst: Bool) throws -> Record {
         // Resolved against the stored schema when prepared; again only if an operation written
         // before it in this batch introduced the type of one of its fields.
-        let storedTypes = operation.namesUnstoredFields ? try storedSchema(of: operation.recordType) : [:]
-        if operation.namesUnstoredFields {
+        let isShare = operation.recordType == ShareInfo.recordType
+        let storedTypes = operation.namesUnstoredFields && !isShare ? try storedSchema(of: operation.recordType) : [:]
+        if operation.namesUnstoredFields && !isShare {
             if let added = progress.schema[operation.recordType], operation.rawFields.keys.contains(where: { storedTypes[$0] == nil && added[$0] != nil }) {
                 operation.fields = try resolveFields(operation, against: try writtenSchema(of: operation.recordType)).fields
             }
@@ -233,11 +244,11 @@ extension ModifyBatch {
         let user = scope.user.userRecordName
         // A type the stored schema lacks (adding is idempotent), then only fields it lacks (the
         // batch's own additions included).
-        if try !storedTypeSchema(of: operation.recordType).exists {
+        if try !isShare && !storedTypeSchema(of: operation.recordType).exists {
             try transaction.addSchemaType(operation.recordType, grants: SchemaRules.defaultGrants, inContainer: containerKey)
             progress.stored[operation.recordType]?.exists = true
         }
-        if operation.namesUnstoredFields {
+        if operation.namesUnstoredFields && !isShare {
             for (field, value) in operation.fields where storedTypes[field] == nil {
                 try transaction.addSchemaField(field, type: value.type, of: operation.recordType, inContainer: containerKey)
             }
@@ -256,8 +267,9 @@ extension ModifyBatch {
                 try transaction.removeTombstone(named: name, inZone: zone.key)
             }
         }
-        let record = Record(recordName: name, recordType: operation.recordType, zoneID: zone.zoneID, recordChangeTag: tag,
+        var record = Record(recordName: name, recordType: operation.recordType, zoneID: zone.zoneID, recordChangeTag: tag,
                             fields: fields, created: created, modified: modified)
+        if isShare { record.shareInfo = try saveShare(operation, created: current == nil) }
         // An update keeps the stored fields it does not name: their references are worked out here.
         let references = merged ? record.references : operation.references
         if !references.isEmpty {

@@ -34,6 +34,8 @@ struct ModifyBatch {
         /// reader that validates the batch, outside the write lock).
         private(set) var encodedFields: String?
         var desiredKeys: [String]?
+        /// For a share record: what the save asks of the share beside its fields.
+        var share: ShareEdit?
         /// Whether the request gives a value to a field the stored schema lacks (worked out
         /// when prepared, against the stored schema, which the write checks is unchanged): only
         /// such a save can introduce a field's type, so only it looks its fields up again when

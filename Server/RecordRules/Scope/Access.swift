@@ -33,8 +33,17 @@ struct Access: Sendable {
         var asCreator: Set<SchemaPermission> = []
     }
 
-    /// Per record type that grants something; `nil` when the caller owns the database.
+    /// Per record type that grants something; `nil` when the caller reads every record (its
+    /// own private database, or a zone shared with it).
     private let types: [String: TypePermissions]?
+    /// For a zone shared with the caller: how it takes part (its permission, and the share).
+    let participation: Participation?
+
+    /// A participant's part in the share of the zone a request addresses.
+    struct Participation: Sendable {
+        var permission: SharePermission
+        var share: String
+    }
     /// For a type the schema lacks (a save creates it with CloudKit's default grants) or that
     /// grants nothing.
     private let defaults: TypePermissions
@@ -45,19 +54,30 @@ struct Access: Sendable {
     /// The caller, as a refusal names it.
     private let callerDescription: String
 
-    /// Whether the caller may do everything (its own private database).
-    var isOwner: Bool { types == nil }
+    /// Whether the caller reads every record (its own private database, or a zone shared with it).
+    var readsEverything: Bool { types == nil }
+
+    /// Whether the caller owns the database.
+    var isOwner: Bool { types == nil && participation == nil }
 
     /// The access of the owner of a database.
     static func owner(_ user: User) -> Access {
         Access(types: nil, defaults: TypePermissions(), caller: user.userRecordName, signedIn: true, callerDescription: user.name)
     }
 
-    /// The access of the caller of a request in `scope` (the database of container `containerKey`):
+    /// The access of a participant of the share `participation` names, to the zone it shares.
+    static func participant(_ user: User, _ participation: Participation) -> Access {
+        Access(types: nil, defaults: TypePermissions(), caller: user.userRecordName, signedIn: true,
+               callerDescription: "user \(NameRules.quoted(user.name))", participation: participation)
+    }
+
+    /// The access of the caller of a request in `scope` (the database of container `containerKey`;
+    /// in the shared database, to `zone`, as its participant):
     /// its grants and roles read in `transaction`, or, for a read, taken from `kept` when read
     /// there within its lifetime (writes pass `nil`: they are judged by what their transaction
     /// reads). The caller's roles are read only when a grant names a role.
-    static func load(_ scope: DatabaseScope, containerKey: Int64, kept: AccessInputs? = nil, in transaction: any StorageTransaction) throws -> Access {
+    static func load(_ scope: DatabaseScope, zone: ZoneContext?, containerKey: Int64, kept: AccessInputs? = nil, in transaction: any StorageTransaction) throws -> Access {
+        if let participation = zone?.participation { return .participant(scope.user, participation) }
         guard scope.kind == .public else { return .owner(scope.user) }
         let grants = try kept?.grants(inContainer: containerKey, in: transaction) ?? transaction.grants(inContainer: containerKey)
         guard scope.user != .visitor, grants.values.contains(where: { $0.contains { !builtInGrantees.contains($0.grantee) } }) else {
@@ -79,8 +99,10 @@ struct Access: Sendable {
         return Dictionary(try transaction.usersWithRoles(keys, inContainer: containerKey).map { ($0.user.id, Access(user: $0.user, roles: $0.roles, grants: grants)) }) { first, _ in first }
     }
 
-    private init(types: [String: TypePermissions]?, defaults: TypePermissions, caller: String, signedIn: Bool, callerDescription: String) {
+    private init(types: [String: TypePermissions]?, defaults: TypePermissions, caller: String, signedIn: Bool, callerDescription: String,
+                 participation: Participation? = nil) {
         self.types = types
+        self.participation = participation
         self.defaults = defaults
         self.caller = caller
         self.signedIn = signedIn
@@ -117,7 +139,10 @@ struct Access: Sendable {
     /// Whether the caller may `permission` a record of `recordType` created by `creator` (for
     /// `CREATE`, a record not stored yet: `nil`).
     func may(_ permission: SchemaPermission, _ recordType: String, createdBy creator: String?) -> Bool {
-        guard types != nil else { return true }
+        guard types != nil else {
+            guard let participation else { return true }
+            return permission == .read || (participation.permission == .readWrite && recordType != ShareInfo.recordType)
+        }
         let permissions = permissions(of: recordType)
         if permissions.any.contains(permission) { return true }
         return signedIn && creator == caller && permissions.asCreator.contains(permission)
@@ -142,7 +167,7 @@ struct Access: Sendable {
 
     /// The records of `records` the caller may read, in order.
     func readable(_ records: [Record]) -> [Record] {
-        isOwner ? records : records.filter(mayRead)
+        readsEverything ? records : records.filter(mayRead)
     }
 
     /// What a query may see (``QuerySchema/readers``): `nil` when every record.
@@ -165,6 +190,11 @@ struct Access: Sendable {
     /// - Throws: `ACCESS_DENIED` naming the permission, the type and the caller.
     func require(_ permission: SchemaPermission, _ recordType: String, createdBy creator: String?, recordName: String) throws {
         guard !may(permission, recordType, createdBy: creator) else { return }
+        if let participation {
+            let why = recordType == ShareInfo.recordType ? "only the owner changes a share (a participant who deletes it leaves it)"
+                : "\(callerDescription) takes part in share \(NameRules.quoted(participation.share)) \(participation.permission == .readOnly ? "read-only" : "with permission \(participation.permission.rawValue)")"
+            throw RecordSyncError(.accessDenied, "\(permission.rawValue) permission on record \(NameRules.quoted(recordName)) is not granted: \(why)", recordName: recordName)
+        }
         let whose = permission == .create ? "" : " (record \(NameRules.quoted(recordName))" + (creator == caller ? ", which they created)" : ", created by another user)")
         throw RecordSyncError(.accessDenied, "\(permission.rawValue) permission on record type \(recordType) is not granted to \(callerDescription) in the public database\(whose)",
                               recordName: recordName)

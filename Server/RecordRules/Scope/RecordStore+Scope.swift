@@ -11,6 +11,8 @@ struct ZoneContext: Sendable {
     var sequence: Int64
     /// The zone's ID as answers carry it (with its owner's record name).
     var zoneID: ZoneID
+    /// In the shared database: the caller's part in the zone's share.
+    var participation: Access.Participation?
 }
 
 /// Thrown inside a read transaction when the database does not exist yet; the caller retries
@@ -58,7 +60,7 @@ extension RecordStore {
                 guard let (database, stored) = try transaction.database(at: DatabaseAddress(scope), withZoneNamed: zoneID.zoneName) else {
                     throw MissingDatabase()
                 }
-                return try body(transaction, database, try Self.zone(zoneID, stored: stored, database: database.key, scope: scope))
+                return try body(transaction, database, try Self.zone(zoneID, stored: stored, database: database.key, scope: scope, in: transaction))
             }
         } catch is MissingDatabase {
             return try await engine.write { transaction in
@@ -71,7 +73,7 @@ extension RecordStore {
     /// The live zone `zoneID` of a database, or `ZONE_NOT_FOUND` (`BAD_REQUEST` for a bad name).
     static func zone(_ zoneID: ZoneID?, database: Int64, scope: DatabaseScope, in transaction: any StorageTransaction) throws -> ZoneContext {
         let zoneID = try addressable(zoneID, in: scope)
-        return try zone(zoneID, stored: try transaction.zone(named: zoneID.zoneName, in: database), database: database, scope: scope)
+        return try zone(zoneID, stored: try transaction.zone(named: zoneID.zoneName, in: database), database: database, scope: scope, in: transaction)
     }
 
     /// `zoneID` (the default zone if `nil`) if a request in `scope` may name it: an
@@ -86,8 +88,15 @@ extension RecordStore {
         if let problem = NameRules.problem(withName: zoneID.zoneName, kind: "zoneName") {
             throw RecordSyncError(.badRequest, problem, zoneID: zoneID)
         }
+        if scope.kind == .shared && scope.owner == nil {
+            throw RecordSyncError(.badRequest, "a zone of the shared database is named with its owner: give zoneID.ownerRecordName", zoneID: zoneID)
+        }
         if let owner = zoneID.ownerRecordName, !Self.isOwner(owner, ofZonesIn: scope) {
-            let database = scope.kind == .private ? "your private database" : "the public database, whose zones no user owns"
+            let database = switch scope.kind {
+            case .private: "your private database"
+            case .public: "the public database, whose zones no user owns"
+            case .shared: "your shared database"
+            }
             throw RecordSyncError(.zoneNotFound, "zone \(NameRules.quoted(zoneID.zoneName)) of owner \(NameRules.quoted(owner)) is not in \(database)", zoneID: zoneID)
         }
         return zoneID
@@ -97,16 +106,48 @@ extension RecordStore {
     /// caller's own record name, or `__defaultOwner__` (CloudKit's name for the current user,
     /// and the public database's zones' owner).
     static func isOwner(_ owner: String, ofZonesIn scope: DatabaseScope) -> Bool {
-        owner == scope.user.userRecordName || owner == "__defaultOwner__"
+        guard scope.kind == .shared else { return owner == scope.user.userRecordName || owner == "__defaultOwner__" }
+        return owner == scope.owner?.userRecordName
     }
 
-    /// The zone `stored` (the zone named as `zoneID`) if it is live, else `ZONE_NOT_FOUND`.
-    static func zone(_ zoneID: ZoneID, stored: StoredZone?, database: Int64, scope: DatabaseScope) throws -> ZoneContext {
+    /// The zone `stored` (the zone named as `zoneID`) if it is live (and, in the shared
+    /// database, shared with the caller, who has accepted), else `ZONE_NOT_FOUND`.
+    static func zone(_ zoneID: ZoneID, stored: StoredZone?, database: Int64, scope: DatabaseScope, in transaction: any StorageTransaction) throws -> ZoneContext {
         guard let stored, !stored.deleted else {
             throw RecordSyncError(.zoneNotFound, "zone \(NameRules.quoted(zoneID.zoneName)) does not exist", zoneID: zoneID)
         }
-        return ZoneContext(key: stored.key, databaseKey: database, name: zoneID.zoneName, uid: stored.uid, sequence: stored.sequence,
-                           zoneID: ZoneID(zoneName: zoneID.zoneName, ownerRecordName: scope.ownerRecordName))
+        var zone = ZoneContext(key: stored.key, databaseKey: database, name: zoneID.zoneName, uid: stored.uid, sequence: stored.sequence,
+                               zoneID: ZoneID(zoneName: zoneID.zoneName, ownerRecordName: scope.ownerRecordName))
+        if scope.kind == .shared {
+            guard let (share, participant) = try transaction.participation(ofUser: scope.user.id, inZone: stored.key).first else {
+                throw RecordSyncError(.zoneNotFound, "zone \(NameRules.quoted(zoneID.zoneName)) of \(NameRules.quoted(scope.ownerRecordName)) is not shared with you (or you have not accepted its share)", zoneID: zoneID)
+            }
+            zone.participation = Access.Participation(permission: participant.permission, share: share.recordName)
+        }
+        return zone
+    }
+
+    /// `scope`, and for a request in the shared database, with the owner of the zone
+    /// `zoneID` names (``DatabaseScope/owner``): the request then reads and writes that
+    /// zone in its owner's private database, as a participant.
+    ///
+    /// - Throws: `BAD_REQUEST` without an owner; `ZONE_NOT_FOUND` for an owner that is not a
+    ///   user or is the caller (whose zones are in their private database).
+    func sharedZoneScope(_ scope: DatabaseScope, zoneID: ZoneID?) async throws -> DatabaseScope {
+        guard scope.kind == .shared else { return scope }
+        let zoneName = zoneID?.zoneName ?? ZoneID.defaultZoneName
+        guard let ownerName = zoneID?.ownerRecordName, ownerName != "__defaultOwner__" else {
+            throw RecordSyncError(.badRequest, "a zone of the shared database is named with its owner: give zoneID.ownerRecordName", zoneID: zoneID)
+        }
+        guard ownerName != scope.user.userRecordName else {
+            throw RecordSyncError(.zoneNotFound, "zone \(NameRules.quoted(zoneName)) is yours: it is in your private database, not your shared one", zoneID: zoneID)
+        }
+        guard let owner = try await engine.read({ try $0.users(withRecordNames: [ownerName]) }).first?.user else {
+            throw RecordSyncError(.zoneNotFound, "zone \(NameRules.quoted(zoneName)) of \(NameRules.quoted(ownerName)) is not shared with you", zoneID: zoneID)
+        }
+        var scope = scope
+        scope.owner = owner
+        return scope
     }
 
     /// Creates a zone, or brings a deleted one back as a new incarnation (a new UID, so tokens

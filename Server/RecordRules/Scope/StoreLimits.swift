@@ -51,6 +51,13 @@ public struct StoreLimits: Sendable {
     /// The most records and bytes one user's records may hold; none by default.
     public var quota = Quota()
 
+    /// The URL a share's `url` begins with, its short GUID after it (`recordserver
+    /// --share-url`); without one, shares carry no `url`.
+    public var shareURLBase: String?
+    /// How many `records/resolve` and `records/accept` short GUIDs one caller may send a
+    /// minute; more is `THROTTLED` (a short GUID is a secret, not to be guessed).
+    public var shareLookupsPerMinute: Int = 120
+
     /// Creates limits with the defaults.
     public init() {}
 

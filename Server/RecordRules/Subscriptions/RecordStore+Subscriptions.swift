@@ -8,7 +8,8 @@ extension RecordStore {
         try limits.checkCount(request.operations.count, of: "operations")
         let now = Self.now()
         return try await markingSearchTypes { try await engine.write { transaction in
-            let database = try Self.database(scope, in: transaction)
+            // The shared database has no row of its own (its zones are their owners').
+            let database = scope.kind == .shared ? nil : try Self.database(scope, in: transaction)
             var results: [SubscriptionResult] = []
             for (index, operation) in request.operations.enumerated() {
                 let id = operation.subscription.subscriptionID
@@ -65,10 +66,25 @@ extension RecordStore {
 
     /// A subscription as stored: its type, query (run once against the database, so a query
     /// `records/query` would refuse is refused here), zone and `firesOn` checked, defaults filled.
-    private static func checked(_ subscription: Subscription, index: Int, scope: DatabaseScope, database: StoredDatabase,
+    private static func checked(_ subscription: Subscription, index: Int, scope: DatabaseScope, database: StoredDatabase?,
                                 in transaction: any StorageTransaction) throws -> Subscription {
         var subscription = subscription
         let at = "operations[\(index)].subscription"
+        if scope.kind == .shared && subscription.subscriptionType != "database" {
+            throw RecordSyncError(.badRequest, "\(at).subscriptionType: the shared database takes database subscriptions only, as CloudKit's")
+        }
+        if subscription.subscriptionType == "database" {
+            guard scope.kind != .public else {
+                throw RecordSyncError(.badRequest, "\(at).subscriptionType: database subscriptions are for the private and shared databases, as CloudKit's")
+            }
+            subscription.zoneID = nil
+            subscription.query = nil
+            subscription.firesOn = nil
+            subscription.firesOnce = nil
+            subscription.zoneWide = nil
+            return subscription
+        }
+        guard let database else { throw RecordSyncError(.internalError, "\(at): no database") }
         if let zoneID = subscription.zoneID {
             if let problem = NameRules.problem(withName: zoneID.zoneName, kind: "\(at).zoneID.zoneName") { throw RecordSyncError(.badRequest, problem) }
             _ = try addressable(zoneID, in: scope)
@@ -115,7 +131,7 @@ extension RecordStore {
             subscription.firesOnce = nil
             subscription.zoneWide = nil
         default:
-            throw RecordSyncError(.badRequest, "\(at).subscriptionType must be query or zone, not \(subscription.subscriptionType.map(NameRules.quoted) ?? "missing")")
+            throw RecordSyncError(.badRequest, "\(at).subscriptionType must be query, zone or database, not \(subscription.subscriptionType.map(NameRules.quoted) ?? "missing")")
         }
         return subscription
     }

@@ -30,16 +30,34 @@ struct SubscriptionFiring {
     /// a record its subscriber may not read.
     let subscribers: [Int64: Access]
 
-    /// The subscriptions of the scope's database that apply to `zone`, or `nil` when none does
-    /// (the common case: one indexed read per batch).
+    /// The subscriptions that apply to `zone`, or `nil` when none does (the common case: one
+    /// indexed read per batch, and one for the zone's shares): in the public database, every
+    /// user's; in a private zone, its owner's (whoever writes, the owner or a participant), and
+    /// the database subscriptions of the shared databases of its share's accepted participants.
     static func load(scope: DatabaseScope, zone: ZoneContext, containerKey: Int64, in transaction: any StorageTransaction) throws -> SubscriptionFiring? {
-        let stored = try transaction.subscriptions(inContainer: scope.container, environment: scope.environment, kind: scope.kind.rawValue,
-                                                   user: scope.kind == .private ? scope.user.id : nil)
+        let owner = scope.owner ?? scope.user
+        var stored = try transaction.subscriptions(inContainer: scope.container, environment: scope.environment,
+                                                   kind: scope.kind == .public ? DatabaseKind.public.rawValue : DatabaseKind.private.rawValue,
+                                                   user: scope.kind == .public ? nil : owner.id)
+        var subscribers: [Int64: Access] = [:]
+        if scope.kind != .public {
+            for share in try transaction.shares(inZone: zone.key) {
+                for participant in try transaction.participants(ofShare: share.key) where participant.status == .accepted {
+                    guard let user = participant.user, subscribers[user.id] == nil else { continue }
+                    let theirs = try transaction.subscriptions(inContainer: scope.container, environment: scope.environment, kind: DatabaseKind.shared.rawValue, user: user.id)
+                    if theirs.isEmpty { continue }
+                    stored += theirs
+                    subscribers[user.id] = .participant(user, Access.Participation(permission: participant.permission, share: share.recordName))
+                }
+            }
+        }
         guard !stored.isEmpty else { return nil }
         let applying: [Applying] = stored.compactMap { stored in
             guard let subscription = try? JSONValueDecoder().decode(Subscription.self, from: Data(stored.body.utf8)) else { return nil }
             let zoneName = subscription.zoneID?.zoneName
-            if subscription.subscriptionType == "zone" {
+            if subscription.subscriptionType == "database" {
+                // Any zone of the database.
+            } else if subscription.subscriptionType == "zone" {
                 guard (zoneName ?? ZoneID.defaultZoneName) == zone.name else { return nil }
             } else if let zoneName, zoneName != zone.name {
                 return nil
@@ -47,9 +65,11 @@ struct SubscriptionFiring {
             return Applying(stored: stored, subscription: subscription, firesOn: Set(subscription.firesOn ?? ["create", "update", "delete"]))
         }
         guard !applying.isEmpty else { return nil }
-        let subscribers = scope.kind == .public
-            ? try Access.load(publicDatabaseFor: Array(Set(applying.map(\.stored.userKey))), containerKey: containerKey, in: transaction)
-            : [scope.user.id: Access.owner(scope.user)]
+        if scope.kind == .public {
+            subscribers = try Access.load(publicDatabaseFor: Array(Set(applying.map(\.stored.userKey))), containerKey: containerKey, in: transaction)
+        } else {
+            subscribers[owner.id] = .owner(owner)
+        }
         return SubscriptionFiring(scope: scope, zone: zone, containerKey: containerKey, applying: applying, subscribers: subscribers)
     }
 
@@ -110,7 +130,7 @@ struct SubscriptionFiring {
     func notify(_ matches: [Match], changed: Bool, now: Int64, in transaction: any StorageTransaction) throws {
         var fired: Set<Int> = []
         // Numbered as CloudKit JS reads `dbs` (its isPublicDatabase is `dbs === 0`): 0 public,
-        // 1 private (2 is kept for the shared database, not served yet).
+        // 1 private, 2 shared (a participant's database subscription).
         let database = scope.kind == .public ? 0 : 1
         let owner = zone.zoneID.ownerRecordName ?? scope.ownerRecordName
         func queue(_ index: Int, _ kind: String, _ body: [String: JSONValue]) throws {
@@ -128,6 +148,10 @@ struct SubscriptionFiring {
         if changed {
             for (index, applying) in applying.enumerated() where applying.subscription.subscriptionType == "zone" {
                 try queue(index, "fet", ["sid": .string(applying.stored.id), "zid": .string(zone.name), "zoid": .string(owner), "dbs": .int(Int64(database))])
+            }
+            // A database notification names no zone: its subscriber fetches changes/database.
+            for (index, applying) in applying.enumerated() where applying.subscription.subscriptionType == "database" {
+                try queue(index, "fet", ["sid": .string(applying.stored.id), "dbs": .int(applying.stored.kind == DatabaseKind.shared.rawValue ? 2 : Int64(database))])
             }
         }
         for index in fired where applying[index].subscription.firesOnce == true {

@@ -56,6 +56,8 @@ struct DatabaseRoutes: Sendable {
             let answer = try await routes.store.queryRecords(request, in: scope)
             return try JSONBody.response(answer, numbersAsStrings: request.numbersAsStrings == true)
         }),
+        ("records/resolve", [.post], false, { routes, body, scope in try await routes.shareMetadata(body, scope, accept: false) }),
+        ("records/accept", [.post], false, { routes, body, scope in try await routes.shareMetadata(body, scope, accept: true) }),
         ("records/backlinks", [.post], true, { routes, body, scope in
             let request = try JSONBody.decode(BacklinksRequest.self, from: body)
             return try JSONBody.response(try await routes.store.backlinks(request, in: scope))
@@ -203,7 +205,7 @@ struct DatabaseRoutes: Sendable {
     /// The endpoints that change what the server holds: an operator acting as a user needs the
     /// `write` scope for them, `read` for the others.
     static let writingEndpoints: Set<String> = [
-        "records/modify", "zones/modify", "assets/upload", "assets/rereference", "subscriptions/modify", "tokens/create", "tokens/register",
+        "records/modify", "records/accept", "zones/modify", "assets/upload", "assets/rereference", "subscriptions/modify", "tokens/create", "tokens/register",
         "users/discoverability",
     ]
 
@@ -224,7 +226,7 @@ struct DatabaseRoutes: Sendable {
             body = try Self.decoded(body, encoding: request.headers[.contentEncoding], limit: maximumBodyBytes)
             let base = publicURL ?? Self.base(of: request, scheme: scheme)
             let context = JSONBody.Context(acceptsGzip: JSONBody.acceptsGzip(request.headers[.acceptEncoding]), base: base,
-                                           assetLinks: try await store.assetLinks(base: base))
+                                           assetLinks: try await store.assetLinks(base: base, participant: scope.kind == .shared ? scope.user.id : nil))
             return try await JSONBody.$context.withValue(context) {
                 try await endpoint(self, body, scope)
             }
@@ -386,6 +388,16 @@ struct DatabaseRoutes: Sendable {
         return RecordSyncError(.authenticationRequired, reason, redirectURL: url)
     }
 
+    /// `records/resolve` and `records/accept`, on the public database's path (as CloudKit has
+    /// them): the shares of short GUIDs.
+    func shareMetadata(_ body: Data, _ scope: DatabaseScope, accept: Bool) async throws -> Response {
+        guard scope.kind == .public else {
+            throw RecordSyncError(.badRequest, "records/\(accept ? "accept" : "resolve") is on the public database's path (…/public/records/\(accept ? "accept" : "resolve")), as in CloudKit")
+        }
+        let request = try JSONBody.decode(ShareMetadataRequest.self, from: body)
+        return try JSONBody.response(try await store.shareMetadata(request, accept: accept, in: scope))
+    }
+
     /// `users/caller` and `users/current`: the caller's identity at the top level and in `users`.
     func caller(_ scope: DatabaseScope) async throws -> Response {
         let profile = try await store.profile(of: scope.user)
@@ -404,9 +416,6 @@ struct DatabaseRoutes: Sendable {
             throw RecordSyncError(.badRequest, "environment must be development or production, not \(NameRules.quoted(environment))")
         }
         let database = given ?? context.parameters.get("database") ?? ""
-        if database == "shared" {
-            throw RecordSyncError(.notSupported, "the shared database is not supported yet")
-        }
         guard let kind = DatabaseKind(rawValue: database) else {
             throw RecordSyncError(.badRequest, "database must be public, private or shared, not \(NameRules.quoted(database))")
         }

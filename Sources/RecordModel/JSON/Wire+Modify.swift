@@ -10,11 +10,15 @@ extension RecordPayload: Codable, JSONDirectWritable, JSONDirectDecodable {
     public init(from decoder: any Decoder) throws { self = try JSONWire.decode(Self.self, from: decoder) }
     public func encode(to encoder: any Encoder) throws { try JSONWire.encode(self, to: encoder) }
 
-    /// `{"fields"?, "recordChangeTag"?, "recordName"?, "recordType"?}`.
+    /// `{"fields"?, "forRecord"?, "participants"?, "publicPermission"?, "recordChangeTag"?,
+    /// "recordName"?, "recordType"?}`.
     func write(to writer: inout JSONWriter) throws {
         var first = true
         writer.open()
         if let fields { writer.key("fields", first: &first); try writer.sortedObject(fields) { try $1.write(to: &$0) } }
+        if let root = share?.forRecord { writer.key("forRecord", first: &first); try writer.write(.object(["recordName": .string(root)])) }
+        if let participants = share?.participants { writer.key("participants", first: &first); try writer.write(JSONValueEncoder().encodeTree(participants)) }
+        if let permission = share?.publicPermission { writer.key("publicPermission", first: &first); writer.writeString(permission.rawValue) }
         if let recordChangeTag { writer.key("recordChangeTag", first: &first); writer.writeString(recordChangeTag) }
         if let recordName { writer.key("recordName", first: &first); writer.writeString(recordName) }
         if let recordType { writer.key("recordType", first: &first); writer.writeString(recordType) }
@@ -22,17 +26,21 @@ extension RecordPayload: Codable, JSONDirectWritable, JSONDirectDecodable {
     }
 
     init(direct parser: inout JSONParser) throws {
-        var name: String?, type: String?, tag: String?, fields: [String: RawFieldValue]?
+        var name: String?, type: String?, tag: String?, fields: [String: RawFieldValue]?, share = ShareEdit()
         try parser.forEachMember { parser, key in
             switch key {
             case "recordName": name = try parser.directOptionalString()
             case "recordType": type = try parser.directOptionalString()
             case "recordChangeTag": tag = try parser.directOptionalString()
             case "fields": fields = try parser.takeNull() ? nil : try parser.directDictionary(of: RawFieldValue.self)
+            case "forRecord":
+                share.forRecord = try parser.takeNull() ? nil : try JSONValueDecoder().decode(LookupRecordsRequest.Entry.self, from: parser.anyValue()).recordName
+            case "publicPermission": share.publicPermission = try parser.takeNull() ? nil : try JSONValueDecoder().decode(SharePermission.self, from: parser.anyValue())
+            case "participants": share.participants = try parser.takeNull() ? nil : try JSONValueDecoder().decode([ShareParticipant].self, from: parser.anyValue())
             default: try parser.skipValue()
             }
         }
-        self.init(recordName: name, recordType: type, recordChangeTag: tag, fields: fields)
+        self.init(recordName: name, recordType: type, recordChangeTag: tag, fields: fields, share: share.isEmpty ? nil : share)
     }
 }
 

@@ -311,15 +311,26 @@ extension Record: Codable, JSONDirectWritable, JSONDirectDecodable {
             writer.array(cascadedRecordNames) { $0.writeString($1) }
         }
         if !deleted, let created { writer.key("created", first: &first); created.write(to: &writer) }
+        let share = deleted ? nil : shareInfo
+        if let participant = share?.currentUserParticipant { writer.key("currentUserParticipant", first: &first); try writer.write(JSONValueEncoder().encodeTree(participant)) }
         if deleted { writer.key("deleted", first: &first); writer.writeBool(true) }
         if !deleted {
             writer.key("fields", first: &first)
             try writeFields(&writer)
             if let modified { writer.key("modified", first: &first); modified.write(to: &writer) }
-            if let recordChangeTag { writer.key("recordChangeTag", first: &first); writer.writeString(recordChangeTag) }
         }
+        if let share {
+            writer.key("owner", first: &first); try writer.write(JSONValueEncoder().encodeTree(share.owner))
+            writer.key("participants", first: &first); try writer.write(JSONValueEncoder().encodeTree(share.participants))
+            writer.key("publicPermission", first: &first); writer.writeString(share.publicPermission.rawValue)
+        }
+        if !deleted, let recordChangeTag { writer.key("recordChangeTag", first: &first); writer.writeString(recordChangeTag) }
         writer.key("recordName", first: &first); writer.writeString(recordName)
         writer.key("recordType", first: &first); writer.writeString(recordType)
+        if let share {
+            writer.key("shortGUID", first: &first); writer.writeString(share.shortGUID)
+            if let url = share.url { writer.key("url", first: &first); writer.writeString(url) }
+        }
         if withZoneID, let zoneID { writer.key("zoneID", first: &first); zoneID.write(to: &writer) }
         writer.close()
     }
@@ -345,6 +356,7 @@ extension Record: Codable, JSONDirectWritable, JSONDirectDecodable {
         var name: String?, nameIsNull = false, type: String?, zoneID: ZoneID?, tag: String?
         var fields: [String: FieldValue] = [:], created: Stamp?, modified: Stamp?, deleted: Bool?
         var cascaded: [String]?, fieldsJSON: String?, summary: FieldsSummary?
+        var share: [String: JSONValue] = [:]
         try parser.forEachMember { parser, key in
             switch key {
             case "recordName": name = try parser.directOptionalString(); nameIsNull = name == nil
@@ -379,6 +391,7 @@ extension Record: Codable, JSONDirectWritable, JSONDirectDecodable {
             case "created": created = try parser.takeNull() ? nil : try Stamp(direct: &parser)
             case "modified": modified = try parser.takeNull() ? nil : try Stamp(direct: &parser)
             case "deleted": deleted = try parser.directOptionalBool()
+            case "shortGUID", "publicPermission", "owner", "participants", "currentUserParticipant", "url": share[key] = try parser.anyValue()
             case "cascadedRecordNames" where asResult: cascaded = try parser.directOptionalStrings()
             case "serverErrorCode" where asResult: throw ErrorResult()
             default: try parser.skipValue()
@@ -386,7 +399,7 @@ extension Record: Codable, JSONDirectWritable, JSONDirectDecodable {
         }
         guard let name else { throw nameIsNull ? DecodingError.null(String.self, at: "recordName") : DecodingError.missing("recordName") }
         return (Record(recordName: name, recordType: type ?? "", zoneID: zoneID, recordChangeTag: tag, fields: fields,
-                       created: created, modified: modified, deleted: deleted ?? false), cascaded, fieldsJSON, summary)
+                       created: created, modified: modified, deleted: deleted ?? false, shareInfo: try ShareInfo(keys: share)), cascaded, fieldsJSON, summary)
     }
 }
 
@@ -457,5 +470,21 @@ extension RecordResult: Codable, JSONDirectWritable, JSONDirectDecodable {
             parser.index = start
             self = .failure(try JSONValueDecoder().decode(ErrorBody.self, from: try parser.anyValue()).error)
         }
+    }
+}
+
+extension ShareInfo {
+    /// A share's keys as a record carries them, or `nil` when it carries no `shortGUID`.
+    init?(keys: [String: JSONValue]) throws {
+        guard let guid = keys["shortGUID"], guid != .null else { return nil }
+        func decode<T: Decodable>(_ type: T.Type, _ key: String) throws -> T? {
+            guard let value = keys[key], value != .null else { return nil }
+            return try JSONValueDecoder().decode(type, from: value)
+        }
+        guard case .string(let shortGUID) = guid else { throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "shortGUID is not a string")) }
+        self.init(shortGUID: shortGUID, publicPermission: try decode(SharePermission.self, "publicPermission") ?? .none,
+                  owner: try decode(ShareParticipant.self, "owner") ?? ShareParticipant(type: .owner),
+                  participants: try decode([ShareParticipant].self, "participants") ?? [],
+                  currentUserParticipant: try decode(ShareParticipant.self, "currentUserParticipant"), url: try decode(String.self, "url"))
     }
 }

@@ -17,13 +17,16 @@ public struct RecordPayload: Sendable, Hashable {
     public var recordChangeTag: String?
     /// The fields to save. In an update, a field whose value is `null` is removed.
     public var fields: [String: RawFieldValue]?
+    /// For a share record: `forRecord`, `publicPermission` and `participants`.
+    public var share: ShareEdit?
 
     /// Creates a payload.
-    public init(recordName: String? = nil, recordType: String? = nil, recordChangeTag: String? = nil, fields: [String: RawFieldValue]? = nil) {
+    public init(recordName: String? = nil, recordType: String? = nil, recordChangeTag: String? = nil, fields: [String: RawFieldValue]? = nil, share: ShareEdit? = nil) {
         self.recordName = recordName
         self.recordType = recordType
         self.recordChangeTag = recordChangeTag
         self.fields = fields
+        self.share = share
     }
 
     /// The payload that saves `record` with its typed fields and change tag.

@@ -69,6 +69,7 @@ extension StorageSchema {
         SchemaMigration("search-index-builds", [.createTable(searchBuilds)]),
         SchemaMigration("search-word-blocks", [.createTable(searchBlocks), .createTable(searchPostings), .createTable(searchMembers)]),
         SchemaMigration("user-roles", [.createTable(userRoles)]),
+        SchemaMigration("shares", [.createTable(shares), .createTable(shareParticipants)]),
     ]
 
     /// What the schema held before `schema-lifecycle`, in its terms (docs/deploying.md,

@@ -344,6 +344,35 @@ public enum StorageSchema {
         IndexDefinition("tombstones_by_seq", ["zone_id", "seq"]),
     ])
 
+    // MARK: Sharing
+
+    /// Shares (docs/protocol.md, "Sharing"): a zone's share (`root` null) or the share of the
+    /// hierarchy under record `root`, in an owner's private zone; the share record itself is the
+    /// zone's record `name`. `short_guid` is what the share's URL carries.
+    public static let shares = TableDefinition("shares", [
+        ColumnDefinition("id", .int64, generated: .rowid),
+        ColumnDefinition("zone_id", .int64, references: "zones(id)"),
+        .name("name"),
+        .name("root", nullable: true),
+        .name("short_guid"),
+        ColumnDefinition("public_permission", .text),
+    ], primaryKey: ["id"], uniques: [["zone_id", "name"], ["short_guid"]])
+
+    /// A share's participants other than its owner: a user (`user_id`), or, until someone
+    /// with that verified address accepts, an address (`email`); how they take part
+    /// (``SharePermission``, ``ShareParticipantType`` and ``ShareParticipantStatus`` names).
+    public static let shareParticipants = TableDefinition("share_participants", [
+        ColumnDefinition("share_id", .int64, references: "shares(id)"),
+        .name("participant_id"),
+        ColumnDefinition("user_id", .int64, nullable: true, references: "users(id)"),
+        .name("email", nullable: true),
+        ColumnDefinition("permission", .text),
+        ColumnDefinition("type", .text),
+        ColumnDefinition("status", .text),
+    ], primaryKey: ["share_id", "participant_id"], indexes: [
+        IndexDefinition("share_participants_by_user", ["user_id"]),
+    ])
+
     // MARK: Search
 
     /// The words of the records of searchable types (``searchTypes``), for
@@ -530,6 +559,7 @@ public enum StorageSchema {
         users, tokens, identities, accounts, accountCodes, signInAttempts, operators, operatorAudit, tokenRevocations, serverKeys, signaturesSeen, apiTokens, signInFlows, userUsage,
         containers, databases, zones, zoneIncarnations, schemaFields, schemaTypes, schemaGrants, schemaRoles, userRoles, schemaHistory,
         refFields, records, refs, searchTokens, searchBlocks, searchPostings, searchMembers, searchLocations, searchTypes, searchBuilds, tombstones,
+        shares, shareParticipants,
         assetKeys, assetBlobs, assetReceipts, assetRefs, assetChunks,
         subscriptions, notifications, pushTokens, pushDeliveries,
     ]

@@ -1,0 +1,377 @@
+import Foundation
+import RecordModel
+import RecordRules
+import RecordStorage
+@testable import RecordServer
+import Testing
+
+/// Sharing (docs/protocol.md, "Sharing") through HTTP on both engines: Alice owns the zones;
+/// Bob is invited by user record name (`READ_WRITE`), Carol by an address she verified
+/// (`READ_ONLY`); Dave comes through a public link; Eve is no one's participant.
+@Suite(.serialized) struct SharingTests {
+    static let container = "iCloud.test.Gallery"
+
+    enum Member: String, CaseIterable, Sendable { case alice, bob, carol, dave, eve }
+
+    struct World: Sendable {
+        let server: TestServer
+        let sessions: [Member: Session]
+
+        subscript(_ member: Member) -> Session { sessions[member]! }
+
+        /// Alice's zone ID, as participants name it.
+        func zone(_ name: String) -> String {
+            #"{"zoneName":"\#(name)","ownerRecordName":"\#(self[.alice].userRecordName)"}"#
+        }
+
+        /// `POST` to `endpoint` of the shared database, in Alice's zone `zone`.
+        func shared(_ member: Member, _ endpoint: String, _ body: String) async throws -> Reply {
+            try await self[member].post(endpoint, body, database: "shared")
+        }
+
+        func resolve(_ member: Member, _ guid: String, accept: Bool = false) async throws -> Reply {
+            try await self[member].post(accept ? "records/accept" : "records/resolve", #"{"shortGUIDs":[{"value":"\#(guid)"}]}"#, database: "public")
+        }
+    }
+
+    static func withWorld(_ body: @escaping @Sendable (World) async throws -> Void) async throws {
+        try await withServer(configure: { $0.webcourierWait = .milliseconds(600) }) { server in
+            var sessions: [Member: Session] = [:]
+            for member in Member.allCases { sessions[member] = try await server.user(member.rawValue) }
+            // Carol's address is verified (an account is made only for a verified address).
+            let carol = try #require(try await server.store.user(named: "carol"))
+            try await server.store.engine.write { transaction in
+                .commit(try transaction.insertAccount(StoredAccount(email: "carol@example.com", passwordHash: "-", createdAt: 0, passwordChangedAt: 0), userKey: carol.id))
+            }
+            try await sessions[.alice]!.createZones("Trip", "Open", "Other")
+            let world = World(server: server, sessions: sessions)
+            try await body(world)
+        }
+    }
+
+    static func save(_ name: String, _ type: String = "Item", note: String = "x", extra: String = "") -> String {
+        #"{"operationType":"forceReplace","record":{"recordName":"\#(name)","recordType":"\#(type)","fields":{"note":{"value":"\#(note)"}}\#(extra)}}"#
+    }
+
+    static func modify(_ zone: String, _ operations: String...) -> String {
+        #"{"zoneID":\#(zone),"operations":[\#(operations.joined(separator: ","))]}"#
+    }
+
+    /// The record result at `index`.
+    static func result(_ reply: Reply, _ index: Int = 0, sourceLocation: SourceLocation = #_sourceLocation) -> JSONValue {
+        #expect(reply.status == 200, "\(reply.status) \(reply.json)", sourceLocation: sourceLocation)
+        return reply.json["records"]?[index] ?? .null
+    }
+
+    static func code(_ reply: Reply, _ index: Int = 0, sourceLocation: SourceLocation = #_sourceLocation) -> String? {
+        result(reply, index, sourceLocation: sourceLocation)["serverErrorCode"]?.stringValue
+    }
+
+    /// The zone share of `Trip`, inviting Bob (read-write, by user record name) and Carol
+    /// (read-only, by address); returns its short GUID.
+    static func shareTrip(_ world: World) async throws -> String {
+        let participants = #"[{"userIdentity":{"lookupInfo":{"userRecordName":"\#(world[.bob].userRecordName)"}},"permission":"READ_WRITE"},{"userIdentity":{"lookupInfo":{"emailAddress":"Carol@Example.com"}},"permission":"READ_ONLY"}]"#
+        let reply = try await world[.alice].post("records/modify", modify(#"{"zoneName":"Trip"}"#, save("r1"), save("r2"),
+            #"{"operationType":"create","record":{"recordName":"cloudkit.zoneshare","recordType":"cloudKit.share","fields":{"cloudkit.title":{"value":"Our trip"}},"publicPermission":"NONE","participants":\#(participants)}}"#))
+        let share = result(reply, 2)
+        #expect(share["serverErrorCode"] == nil, "\(share)")
+        #expect(share["recordType"]?.stringValue == "cloudkit.share")
+        #expect(share["owner"]?["type"]?.stringValue == "OWNER" && share["currentUserParticipant"]?["type"]?.stringValue == "OWNER", "\(share)")
+        #expect(share["publicPermission"]?.stringValue == "NONE")
+        let invited = share["participants"]?.arrayValue ?? []
+        #expect(invited.count == 2 && invited.allSatisfy { $0["acceptanceStatus"]?.stringValue == "INVITED" && $0["type"]?.stringValue == "USER" }, "\(invited)")
+        let guid = try #require(share["shortGUID"]?.stringValue)
+        #expect(guid.count == 26)
+        return guid
+    }
+
+    @Test func aZoneShareIsMadeResolvedAcceptedReadAndWrittenByPermission() async throws {
+        try await Self.withWorld { world in
+            let guid = try await Self.shareTrip(world)
+            let trip = world.zone("Trip")
+            // Before accepting, the zone is not in Bob's shared database.
+            #expect(try await world.shared(.bob, "zones/list", "{}").json["zones"] == .array([]))
+            let early = try await world.shared(.bob, "records/lookup", #"{"zoneID":\#(trip),"records":[{"recordName":"r1"}]}"#)
+            #expect(early.code == "ZONE_NOT_FOUND", "\(early.json)")
+
+            // Eve, uninvited, gets what a missing share gets.
+            let eve = try await world.resolve(.eve, guid)
+            let missing = try await world.resolve(.eve, "nosuchguidnosuchguidnosuch")
+            #expect(eve.json["results"]?[0]?["serverErrorCode"]?.stringValue == "NOT_FOUND", "\(eve.json)")
+            #expect(eve.json["results"]?[0]?["reason"]?.stringValue?.replacingOccurrences(of: guid, with: "G")
+                    == missing.json["results"]?[0]?["reason"]?.stringValue?.replacingOccurrences(of: "nosuchguidnosuchguidnosuch", with: "G"), "\(eve.json) \(missing.json)")
+            #expect(try await world.resolve(.eve, guid, accept: true).json["results"]?[0]?["serverErrorCode"]?.stringValue == "NOT_FOUND")
+
+            // Bob resolves, then accepts.
+            let resolved = try await world.resolve(.bob, guid).json["results"]?[0] ?? .null
+            #expect(resolved["participantStatus"]?.stringValue == "INVITED" && resolved["participantPermission"]?.stringValue == "READ_WRITE"
+                    && resolved["participantType"]?.stringValue == "USER" && resolved["databaseScope"]?.stringValue == "SHARED", "\(resolved)")
+            #expect(resolved["zoneID"]?["ownerRecordName"]?.stringValue == world[.alice].userRecordName && resolved["zoneID"]?["zoneName"]?.stringValue == "Trip")
+            #expect(resolved["share"]?["shortGUID"]?.stringValue == guid && resolved["ownerIdentity"]?["userRecordName"]?.stringValue == world[.alice].userRecordName)
+            let accepted = try await world.resolve(.bob, guid, accept: true).json["results"]?[0] ?? .null
+            #expect(accepted["participantStatus"]?.stringValue == "ACCEPTED", "\(accepted)")
+            #expect(accepted["share"]?["currentUserParticipant"]?["userIdentity"]?["userRecordName"]?.stringValue == world[.bob].userRecordName, "\(accepted)")
+            // Carol is matched by the address she verified (given in another case).
+            let carol = try await world.resolve(.carol, guid, accept: true).json["results"]?[0] ?? .null
+            #expect(carol["participantStatus"]?.stringValue == "ACCEPTED" && carol["participantPermission"]?.stringValue == "READ_ONLY", "\(carol)")
+            // Participants see each other's record names, never each other's addresses.
+            let seen = (carol["share"]?["participants"]?.arrayValue ?? []).first { $0["userIdentity"]?["userRecordName"]?.stringValue == world[.bob].userRecordName }
+            #expect(seen?["userIdentity"]?["lookupInfo"]?["emailAddress"] == nil && seen?["permission"]?.stringValue == "READ_WRITE", "\(carol)")
+            let bobsView = try await world.resolve(.bob, guid).json["results"]?[0]?["share"]?["participants"]?.arrayValue ?? []
+            #expect(!bobsView.description.contains("carol@example.com"), "\(bobsView)")
+            // The owner resolves its own share as the owner.
+            let own = try await world.resolve(.alice, guid).json["results"]?[0] ?? .null
+            #expect(own["participantType"]?.stringValue == "OWNER" && own["databaseScope"]?.stringValue == "PRIVATE", "\(own)")
+
+            // Bob's shared database lists Trip under Alice's name.
+            let zones = try await world.shared(.bob, "zones/list", "{}").json["zones"]?.arrayValue ?? []
+            #expect(zones.count == 1 && zones.first?["zoneID"]?["zoneName"]?.stringValue == "Trip"
+                    && zones.first?["zoneID"]?["ownerRecordName"]?.stringValue == world[.alice].userRecordName, "\(zones)")
+            let feed = try await world.shared(.bob, "changes/database", "{}").json
+            #expect(feed["zones"]?[0]?["zoneID"]?["zoneName"]?.stringValue == "Trip", "\(feed)")
+
+            // Both read; the records and the share come with the zone.
+            for member in [Member.bob, .carol] {
+                let looked = try await world.shared(member, "records/lookup", #"{"zoneID":\#(trip),"records":[{"recordName":"r1"},{"recordName":"cloudkit.zoneshare"}]}"#)
+                #expect(Self.result(looked)["fields"]?["note"]?["value"]?.stringValue == "x", "\(looked.json)")
+                #expect(Self.result(looked, 1)["shortGUID"]?.stringValue == guid, "\(looked.json)")
+                let query = try await world.shared(member, "records/query", #"{"zoneID":\#(trip),"query":{"recordType":"Item"}}"#)
+                #expect(query.json["records"]?.arrayValue?.count == 2, "\(query.json)")
+                let changes = try await world.shared(member, "records/changes", #"{"zoneID":\#(trip)}"#)
+                let names = Set((changes.json["records"]?.arrayValue ?? []).compactMap { $0["recordName"]?.stringValue })
+                #expect(names == ["r1", "r2", "cloudkit.zoneshare"], "\(changes.json)")
+                let zoneChanges = try await world.shared(member, "changes/zone", #"{"zones":[{"zoneID":\#(trip)}]}"#)
+                #expect(zoneChanges.json["zones"]?[0]?["records"]?.arrayValue?.count == 3, "\(zoneChanges.json)")
+            }
+
+            // Bob (READ_WRITE) writes; his records are his, in Alice's zone.
+            let written = try await world.shared(.bob, "records/modify", Self.modify(trip, Self.save("r3", note: "bob's"), Self.save("r1", note: "edited")))
+            #expect(Self.code(written) == nil && Self.code(written, 1) == nil, "\(written.json)")
+            #expect(Self.result(written)["created"]?["userRecordName"]?.stringValue == world[.bob].userRecordName)
+            #expect(Self.result(written)["zoneID"]?["ownerRecordName"]?.stringValue == world[.alice].userRecordName)
+            let alices = try await world[.alice].post("records/lookup", #"{"zoneID":{"zoneName":"Trip"},"records":[{"recordName":"r3"}]}"#)
+            #expect(Self.result(alices)["fields"]?["note"]?["value"]?.stringValue == "bob's", "\(alices.json)")
+            // Carol (READ_ONLY) may not create, change or delete.
+            for body in [Self.modify(trip, Self.save("c1")), Self.modify(trip, Self.save("r1", note: "carol's")),
+                         Self.modify(trip, #"{"operationType":"forceDelete","record":{"recordName":"r2"}}"#)] {
+                let refused = try await world.shared(.carol, "records/modify", body)
+                #expect(Self.code(refused) == "ACCESS_DENIED", "\(refused.json)")
+                #expect((Self.result(refused)["reason"]?.stringValue ?? "").contains("read-only"), "\(refused.json)")
+            }
+            // Only the owner changes the share; Bob may not, nor create another.
+            let edit = try await world.shared(.bob, "records/modify", Self.modify(trip, #"{"operationType":"forceUpdate","record":{"recordName":"cloudkit.zoneshare","recordType":"cloudkit.share","fields":{},"publicPermission":"READ_WRITE"}}"#))
+            #expect(Self.code(edit) == "ACCESS_DENIED" && (Self.result(edit)["reason"]?.stringValue ?? "").contains("only the owner"), "\(edit.json)")
+            // Nothing else of Alice's is in reach: another zone, her default zone, her own name.
+            let other = try await world.shared(.bob, "records/lookup", #"{"zoneID":\#(world.zone("Other")),"records":[{"recordName":"r1"}]}"#)
+            #expect(other.code == "ZONE_NOT_FOUND", "\(other.json)")
+            let unnamed = try await world.shared(.bob, "records/lookup", #"{"zoneID":{"zoneName":"Trip"},"records":[{"recordName":"r1"}]}"#)
+            #expect(unnamed.code == "BAD_REQUEST", "\(unnamed.json)")
+            #expect(try await world.shared(.bob, "zones/modify", #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Mine"}}}]}"#).code == "BAD_REQUEST")
+        }
+    }
+
+    @Test func databaseSubscriptionsFireForEveryZoneOfThePrivateAndSharedDatabases() async throws {
+        try await Self.withWorld { world in
+            let guid = try await Self.shareTrip(world)
+            _ = try await world.resolve(.bob, guid, accept: true)
+            let everything = #"{"operations":[{"operationType":"create","subscription":{"subscriptionID":"everything","subscriptionType":"database"}}]}"#
+            let alices = try await world[.alice].post("subscriptions/modify", everything)
+            #expect(alices.json["subscriptions"]?[0]?["subscriptionType"]?.stringValue == "database", "\(alices.json)")
+            let bobs = try await world.shared(.bob, "subscriptions/modify", everything)
+            #expect(bobs.json["subscriptions"]?[0]?["subscriptionType"]?.stringValue == "database", "\(bobs.json)")
+            #expect(try await world.shared(.bob, "subscriptions/list", "{}").json["subscriptions"]?.arrayValue?.count == 1)
+            #expect(try await world.shared(.carol, "subscriptions/modify", everything).status == 200)
+            // The shared database takes database subscriptions only; the public one takes none.
+            let query = try await world.shared(.bob, "subscriptions/modify", #"{"operations":[{"operationType":"create","subscription":{"subscriptionID":"q","subscriptionType":"query","query":{"recordType":"Item"}}}]}"#)
+            #expect(query.json["subscriptions"]?[0]?["serverErrorCode"]?.stringValue == "BAD_REQUEST", "\(query.json)")
+            let open = try await world[.alice].post("subscriptions/modify", everything, database: "public")
+            #expect(open.json["subscriptions"]?[0]?["serverErrorCode"]?.stringValue == "BAD_REQUEST", "\(open.json)")
+            let aliceURL = try await SubscriptionTests.webcourier(world[.alice])
+            let bobURL = try await SubscriptionTests.webcourier(world[.bob])
+            let carolURL = try await SubscriptionTests.webcourier(world[.carol])
+            // A write in a zone Alice shares with no one fires her subscription alone.
+            #expect(Self.code(try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Other"}"#, Self.save("o1")))) == nil)
+            let own = try await SubscriptionTests.poll(aliceURL)
+            #expect(own?["ck"]?["fet"]?["sid"]?.stringValue == "everything" && own?["ck"]?["fet"]?["dbs"] == .int(1) && own?["ck"]?["fet"]?["zid"] == nil, "\(own ?? .null)")
+            // Bob's write in the shared zone fires Alice's (her private database) and his (his shared one).
+            #expect(Self.code(try await world.shared(.bob, "records/modify", Self.modify(world.zone("Trip"), Self.save("b1")))) == nil)
+            #expect(try await SubscriptionTests.poll(aliceURL)?["ck"]?["fet"]?["dbs"] == .int(1))
+            let his = try await SubscriptionTests.poll(bobURL)
+            #expect(his?["ck"]?["fet"]?["sid"]?.stringValue == "everything" && his?["ck"]?["fet"]?["dbs"] == .int(2), "\(his ?? .null)")
+            #expect(try await SubscriptionTests.poll(bobURL) == nil)
+            // Carol has not accepted: nothing yet. Accepting fires hers, and Alice's and Bob's.
+            #expect(try await SubscriptionTests.poll(carolURL) == nil)
+            _ = try await world.resolve(.carol, guid, accept: true)
+            #expect(try await SubscriptionTests.poll(carolURL)?["ck"]?["fet"]?["dbs"] == .int(2))
+            #expect(try await SubscriptionTests.poll(bobURL)?["ck"]?["fet"]?["dbs"] == .int(2))
+            #expect(try await SubscriptionTests.poll(aliceURL)?["ck"]?["fet"]?["dbs"] == .int(1))
+        }
+    }
+
+    @Test func aRemovedParticipantsDownloadURLsStopWorking() async throws {
+        try await Self.withWorld { world in
+            let guid = try await Self.shareTrip(world)
+            _ = try await world.resolve(.bob, guid, accept: true)
+            let bytes = AssetTests.bytes(10_000)
+            let url = try await AssetTests.uploadURL(world[.alice], recordType: "Item", zone: "Trip")
+            let (status, receipt) = try await AssetTests.post(bytes, to: url)
+            #expect(status == 200, "\(receipt)")
+            let value = try (receipt["singleFile"] ?? .null).serializedString()
+            #expect(Self.code(try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Trip"}"#, #"{"operationType":"forceReplace","record":{"recordName":"pic","recordType":"Item","fields":{"image":{"value":\#(value)}}}}"#))) == nil)
+            let looked = try await world.shared(.bob, "records/lookup", #"{"zoneID":\#(world.zone("Trip")),"records":[{"recordName":"pic"}]}"#)
+            let link = try #require(Self.result(looked)["fields"]?["image"]?["value"]?["downloadURL"]?.stringValue, "\(looked.json)").replacingOccurrences(of: "${f}", with: "pic.bin")
+            #expect(try await AssetTests.get(link).data == bytes)
+            // Alice removes Bob: the URL he was given stops at once.
+            #expect(Self.code(try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Trip"}"#,
+                #"{"operationType":"forceUpdate","record":{"recordName":"cloudkit.zoneshare","recordType":"cloudkit.share","fields":{},"participants":[]}}"#))) == nil)
+            #expect(try await AssetTests.get(link).status == 401)
+            // Alice's own URL keeps working.
+            let hers = try await world[.alice].post("records/lookup", #"{"zoneID":{"zoneName":"Trip"},"records":[{"recordName":"pic"}]}"#)
+            let own = try #require(Self.result(hers)["fields"]?["image"]?["value"]?["downloadURL"]?.stringValue).replacingOccurrences(of: "${f}", with: "pic.bin")
+            #expect(try await AssetTests.get(own).data == bytes)
+        }
+    }
+
+    /// A participant's zone tokens are the zone's: followed across a removal and a new
+    /// invitation, they give every change once (none skipped, none repeated).
+    @Test func aParticipantsFeedNeitherSkipsNorRepeatsAcrossARemovalAndAReturn() async throws {
+        try await Self.withWorld { world in
+            let guid = try await Self.shareTrip(world)
+            let trip = world.zone("Trip")
+            _ = try await world.resolve(.bob, guid, accept: true)
+            func changes(after token: String?) async throws -> (names: [String], token: String) {
+                let body = token.map { #"{"zoneID":\#(trip),"syncToken":"\#($0)","resultsLimit":2}"# } ?? #"{"zoneID":\#(trip),"resultsLimit":2}"#
+                var names: [String] = [], next = token ?? "", more = true, request = body
+                while more {
+                    let page = try await world.shared(.bob, "records/changes", request).json
+                    names += (page["records"]?.arrayValue ?? []).compactMap { $0["recordName"]?.stringValue }
+                    next = page["syncToken"]?.stringValue ?? ""
+                    more = page["moreComing"] == .bool(true)
+                    request = #"{"zoneID":\#(trip),"syncToken":"\#(next)","resultsLimit":2}"#
+                }
+                return (names, next)
+            }
+            let first = try await changes(after: nil)
+            #expect(Set(first.names) == ["r1", "r2", "cloudkit.zoneshare"] && first.names.count == 3, "\(first.names)")
+            // Removed, Bob reads nothing; Alice goes on writing.
+            #expect(Self.code(try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Trip"}"#,
+                #"{"operationType":"forceUpdate","record":{"recordName":"cloudkit.zoneshare","recordType":"cloudkit.share","fields":{},"participants":[]}}"#))) == nil)
+            #expect(try await world.shared(.bob, "records/changes", #"{"zoneID":\#(trip),"syncToken":"\#(first.token)"}"#).code == "ZONE_NOT_FOUND")
+            #expect(Self.code(try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Trip"}"#, Self.save("r3"), Self.save("r1", note: "again"),
+                #"{"operationType":"forceDelete","record":{"recordName":"r2"}}"#))) == nil)
+            // Invited again and accepted, his old token gives exactly what changed meanwhile.
+            #expect(Self.code(try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Trip"}"#,
+                #"{"operationType":"forceUpdate","record":{"recordName":"cloudkit.zoneshare","recordType":"cloudkit.share","fields":{},"participants":[{"userIdentity":{"lookupInfo":{"userRecordName":"\#(world[.bob].userRecordName)"}}}]}}"#))) == nil)
+            _ = try await world.resolve(.bob, guid, accept: true)
+            let meanwhile = try await changes(after: first.token)
+            #expect(meanwhile.names.sorted() == ["cloudkit.zoneshare", "r1", "r2", "r3"], "\(meanwhile.names)")
+            let after = try await changes(after: meanwhile.token)
+            #expect(after.names.isEmpty, "\(after.names)")
+        }
+    }
+
+    @Test func sharesAreRefusedWhereCloudKitRefusesThem() async throws {
+        try await Self.withWorld { world in
+            let share = #"{"operationType":"create","record":{"recordName":"cloudkit.zoneshare","recordType":"cloudkit.share","fields":{}}}"#
+            for (database, zone, expected) in [("private", #"{"zoneName":"_defaultZone"}"#, "BAD_REQUEST"), ("public", #"{"zoneName":"_defaultZone"}"#, "BAD_REQUEST")] {
+                let reply = try await world[.alice].post("records/modify", Self.modify(zone, share), database: database)
+                #expect(Self.code(reply) == expected, "\(database): \(reply.json)")
+            }
+            let named = try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Trip"}"#, #"{"operationType":"create","record":{"recordName":"myshare","recordType":"cloudkit.share","fields":{}}}"#))
+            #expect(Self.code(named) == "BAD_REQUEST" && (Self.result(named)["reason"]?.stringValue ?? "").contains("cloudkit.zoneshare"), "\(named.json)")
+            let recordShare = try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Trip"}"#, #"{"operationType":"create","record":{"recordName":"s","recordType":"cloudkit.share","fields":{},"forRecord":{"recordName":"r1"}}}"#))
+            #expect(Self.code(recordShare) == "NOT_SUPPORTED" || Self.result(recordShare)["recordSyncErrorCode"]?.stringValue == "NOT_SUPPORTED", "\(recordShare.json)")
+            let stray = try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Trip"}"#, Self.save("x", extra: #","publicPermission":"READ_ONLY""#)))
+            #expect(Self.code(stray) == "BAD_REQUEST", "\(stray.json)")
+            let unknown = try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Trip"}"#, #"{"operationType":"create","record":{"recordName":"cloudkit.zoneshare","recordType":"cloudkit.share","fields":{},"participants":[{"userIdentity":{"lookupInfo":{"userRecordName":"_nobody"}}}]}}"#))
+            #expect(Self.code(unknown) == "BAD_REQUEST", "\(unknown.json)")
+            // A link share takes no invitations.
+            let both = try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Trip"}"#, #"{"operationType":"create","record":{"recordName":"cloudkit.zoneshare","recordType":"cloudkit.share","fields":{},"publicPermission":"READ_ONLY","participants":[{"userIdentity":{"lookupInfo":{"userRecordName":"\#(world[.bob].userRecordName)"}}}]}}"#))
+            #expect(Self.code(both) == "BAD_REQUEST", "\(both.json)")
+            // Nothing of the refused saves was stored.
+            let none = try await world[.alice].post("records/lookup", #"{"zoneID":{"zoneName":"Trip"},"records":[{"recordName":"cloudkit.zoneshare"},{"recordName":"x"}]}"#)
+            #expect(Self.code(none) == "NOT_FOUND" && Self.code(none, 1) == "NOT_FOUND", "\(none.json)")
+            // A second share of a shared zone is refused, naming the first.
+            _ = try await Self.shareTrip(world)
+            let again = try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Trip"}"#, share))
+            #expect(Self.code(again) == "EXISTS", "\(again.json)")
+        }
+    }
+
+    @Test func aPublicLinkAdmitsAnyoneUntilItIsClosed() async throws {
+        try await Self.withWorld { world in
+            let open = world.zone("Open")
+            let made = try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Open"}"#, Self.save("o1"),
+                #"{"operationType":"create","record":{"recordName":"cloudkit.zoneshare","recordType":"cloudkit.share","fields":{},"publicPermission":"READ_ONLY"}}"#))
+            let guid = try #require(Self.result(made, 1)["shortGUID"]?.stringValue, "\(made.json)")
+            let resolved = try await world.resolve(.dave, guid).json["results"]?[0] ?? .null
+            #expect(resolved["participantType"]?.stringValue == "PUBLIC_USER" && resolved["participantPermission"]?.stringValue == "READ_ONLY", "\(resolved)")
+            let token = try await world.shared(.dave, "changes/database", "{}").json["syncToken"]?.stringValue
+            #expect(try await world.resolve(.dave, guid, accept: true).json["results"]?[0]?["participantStatus"]?.stringValue == "ACCEPTED")
+            let afterAccept = try await world.shared(.dave, "changes/database", #"{"syncToken":"\#(token ?? "")"}"#).json
+            #expect(afterAccept["zones"]?[0]?["zoneID"]?["zoneName"]?.stringValue == "Open", "\(afterAccept)")
+            let read = try await world.shared(.dave, "records/lookup", #"{"zoneID":\#(open),"records":[{"recordName":"o1"}]}"#)
+            #expect(Self.code(read) == nil, "\(read.json)")
+            #expect(Self.code(try await world.shared(.dave, "records/modify", Self.modify(open, Self.save("d1")))) == "ACCESS_DENIED")
+            // The owner sees Dave in the share.
+            let share = try await world[.alice].post("records/lookup", #"{"zoneID":{"zoneName":"Open"},"records":[{"recordName":"cloudkit.zoneshare"}]}"#)
+            let tag = try #require(Self.result(share)["recordChangeTag"]?.stringValue)
+            #expect(Self.result(share)["participants"]?[0]?["type"]?.stringValue == "PUBLIC_USER", "\(share.json)")
+            // Closing the link removes everyone who came through it.
+            let closed = try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Open"}"#,
+                #"{"operationType":"update","record":{"recordName":"cloudkit.zoneshare","recordType":"cloudkit.share","recordChangeTag":"\#(tag)","fields":{},"publicPermission":"NONE"}}"#))
+            #expect(Self.result(closed)["participants"] == .array([]), "\(closed.json)")
+            #expect(try await world.shared(.dave, "records/lookup", #"{"zoneID":\#(open),"records":[{"recordName":"o1"}]}"#).code == "ZONE_NOT_FOUND")
+            let left = try await world.shared(.dave, "changes/database", #"{"syncToken":"\#(afterAccept["syncToken"]?.stringValue ?? "")"}"#).json
+            #expect(left["zones"]?[0]?["deleted"] == .bool(true) && left["zones"]?[0]?["zoneID"]?["zoneName"]?.stringValue == "Open", "\(left)")
+            #expect(try await world.resolve(.dave, guid).json["results"]?[0]?["serverErrorCode"]?.stringValue == "NOT_FOUND")
+        }
+    }
+
+    @Test func participantsLeaveAreRemovedAndTheShareGoesWithItsZoneAndOwner() async throws {
+        try await Self.withWorld { world in
+            let guid = try await Self.shareTrip(world)
+            let trip = world.zone("Trip")
+            for member in [Member.bob, .carol] { _ = try await world.resolve(member, guid, accept: true) }
+            let carolsToken = try await world.shared(.carol, "changes/database", "{}").json["syncToken"]?.stringValue ?? ""
+            // Alice removes Carol: the save's list lacks her.
+            let share = try await world[.alice].post("records/lookup", #"{"zoneID":{"zoneName":"Trip"},"records":[{"recordName":"cloudkit.zoneshare"}]}"#)
+            let bob = (Self.result(share)["participants"]?.arrayValue ?? []).filter { $0["userIdentity"]?["userRecordName"]?.stringValue == world[.bob].userRecordName }
+            #expect(bob.count == 1, "\(share.json)")
+            let removed = try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Trip"}"#,
+                #"{"operationType":"forceUpdate","record":{"recordName":"cloudkit.zoneshare","recordType":"cloudkit.share","fields":{},"participants":\#(String(decoding: try JSONEncoder().encode(JSONValue.array(bob)), as: UTF8.self))}}"#))
+            #expect((Self.result(removed)["participants"]?.arrayValue ?? []).count == 1, "\(removed.json)")
+            #expect(try await world.shared(.carol, "records/lookup", #"{"zoneID":\#(trip),"records":[{"recordName":"r1"}]}"#).code == "ZONE_NOT_FOUND")
+            let gone = try await world.shared(.carol, "changes/database", #"{"syncToken":"\#(carolsToken)"}"#).json
+            #expect(gone["zones"]?[0]?["deleted"] == .bool(true), "\(gone)")
+            // Bob leaves by deleting the share in his shared database; the share stays Alice's.
+            let leave = try await world.shared(.bob, "records/modify", Self.modify(trip, #"{"operationType":"forceDelete","record":{"recordName":"cloudkit.zoneshare"}}"#))
+            #expect(Self.code(leave) == nil, "\(leave.json)")
+            #expect(try await world.shared(.bob, "zones/list", "{}").json["zones"] == .array([]))
+            let kept = try await world[.alice].post("records/lookup", #"{"zoneID":{"zoneName":"Trip"},"records":[{"recordName":"cloudkit.zoneshare"}]}"#)
+            #expect(Self.result(kept)["shortGUID"]?.stringValue == guid && Self.result(kept)["participants"] == .array([]), "\(kept.json)")
+            // Invited again, Bob comes back.
+            let again = try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Trip"}"#,
+                #"{"operationType":"forceUpdate","record":{"recordName":"cloudkit.zoneshare","recordType":"cloudkit.share","fields":{},"participants":[{"userIdentity":{"lookupInfo":{"userRecordName":"\#(world[.bob].userRecordName)"}},"permission":"READ_ONLY"}]}}"#))
+            #expect(Self.code(again) == nil, "\(again.json)")
+            #expect(try await world.resolve(.bob, guid, accept: true).json["results"]?[0]?["participantPermission"]?.stringValue == "READ_ONLY")
+            #expect(Self.code(try await world.shared(.bob, "records/lookup", #"{"zoneID":\#(trip),"records":[{"recordName":"r1"}]}"#)) == nil)
+            // Deleting the zone takes the share with it.
+            #expect(try await world[.alice].post("zones/modify", #"{"operations":[{"operationType":"delete","zone":{"zoneID":{"zoneName":"Trip"}}}]}"#).status == 200)
+            #expect(try await world.shared(.bob, "zones/list", "{}").json["zones"] == .array([]))
+            #expect(try await world.resolve(.bob, guid).json["results"]?[0]?["serverErrorCode"]?.stringValue == "NOT_FOUND")
+            // A deleted owner takes their shares; a deleted participant leaves them.
+            let open = try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Open"}"#,
+                #"{"operationType":"create","record":{"recordName":"cloudkit.zoneshare","recordType":"cloudkit.share","fields":{},"publicPermission":"READ_WRITE"}}"#))
+            let openGUID = try #require(Self.result(open)["shortGUID"]?.stringValue)
+            _ = try await world.resolve(.dave, openGUID, accept: true)
+            _ = try await world.server.store.deleteUser(named: "dave")
+            let participants = try await world.server.store.engine.read { transaction in
+                try transaction.share(shortGUID: openGUID).map { try transaction.participants(ofShare: $0.share.key) } ?? []
+            }
+            #expect(participants.isEmpty)
+            _ = try await world.server.store.deleteUser(named: "alice")
+            #expect(try await world.server.store.engine.read { try $0.share(shortGUID: openGUID) } == nil)
+        }
+    }
+}
