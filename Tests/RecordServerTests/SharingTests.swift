@@ -167,6 +167,14 @@ import Testing
             let unnamed = try await world.shared(.bob, "records/lookup", #"{"zoneID":{"zoneName":"Trip"},"records":[{"recordName":"r1"}]}"#)
             #expect(unnamed.code == "BAD_REQUEST", "\(unnamed.json)")
             #expect(try await world.shared(.bob, "zones/modify", #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Mine"}}}]}"#).code == "BAD_REQUEST")
+            // Naming a user who has no database here makes none for them.
+            let eves = #"{"zoneName":"Trip","ownerRecordName":"\#(world[.eve].userRecordName)"}"#
+            #expect(try await world.shared(.bob, "records/lookup", #"{"zoneID":\#(eves),"records":[{"recordName":"r1"}]}"#).code == "ZONE_NOT_FOUND")
+            #expect(try await world.shared(.bob, "records/modify", Self.modify(eves, Self.save("x"))).code == "ZONE_NOT_FOUND")
+            let eveUser = try #require(try await world.server.store.user(named: "eve"))
+            #expect(try await world.server.store.engine.read {
+                try $0.database(at: DatabaseAddress(container: Self.container, environment: "development", kind: .private, ownerKey: eveUser.id))
+            } == nil)
         }
     }
 

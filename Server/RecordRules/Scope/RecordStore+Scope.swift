@@ -21,11 +21,17 @@ struct MissingDatabase: Error {}
 
 extension RecordStore {
     /// The database of `scope`, created with its `_defaultZone` on first use (unless `create`
-    /// is false: then ``MissingDatabase``). A database always has `_defaultZone`.
+    /// is false: then ``MissingDatabase``; in the shared database, `ZONE_NOT_FOUND`). A
+    /// database always has `_defaultZone`.
     static func database(_ scope: DatabaseScope, in transaction: any StorageTransaction, create: Bool = true) throws -> StoredDatabase {
         let address = DatabaseAddress(scope)
         if let database = try transaction.database(at: address) { return database }
         guard create else { throw MissingDatabase() }
+        // A participant's request never makes its owner's database: a zone of one that does not
+        // exist is not shared with anyone.
+        guard scope.kind != .shared else {
+            throw RecordSyncError(.zoneNotFound, "\(NameRules.quoted(scope.ownerRecordName)) has shared no zone with you in \(scope.container) (\(scope.environment))")
+        }
         var database = try transaction.insertDatabase(at: address, uid: UUID())
         _ = try createOrReviveZone(named: ZoneID.defaultZoneName, database: database.key, in: transaction)
         // Creating `_defaultZone` took the database feed's first number.
