@@ -38,10 +38,12 @@ import Testing
         try await withServer(configure: { $0.webcourierWait = .milliseconds(600) }) { server in
             var sessions: [Member: Session] = [:]
             for member in Member.allCases { sessions[member] = try await server.user(member.rawValue) }
-            // Carol's address is verified (an account is made only for a verified address).
-            let carol = try #require(try await server.store.user(named: "carol"))
-            try await server.store.engine.write { transaction in
-                .commit(try transaction.insertAccount(StoredAccount(email: "carol@example.com", passwordHash: "-", createdAt: 0, passwordChangedAt: 0), userKey: carol.id))
+            // Carol's and Alice's addresses are verified (an account is made only for a verified address).
+            for name in ["carol", "alice"] {
+                let user = try #require(try await server.store.user(named: name))
+                try await server.store.engine.write { transaction in
+                    .commit(try transaction.insertAccount(StoredAccount(email: "\(name)@example.com", passwordHash: "-", createdAt: 0, passwordChangedAt: 0), userKey: user.id))
+                }
             }
             try await sessions[.alice]!.createZones("Trip", "Open", "Other")
             let world = World(server: server, sessions: sessions)
@@ -111,7 +113,11 @@ import Testing
             let accepted = try await world.resolve(.bob, guid, accept: true).json["results"]?[0] ?? .null
             #expect(accepted["participantStatus"]?.stringValue == "ACCEPTED", "\(accepted)")
             #expect(accepted["share"]?["currentUserParticipant"]?["userIdentity"]?["userRecordName"]?.stringValue == world[.bob].userRecordName, "\(accepted)")
-            // Carol is matched by the address she verified (given in another case).
+            // Carol is matched by the address she verified (given in another case), and sees herself
+            // in the share before she accepts.
+            let invited = try await world.resolve(.carol, guid).json["results"]?[0] ?? .null
+            #expect(invited["share"]?["currentUserParticipant"]?["acceptanceStatus"]?.stringValue == "INVITED"
+                    && invited["share"]?["currentUserParticipant"]?["userIdentity"]?["lookupInfo"]?["emailAddress"]?.stringValue == "carol@example.com", "\(invited)")
             let carol = try await world.resolve(.carol, guid, accept: true).json["results"]?[0] ?? .null
             #expect(carol["participantStatus"]?.stringValue == "ACCEPTED" && carol["participantPermission"]?.stringValue == "READ_ONLY", "\(carol)")
             // Participants see each other's record names, never each other's addresses.
@@ -296,6 +302,24 @@ import Testing
             // A link share takes no invitations.
             let both = try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Trip"}"#, #"{"operationType":"create","record":{"recordName":"cloudkit.zoneshare","recordType":"cloudkit.share","fields":{},"publicPermission":"READ_ONLY","participants":[{"userIdentity":{"lookupInfo":{"userRecordName":"\#(world[.bob].userRecordName)"}}}]}}"#))
             #expect(Self.code(both) == "BAD_REQUEST", "\(both.json)")
+            // Refused in a batch that is not atomic, a share leaves nothing behind either.
+            let partial = try await world[.alice].post("records/modify", #"{"zoneID":{"zoneName":"Trip"},"atomic":false,"operations":[{"operationType":"create","record":{"recordName":"cloudkit.zoneshare","recordType":"cloudkit.share","fields":{},"publicPermission":"READ_ONLY","participants":[{"userIdentity":{"lookupInfo":{"emailAddress":"x@example.com"}}}]}},\#(Self.save("kept"))]}"#)
+            #expect(Self.code(partial) == "BAD_REQUEST" && Self.code(partial, 1) == nil, "\(partial.json)")
+            let next = try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Trip"}"#, Self.save("after")))
+            #expect(Self.result(next)["recordChangeTag"] != Self.result(partial, 1)["recordChangeTag"], "\(next.json) \(partial.json)")
+            // The owner is not a participant, by user or by address; a share has at most 100.
+            for invitee in [#"{"userRecordName":"\#(world[.alice].userRecordName)"}"#, #"{"emailAddress":"ALICE@example.com"}"#] {
+                let own = try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Trip"}"#, #"{"operationType":"create","record":{"recordName":"cloudkit.zoneshare","recordType":"cloudkit.share","fields":{},"participants":[{"userIdentity":{"lookupInfo":\#(invitee)}}]}}"#))
+                #expect(Self.code(own) == "BAD_REQUEST" && (Self.result(own)["reason"]?.stringValue ?? "").contains("owner"), "\(own.json)")
+            }
+            let many = (0...100).map { #"{"userIdentity":{"lookupInfo":{"emailAddress":"p\#($0)@example.com"}}}"# }.joined(separator: ",")
+            let crowd = try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Trip"}"#, #"{"operationType":"create","record":{"recordName":"cloudkit.zoneshare","recordType":"cloudkit.share","fields":{},"participants":[\#(many)]}}"#))
+            #expect(Self.code(crowd) == "LIMIT_EXCEEDED" || Self.result(crowd)["recordSyncErrorCode"]?.stringValue == "LIMIT_EXCEEDED", "\(crowd.json)")
+            // A share holds no reference, and none points at it.
+            let holding = try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Trip"}"#, #"{"operationType":"create","record":{"recordName":"cloudkit.zoneshare","recordType":"cloudkit.share","fields":{"cloudkit.type":{"value":{"recordName":"r1","action":"DELETE_SELF"}}}}}"#))
+            #expect(Self.code(holding) == "BAD_REQUEST", "\(holding.json)")
+            let pointing = try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Trip"}"#, Self.save("p", extra: "").replacingOccurrences(of: #""note":{"value":"x"}"#, with: #""owner":{"value":{"recordName":"cloudkit.zoneshare","action":"VALIDATE"}}"#)))
+            #expect(Self.code(pointing) == "BAD_REQUEST", "\(pointing.json)")
             // Nothing of the refused saves was stored.
             let none = try await world[.alice].post("records/lookup", #"{"zoneID":{"zoneName":"Trip"},"records":[{"recordName":"cloudkit.zoneshare"},{"recordName":"x"}]}"#)
             #expect(Self.code(none) == "NOT_FOUND" && Self.code(none, 1) == "NOT_FOUND", "\(none.json)")

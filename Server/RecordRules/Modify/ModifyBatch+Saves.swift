@@ -83,6 +83,14 @@ extension ModifyBatch {
             let schemaType = known[field]
             if schemaType == nil { namesUnknownFields = true }
             let value = try resolve(raw, field: field, recordType: recordType, schemaType: schemaType, recordName: name)
+            // A share changes only by its owner's saves: it holds no reference, and none points
+            // at it (a cascade, NULLIFY or VALIDATE would let others change or pin it).
+            if recordType == ShareInfo.recordType && !value.references.isEmpty {
+                throw RecordSyncError(.badRequest, "field \(NameRules.quoted(field)): a share record holds no references", recordName: name)
+            }
+            if value.references.contains(where: { $0.recordName == ShareInfo.zoneShareName }) {
+                throw RecordSyncError(.badRequest, "field \(NameRules.quoted(field)) references the share \(ShareInfo.zoneShareName); a share cannot be referenced", recordName: name)
+            }
             for reference in value.references {
                 if let target = reference.zoneID, target.zoneName != zone.name || !isThisZonesOwner(target.ownerRecordName) {
                     throw RecordSyncError(.badRequest, "field \(NameRules.quoted(field)) references \(NameRules.quoted(reference.recordName)) in zone \(NameRules.quoted(target.zoneName)) of \(NameRules.quoted(target.ownerRecordName ?? "")); a reference must stay in its record's zone (\(NameRules.quoted(zone.name)))", recordName: name)
@@ -269,7 +277,7 @@ extension ModifyBatch {
         }
         var record = Record(recordName: name, recordType: operation.recordType, zoneID: zone.zoneID, recordChangeTag: tag,
                             fields: fields, created: created, modified: modified)
-        if isShare { record.shareInfo = try saveShare(operation, created: current == nil) }
+        if isShare { record.shareInfo = try saveShare(operation) }
         // An update keeps the stored fields it does not name: their references are worked out here.
         let references = merged ? record.references : operation.references
         if !references.isEmpty {

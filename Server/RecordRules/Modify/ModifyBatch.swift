@@ -195,8 +195,10 @@ struct ModifyBatch {
         }
         for indices in groups {
             // A single record is checked completely before it is written, so a failure leaves
-            // nothing to undo and needs no savepoint; a cycle is checked after writing.
-            guard try attempt(indices, savepoint: indices.count > 1, { batch in try batch.save(indices) }) else {
+            // nothing to undo and needs no savepoint; a cycle is checked after writing, and a
+            // share's participants after its record.
+            let savepoint = indices.count > 1 || indices.contains { operations[$0]?.recordType == ShareInfo.recordType }
+            guard try attempt(indices, savepoint: savepoint, { batch in try batch.save(indices) }) else {
                 return (results.atomicFailure(names: names), false)
             }
         }

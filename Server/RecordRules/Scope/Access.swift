@@ -78,6 +78,10 @@ struct Access: Sendable {
     /// reads). The caller's roles are read only when a grant names a role.
     static func load(_ scope: DatabaseScope, zone: ZoneContext?, containerKey: Int64, kept: AccessInputs? = nil, in transaction: any StorageTransaction) throws -> Access {
         if let participation = zone?.participation { return .participant(scope.user, participation) }
+        // A request in the shared database reaches records only through a zone it takes part in.
+        guard scope.kind != .shared else {
+            throw RecordSyncError(.zoneNotFound, "a request of the shared database names one zone shared with you (zoneID with its ownerRecordName)")
+        }
         guard scope.kind == .public else { return .owner(scope.user) }
         let grants = try kept?.grants(inContainer: containerKey, in: transaction) ?? transaction.grants(inContainer: containerKey)
         guard scope.user != .visitor, grants.values.contains(where: { $0.contains { !builtInGrantees.contains($0.grantee) } }) else {

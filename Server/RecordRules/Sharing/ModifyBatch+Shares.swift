@@ -3,16 +3,18 @@ import RecordModel
 
 extension ModifyBatch {
     /// Stores what a save of share record `operation` asks of its share (created with the
-    /// record: a new short GUID), after the record's row is written; returns the share as the
-    /// caller (its owner) is shown it.
+    /// record: a new short GUID), after the record's row is written (in the savepoint its group
+    /// runs in, so that a refusal here undoes the row); returns the share as the caller (its
+    /// owner) is shown it.
     ///
     /// - Throws: `BAD_REQUEST` when the zone already has another share, or for an edit the
     ///   rules refuse (``ShareRules/edited(_:publicBefore:publicAfter:requested:owner:name:user:)``).
-    mutating func saveShare(_ operation: Operation, created: Bool) throws -> ShareInfo {
+    mutating func saveShare(_ operation: Operation) throws -> ShareInfo {
         let owner = scope.owner ?? scope.user
         let existing = try transaction.shares(inZone: zone.key)
         var share: StoredShare
-        if let found = existing.first(where: { $0.recordName == operation.name }) {
+        let found = existing.first { $0.recordName == operation.name }
+        if let found {
             share = found
         } else {
             if let other = existing.first {
@@ -22,11 +24,12 @@ extension ModifyBatch {
             share = StoredShare(zoneKey: zone.key, recordName: operation.name, root: operation.share?.forRecord, shortGUID: ShareRules.newShortGUID(), publicPermission: .none)
             share.key = try transaction.insertShare(share)
         }
-        let stored = created ? [] : try transaction.participants(ofShare: share.key)
+        let stored = found == nil ? [] : try transaction.participants(ofShare: share.key)
         let after = operation.share?.publicPermission ?? share.publicPermission
         let transaction = transaction
+        let ownerEmails = operation.share?.participants?.isEmpty == false ? try RecordStore.verifiedEmails(of: owner, in: transaction) : []
         let participants = try ShareRules.edited(stored, publicBefore: share.publicPermission, publicAfter: after, requested: operation.share?.participants,
-                                                 owner: owner, name: operation.name) { try transaction.users(withRecordNames: [$0]).first?.user }
+                                                 owner: owner, ownerEmails: ownerEmails, name: operation.name) { try transaction.users(withRecordNames: [$0]).first?.user }
         if after != share.publicPermission {
             try transaction.setPublicPermission(after, ofShare: share.key)
             share.publicPermission = after

@@ -7,14 +7,14 @@ extension RecordStore {
 
     /// The share `share` with `participants` as `caller` is shown it, with the names of its
     /// owner and participants.
-    static func shareInfo(of share: StoredShare, participants: [StoredParticipant], owner: User, caller: User, urlBase: String?,
-                          in transaction: any StorageTransaction) throws -> ShareInfo {
+    static func shareInfo(of share: StoredShare, participants: [StoredParticipant], owner: User, caller: User, callerParticipant: String? = nil,
+                          urlBase: String?, in transaction: any StorageTransaction) throws -> ShareInfo {
         let recordNames = [owner.userRecordName] + participants.compactMap { $0.user?.userRecordName }
         var names: [String: UserNameComponents] = [:]
         for (user, profile) in try transaction.users(withRecordNames: recordNames) where profile.givenName != nil || profile.familyName != nil {
             names[user.userRecordName] = UserNameComponents(givenName: profile.givenName, familyName: profile.familyName)
         }
-        return ShareRules.info(of: share, participants: participants, owner: owner, names: names, caller: caller, urlBase: urlBase)
+        return ShareRules.info(of: share, participants: participants, owner: owner, names: names, caller: caller, callerParticipant: callerParticipant, urlBase: urlBase)
     }
 
     /// `records`, each share record among them with its share's keys as the caller of `scope`
@@ -83,34 +83,38 @@ extension RecordStore {
                     continue
                 }
                 let zoneID = ZoneID(zoneName: located.zone.name, ownerRecordName: located.owner.userRecordName)
+                guard var record = try transaction.record(named: share.recordName, inZone: share.zoneKey, zoneID: zoneID) else {
+                    results.append(.failure(missing))
+                    continue
+                }
                 if accept && !owns && (index == nil || participants[index!].status != .accepted || participants[index!].user?.id != caller.id) {
                     if let found = index {
                         participants[found].status = .accepted
                         participants[found].user = caller
                     } else {
+                        guard participants.count < ShareRules.maximumParticipants else {
+                            results.append(.failure(RecordSyncError(.limitExceeded, "the share has \(ShareRules.maximumParticipants) participants, its most; its owner must remove some first")))
+                            continue
+                        }
                         participants.append(StoredParticipant(id: UUID().uuidString, user: caller, email: nil, permission: share.publicPermission, type: .publicUser, status: .accepted))
                         index = participants.count - 1
                     }
                     try transaction.saveParticipant(participants[index!], ofShare: share.key)
-                    if let record = try transaction.record(named: share.recordName, inZone: share.zoneKey, zoneID: zoneID) {
-                        var feed = try ZoneFeedWriter.locking(zone: share.zoneKey, database: located.databaseKey, in: transaction)
-                        try Self.touch(record, zone: share.zoneKey, feed: &feed, by: caller, at: now, in: transaction)
-                        try feed.finish(in: transaction)
-                        // The owner's database subscriptions and the participants' (the new one's
-                        // included) fire, as for any change of the zone.
-                        let ownerScope = DatabaseScope(container: located.container, environment: located.environment, kind: .private, user: located.owner)
-                        let zone = ZoneContext(key: share.zoneKey, databaseKey: located.databaseKey, name: located.zone.name, uid: located.zone.uid,
-                                               sequence: feed.last, zoneID: zoneID)
-                        try SubscriptionFiring.load(scope: ownerScope, zone: zone, containerKey: located.containerKey, in: transaction)?
-                            .notify([], changed: true, now: now, in: transaction)
-                    }
+                    var feed = try ZoneFeedWriter.locking(zone: share.zoneKey, database: located.databaseKey, in: transaction)
+                    try Self.touch(record, zone: share.zoneKey, feed: &feed, by: caller, at: now, in: transaction)
+                    try feed.finish(in: transaction)
+                    record = try transaction.record(named: share.recordName, inZone: share.zoneKey, zoneID: zoneID) ?? record
+                    // The owner's database subscriptions and the participants' (the new one's
+                    // included) fire, as for any change of the zone.
+                    let ownerScope = DatabaseScope(container: located.container, environment: located.environment, kind: .private, user: located.owner)
+                    let zone = ZoneContext(key: share.zoneKey, databaseKey: located.databaseKey, name: located.zone.name, uid: located.zone.uid,
+                                           sequence: feed.last, zoneID: zoneID)
+                    try SubscriptionFiring.load(scope: ownerScope, zone: zone, containerKey: located.containerKey, in: transaction)?
+                        .notify([], changed: true, now: now, in: transaction)
                     changed.append((zoneID, located.owner))
                 }
-                guard var record = try transaction.record(named: share.recordName, inZone: share.zoneKey, zoneID: zoneID) else {
-                    results.append(.failure(missing))
-                    continue
-                }
-                record.shareInfo = try Self.shareInfo(of: share, participants: participants, owner: located.owner, caller: caller, urlBase: urlBase, in: transaction)
+                record.shareInfo = try Self.shareInfo(of: share, participants: participants, owner: located.owner, caller: caller,
+                                                      callerParticipant: index.map { participants[$0].id }, urlBase: urlBase, in: transaction)
                 let participant = index.map { participants[$0] }
                 let ownerNames = try transaction.users(withRecordNames: [located.owner.userRecordName]).first?.profile
                 results.append(.success(ShareMetadata(

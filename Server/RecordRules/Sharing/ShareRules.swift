@@ -13,6 +13,9 @@ enum ShareRules {
 
     private static let alphabet = Array("abcdefghijklmnopqrstuvwxyz234567")
 
+    /// The most participants a share has besides its owner (CloudKit's limit too).
+    static let maximumParticipants = 100
+
     /// Checks a save of a share record named `name` (its type one of ``ShareInfo/recordTypes``)
     /// before anything is read: the zone and the name a share may have, and what it may ask.
     ///
@@ -29,6 +32,9 @@ enum ShareRules {
         }
         guard name == ShareInfo.zoneShareName else {
             throw RecordSyncError(.badRequest, "a share without forRecord shares its zone and is named \(ShareInfo.zoneShareName), not \(NameRules.quoted(name))", recordName: name)
+        }
+        if let count = edit?.participants?.count, count > maximumParticipants {
+            throw RecordSyncError(.limitExceeded, "participants lists \(count) participants; a share has at most \(maximumParticipants)", recordName: name)
         }
         if let permission = edit?.publicPermission, permission == .unknown {
             throw RecordSyncError(.badRequest, "publicPermission must be NONE, READ_ONLY or READ_WRITE, not UNKNOWN", recordName: name)
@@ -57,11 +63,13 @@ enum ShareRules {
     /// leave, those it names keep their place (their permission as asked), the others are
     /// invited, which only a share without a public link may do.
     ///
-    /// - Parameter user: the user of a user record name (`nil`: none).
+    /// - Parameters:
+    ///   - ownerEmails: the owner's verified addresses (an invitation to one is the owner's).
+    ///   - user: the user of a user record name (`nil`: none).
     /// - Throws: `BAD_REQUEST` for an invitation to a share with a public link, of the owner,
     ///   or of a user record name no user has.
     static func edited(_ stored: [StoredParticipant], publicBefore: SharePermission, publicAfter: SharePermission, requested: [ShareParticipant]?,
-                       owner: User, name: String, user: (String) throws -> User?) throws -> [StoredParticipant] {
+                       owner: User, ownerEmails: Set<String>, name: String, user: (String) throws -> User?) throws -> [StoredParticipant] {
         var result = stored
         var dropped: [StoredParticipant] = []
         if publicAfter != publicBefore {
@@ -104,7 +112,7 @@ enum ShareRules {
                 }
                 invited = found
             }
-            if invited?.id == owner.id {
+            if invited?.id == owner.id || invitee.email.map(ownerEmails.contains) == true {
                 throw RecordSyncError(.badRequest, "participants[\(index)]: the owner is not a participant of their own share", recordName: name)
             }
             let participant = StoredParticipant(id: UUID().uuidString, user: invited, email: invitee.email, permission: entry.permission ?? .readOnly, type: .user, status: .invited)
@@ -118,8 +126,11 @@ enum ShareRules {
     /// A share as `caller` is shown it: the owner sees every participant as invited; a
     /// participant sees the others' user record names, names, permissions, types and
     /// statuses, and its own lookup info (never another participant's address).
+    ///
+    /// - Parameter callerParticipant: the caller's participant ID when it was matched otherwise
+    ///   than by user (an invitation by address, before it is accepted).
     static func info(of share: StoredShare, participants: [StoredParticipant], owner: User, names: [String: UserNameComponents], caller: User,
-                     urlBase: String?) -> ShareInfo {
+                     callerParticipant: String? = nil, urlBase: String?) -> ShareInfo {
         let ownerParticipant = ShareParticipant(participantId: owner.userRecordName,
                                                 userIdentity: ShareParticipantIdentity(userRecordName: owner.userRecordName, lookupInfo: UserLookupInfo(userRecordName: owner.userRecordName),
                                                                                        nameComponents: names[owner.userRecordName]),
@@ -127,7 +138,7 @@ enum ShareRules {
         let callerOwns = caller.id == owner.id
         var current: ShareParticipant? = callerOwns ? ownerParticipant : nil
         let shown = participants.map { participant in
-            let own = participant.user?.id == caller.id
+            let own = participant.user?.id == caller.id || participant.id == callerParticipant
             let recordName = participant.user?.userRecordName
             let lookupInfo = callerOwns || own ? UserLookupInfo(emailAddress: participant.email, userRecordName: participant.email == nil ? recordName : nil)
                 : recordName.map { UserLookupInfo(userRecordName: $0) }
