@@ -23,7 +23,8 @@ extension PostgresTransaction {
                 let tag = try cells.optionalString(), fields = try cells.optionalString()
                 let created = Stamp(timestamp: try cells.optionalInt64() ?? 0, userRecordName: try cells.optionalString() ?? "", deviceID: try cells.optionalString())
                 let modified = Stamp(timestamp: try cells.optionalInt64() ?? 0, userRecordName: try cells.optionalString() ?? "", deviceID: try cells.optionalString())
-                let record = Record(recordName: name, recordType: type, zoneID: zoneID, recordChangeTag: tag, created: created, modified: modified)
+                let record = Record(recordName: name, recordType: type, zoneID: zoneID, recordChangeTag: tag, created: created, modified: modified,
+                                    parent: try cells.optionalString())
                 changes.append(FeedChange(sequence: number, entry: .init(record: record, fieldsJSON: fields)))
             }
         }

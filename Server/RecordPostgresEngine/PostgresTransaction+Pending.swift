@@ -139,22 +139,25 @@ extension PostgresTransaction {
         if !writes.insertedRecords.isEmpty {
             let rows = writes.insertedRecords
             try send("""
-                INSERT INTO records(zone_id, name, type, tag, fields, created_at, created_by, modified_at, modified_by, seq, asset_bytes)
-                SELECT * FROM unnest(\(rows.map(\.zone)), \(rows.map(\.row.name)), \(rows.map(\.row.recordType)), \(rows.map(\.row.changeTag)),
-                                     \(rows.map(\.row.fields)), \(rows.map(\.row.created.timestamp)), \(rows.map(\.row.created.userRecordName)),
-                                     \(rows.map(\.row.modified.timestamp)), \(rows.map(\.row.modified.userRecordName)), \(rows.map(\.row.sequence)),
-                                     \(rows.map { $0.row.assetBytes ?? 0 }))
+                INSERT INTO records(zone_id, name, type, tag, fields, created_at, created_by, modified_at, modified_by, seq, asset_bytes, parent)
+                SELECT z, n, t, g, f, ca, cb, ma, mb, s, a, NULLIF(p, '')
+                FROM unnest(\(rows.map(\.zone)), \(rows.map(\.row.name)), \(rows.map(\.row.recordType)), \(rows.map(\.row.changeTag)),
+                            \(rows.map(\.row.fields)), \(rows.map(\.row.created.timestamp)), \(rows.map(\.row.created.userRecordName)),
+                            \(rows.map(\.row.modified.timestamp)), \(rows.map(\.row.modified.userRecordName)), \(rows.map(\.row.sequence)),
+                            \(rows.map { $0.row.assetBytes ?? 0 }), \(rows.map { $0.row.parent ?? "" }))
+                    AS u(z, n, t, g, f, ca, cb, ma, mb, s, a, p)
                 """)
         }
         if !writes.updatedRecords.isEmpty {
             let rows = writes.updatedRecords
             try send("""
                 UPDATE records r SET tag = u.tag, fields = u.fields, modified_at = u.modified_at, modified_by = u.modified_by,
-                    modified_device = NULL, seq = u.seq, asset_bytes = CASE WHEN u.asset_bytes < 0 THEN r.asset_bytes ELSE u.asset_bytes END
+                    modified_device = NULL, seq = u.seq, asset_bytes = CASE WHEN u.asset_bytes < 0 THEN r.asset_bytes ELSE u.asset_bytes END,
+                    parent = NULLIF(u.parent, '')
                 FROM unnest(\(rows.map(\.zone)), \(rows.map(\.row.name)), \(rows.map(\.row.changeTag)), \(rows.map(\.row.fields)),
                             \(rows.map(\.row.modified.timestamp)), \(rows.map(\.row.modified.userRecordName)), \(rows.map(\.row.sequence)),
-                            \(rows.map { $0.row.assetBytes ?? -1 }))
-                    AS u(zone_id, name, tag, fields, modified_at, modified_by, seq, asset_bytes)
+                            \(rows.map { $0.row.assetBytes ?? -1 }), \(rows.map { $0.row.parent ?? "" }))
+                    AS u(zone_id, name, tag, fields, modified_at, modified_by, seq, asset_bytes, parent)
                 WHERE r.zone_id = u.zone_id AND r.name = u.name COLLATE "C"
                 """)
         }

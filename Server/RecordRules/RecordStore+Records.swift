@@ -57,12 +57,13 @@ extension RecordStore {
                 found[record.recordName] = record
                 return .success(record.restricted(to: request.desiredKeys))
             }
-            let shown = found.values.contains { $0.recordType == ShareInfo.recordType }
-                ? Dictionary(try self.describingShares(Array(found.values), zone: zone, scope: scope, in: transaction).map { ($0.recordName, $0) }) { first, _ in first } : [:]
+            let described = try self.describingShares(Array(found.values), zone: zone, scope: scope, in: transaction)
+            let shown = Dictionary(described.filter { $0.shareInfo != nil || $0.share != nil }.map { ($0.recordName, $0) }) { first, _ in first }
             let answered = shown.isEmpty ? results : results.map { result in
-                guard case .success(let record, _) = result, let described = shown[record.recordName]?.shareInfo else { return result }
+                guard case .success(let record, _) = result, let described = shown[record.recordName] else { return result }
                 var copy = record
-                copy.shareInfo = described
+                copy.shareInfo = described.shareInfo
+                copy.share = described.share
                 return .success(copy)
             }
             guard let include = request.include, !include.isEmpty else { return RecordsResponse(records: answered) }

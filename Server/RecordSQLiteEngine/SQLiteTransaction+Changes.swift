@@ -25,7 +25,8 @@ extension SQLiteTransaction {
             } else {
                 let record = Record(recordName: rows.text(2), recordType: rows.text(3), zoneID: zoneID, recordChangeTag: rows.optionalText(4),
                                     created: Stamp(timestamp: rows.int64(6), userRecordName: rows.repeatedText(7), deviceID: rows.optionalText(8)),
-                                    modified: Stamp(timestamp: rows.int64(9), userRecordName: rows.repeatedText(10), deviceID: rows.optionalText(11)))
+                                    modified: Stamp(timestamp: rows.int64(9), userRecordName: rows.repeatedText(10), deviceID: rows.optionalText(11)),
+                                    parent: rows.optionalText(12))
                 changes.append(FeedChange(sequence: sequence, entry: .init(record: record, fieldsJSON: rows.optionalText(5))))
             }
         }

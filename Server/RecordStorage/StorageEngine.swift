@@ -313,6 +313,24 @@ public protocol StorageTransaction: AnyObject {
     /// The shares of zone `zone` in which user `user` is an accepted participant, with that
     /// participation.
     func participation(ofUser user: Int64, inZone zone: Int64) throws -> [(share: StoredShare, participant: StoredParticipant)]
+    /// Record `root` of zone `zone` (if stored) and every record whose parent leads to it: names
+    /// and types.
+    func hierarchy(below root: String, inZone zone: Int64) throws -> [(name: String, recordType: String)]
+    /// Notes that `records` left record share `share`, at feed places `firstSequence`,
+    /// `firstSequence + 1`, … (replacing an earlier departure of the same name).
+    func insertDepartures(_ records: [(name: String, recordType: String)], ofShare share: Int64, firstSequence: Int64) throws
+    /// Forgets the departures of records `names` from share `share` (they came back).
+    func deleteDepartures(named names: [String], ofShare share: Int64) throws
+    /// The departures from `shares` after place `sequence` of their zone's feed, in feed order,
+    /// at most `limit`, each a deleted record of zone `zoneID`.
+    func departures(ofShares shares: [Int64], zoneID: ZoneID, after sequence: Int64, limit: Int) throws -> [FeedChange]
+    /// Gives records `names` of zone `zone` new places in its feed, `firstSequence`,
+    /// `firstSequence + 1`, …, their tags unchanged (records that joined a share's hierarchy
+    /// without being written).
+    func moveInFeed(_ names: [String], inZone zone: Int64, firstSequence: Int64) throws
+    /// Record `name` of zone `zone` (if stored) and its stored ancestors, nearest first (at most
+    /// `limit` of them).
+    func hierarchy(above name: String, inZone zone: Int64, limit: Int) throws -> [String]
     /// Whether user `user` is an accepted participant of a share of a zone whose records hold
     /// the asset `checksum`.
     func participantReaches(asset checksum: String, user: Int64) throws -> Bool
@@ -490,6 +508,10 @@ public protocol StorageTransaction: AnyObject {
     /// returns, never the zone.
     func changes(inZone zone: Int64, zoneID: ZoneID, after sequence: Int64, tombstonesAfter: Int64,
                  recordTypes: [String]?, limit: Int) throws -> [FeedChange]
+    /// The changes of records `names` of zone `zone` after place `sequence` of its feed, in
+    /// feed order, at most `limit`, of `recordTypes` only if given (no tombstones): a record
+    /// share's part of the feed, read by name, never by walking the zone.
+    func changes(ofRecords names: [String], inZone zone: Int64, zoneID: ZoneID, after sequence: Int64, recordTypes: [String]?, limit: Int) throws -> [FeedChange]
     /// The references to `target` in a zone from the first `limit` records (by name) after
     /// `source`, ordered by source and field: (source, field name, action).
     func references(to target: String, inZone zone: Int64, after source: String?, limit: Int) throws -> [(source: String, field: String, action: Reference.Action)]
@@ -714,10 +736,12 @@ public struct RecordWrite {
     /// The bytes of the uploaded assets it holds (the rules' `UsageRules.assetBytes(of:)`), counted in
     /// its creator's usage with its stored fields; `nil` on an update: as stored.
     public var assetBytes: Int64?
+    /// Its parent's name (an update writes it too: a rewrite passes the stored one).
+    public var parent: String?
 
     /// A row's values.
     public init(name: String, recordType: String, changeTag: String, fields: String, created: Stamp, modified: Stamp, sequence: Int64,
-                assetBytes: Int64?) {
+                assetBytes: Int64?, parent: String? = nil) {
         self.name = name
         self.recordType = recordType
         self.changeTag = changeTag
@@ -726,6 +750,7 @@ public struct RecordWrite {
         self.modified = modified
         self.sequence = sequence
         self.assetBytes = assetBytes
+        self.parent = parent
     }
 }
 
@@ -752,13 +777,16 @@ public struct NullifyingRecord: Sendable {
     public var created: Stamp
     /// Its `NULLIFY` references to removed records: field and target.
     public var references: [(field: String, target: String)]
+    /// Its parent (kept by the rewrite).
+    public var parent: String?
 
-    public init(name: String, recordType: String, fields: String, created: Stamp, references: [(field: String, target: String)]) {
+    public init(name: String, recordType: String, fields: String, created: Stamp, references: [(field: String, target: String)], parent: String? = nil) {
         self.name = name
         self.recordType = recordType
         self.fields = fields
         self.created = created
         self.references = references
+        self.parent = parent
     }
 }
 

@@ -62,7 +62,8 @@ extension SQLStorageTransaction {
             let name = try row.string(0)
             if found.last?.name != name {
                 found.append(NullifyingRecord(name: name, recordType: try row.string(1), fields: try row.string(2),
-                                              created: Stamp(timestamp: try row.int64(3), userRecordName: try row.string(4)), references: []))
+                                              created: Stamp(timestamp: try row.int64(3), userRecordName: try row.string(4)), references: [],
+                                              parent: try row.optionalString(7)))
             }
             found[found.count - 1].references.append((try row.string(5), try row.string(6)))
         }
@@ -157,7 +158,7 @@ extension SQLStatement {
     public static func nullifyingRecords(inZone zone: Int64, positions: ClosedRange<Int>, in dialect: SQLDialect) -> SQLStatement {
         let join = dialect.orderedJoin
         return """
-            SELECT r.name, r.type, r.fields, r.created_at, r.created_by, f.name, refs.target
+            SELECT r.name, r.type, r.fields, r.created_at, r.created_by, f.name, refs.target, r.parent
             FROM \(raw: dialect.temporary("nullified")) n
             \(raw: join) refs ON refs.source = n.name AND refs.zone_id = \(zone) AND refs.action = \(raw: ReferenceActionCode.sql(.nullify))
             \(raw: join) records r ON r.zone_id = \(zone) AND r.name = n.name

@@ -17,16 +17,32 @@ extension SQLStorageTransaction {
     /// record types: ``changePageStatement(inZone:after:tombstonesAfter:recordTypes:limit:in:)``.
     public func changePage(inZone zone: Int64, zoneID: ZoneID, after sequence: Int64, tombstonesAfter: Int64,
                            recordTypes: [String]?, limit: Int) throws -> [FeedChange] {
-        try fetch(.changePage(inZone: zone, after: sequence, tombstonesAfter: tombstonesAfter, recordTypes: recordTypes, limit: limit, in: dialect)).map { row in
-            let sequence = try row.int64(0)
-            if try row.bool(1) {
-                return FeedChange(sequence: sequence, entry: .init(record: Record(recordName: try row.string(2), recordType: try row.string(3), zoneID: zoneID, deleted: true)))
-            }
-            let record = Record(recordName: try row.string(2), recordType: try row.string(3), zoneID: zoneID, recordChangeTag: try row.string(4),
-                                created: Stamp(timestamp: try row.int64(6), userRecordName: try row.string(7), deviceID: try row.optionalString(8)),
-                                modified: Stamp(timestamp: try row.int64(9), userRecordName: try row.string(10), deviceID: try row.optionalString(11)))
-            return FeedChange(sequence: sequence, entry: .init(record: record, fieldsJSON: try row.string(5)))
+        try fetch(.changePage(inZone: zone, after: sequence, tombstonesAfter: tombstonesAfter, recordTypes: recordTypes, limit: limit, in: dialect)).map {
+            try Self.feedChange(from: $0, zoneID: zoneID)
         }
+    }
+
+    public func changes(ofRecords names: [String], inZone zone: Int64, zoneID: ZoneID, after sequence: Int64, recordTypes: [String]?, limit: Int) throws -> [FeedChange] {
+        guard !names.isEmpty else { return [] }
+        let typeFilter: SQLStatement = recordTypes.map { types -> SQLStatement in " AND \(SQLStatement.member("type", of: types, in: dialect))" } ?? ""
+        return try fetch("""
+            SELECT seq, 0 AS deleted, \(raw: RecordRow.columns) FROM records
+            WHERE zone_id = \(zone) AND \(SQLStatement.member("name", of: names, in: dialect)) AND seq > \(sequence)\(typeFilter)
+            ORDER BY seq LIMIT \(limit)
+            """).map { try Self.feedChange(from: $0, zoneID: zoneID) }
+    }
+
+    /// A change from a row of ``SQLStatement/changePage(inZone:after:tombstonesAfter:recordTypes:limit:in:)``'s columns.
+    static func feedChange(from row: SQLRow, zoneID: ZoneID) throws -> FeedChange {
+        let sequence = try row.int64(0)
+        if try row.bool(1) {
+            return FeedChange(sequence: sequence, entry: .init(record: Record(recordName: try row.string(2), recordType: try row.string(3), zoneID: zoneID, deleted: true)))
+        }
+        let record = Record(recordName: try row.string(2), recordType: try row.string(3), zoneID: zoneID, recordChangeTag: try row.string(4),
+                            created: Stamp(timestamp: try row.int64(6), userRecordName: try row.string(7), deviceID: try row.optionalString(8)),
+                            modified: Stamp(timestamp: try row.int64(9), userRecordName: try row.string(10), deviceID: try row.optionalString(11)),
+                            parent: try row.optionalString(12))
+        return FeedChange(sequence: sequence, entry: .init(record: record, fieldsJSON: try row.string(5)))
     }
 
     /// The records of a query's page (``QueryCompiler``): the zone's key, ``RecordRow/columns``,

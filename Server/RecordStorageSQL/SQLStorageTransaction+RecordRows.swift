@@ -116,9 +116,9 @@ extension SQLStorageTransaction {
 extension SQLStatement {
     public static func insertingRecord(_ row: RecordWrite, inZone zone: Int64) -> SQLStatement {
         """
-        INSERT INTO records(zone_id, name, type, tag, fields, created_at, created_by, modified_at, modified_by, seq, asset_bytes)
+        INSERT INTO records(zone_id, name, type, tag, fields, created_at, created_by, modified_at, modified_by, seq, asset_bytes, parent)
         VALUES (\(zone), \(row.name), \(row.recordType), \(row.changeTag), \(row.fields), \(row.created.timestamp), \(row.created.userRecordName),
-                \(row.modified.timestamp), \(row.modified.userRecordName), \(row.sequence), \(row.assetBytes ?? 0))
+                \(row.modified.timestamp), \(row.modified.userRecordName), \(row.sequence), \(row.assetBytes ?? 0), \(row.parent))
         """
     }
 
@@ -126,7 +126,7 @@ extension SQLStatement {
     public static func updatingRecord(_ row: RecordWrite, inZone zone: Int64) -> SQLStatement {
         """
         UPDATE records SET tag = \(row.changeTag), fields = \(row.fields), modified_at = \(row.modified.timestamp), modified_by = \(row.modified.userRecordName),
-            modified_device = NULL, seq = \(row.sequence), asset_bytes = COALESCE(\(row.assetBytes), asset_bytes)
+            modified_device = NULL, seq = \(row.sequence), asset_bytes = COALESCE(\(row.assetBytes), asset_bytes), parent = \(row.parent)
         WHERE zone_id = \(zone) AND name = \(row.name)
         """
     }
@@ -205,6 +205,7 @@ extension SQLRow {
         Record(recordName: try string(offset), recordType: try string(offset + 1), zoneID: zoneID, recordChangeTag: try string(offset + 2),
                fields: try RecordRow.decodeFields(try string(offset + 3)),
                created: Stamp(timestamp: try int64(offset + 4), userRecordName: try string(offset + 5), deviceID: try optionalString(offset + 6)),
-               modified: Stamp(timestamp: try int64(offset + 7), userRecordName: try string(offset + 8), deviceID: try optionalString(offset + 9)))
+               modified: Stamp(timestamp: try int64(offset + 7), userRecordName: try string(offset + 8), deviceID: try optionalString(offset + 9)),
+               parent: try optionalString(offset + 10))
     }
 }

@@ -36,6 +36,7 @@ extension SQLStorageTransaction {
 
     public func deleteShare(_ share: Int64) throws {
         try run("DELETE FROM share_participants WHERE share_id = \(share)")
+        try run("DELETE FROM share_departures WHERE share_id = \(share)")
         try run("DELETE FROM shares WHERE id = \(share)")
     }
 
@@ -66,6 +67,47 @@ extension SQLStorageTransaction {
             WHERE s.zone_id = \(zone) AND p.user_id = \(user) AND p.status = \(ShareParticipantStatus.accepted.rawValue)
             ORDER BY s.name
             """).map { (try ShareRows.share(from: $0), try ShareRows.participant(from: $0, at: 6)) }
+    }
+
+    public func hierarchy(below root: String, inZone zone: Int64) throws -> [(name: String, recordType: String)] {
+        let sql = "SELECT name, type FROM records WHERE zone_id = ? AND name IN (\(ShareHierarchy.belowSQL(rootCount: 1)))"
+        return try fetch(SQLStatement(compiled: dialect.numbered(sql), values: [.integer(zone)] + ShareHierarchy.arguments(zone: zone, roots: [root])))
+            .map { (try $0.string(0), try $0.string(1)) }
+    }
+
+    public func insertDepartures(_ records: [(name: String, recordType: String)], ofShare share: Int64, firstSequence: Int64) throws {
+        for (offset, record) in records.enumerated() {
+            try run("""
+                INSERT INTO share_departures(share_id, name, type, seq) VALUES (\(share), \(record.name), \(record.recordType), \(firstSequence + Int64(offset)))
+                ON CONFLICT(share_id, name) DO UPDATE SET type = excluded.type, seq = excluded.seq
+                """)
+        }
+    }
+
+    public func deleteDepartures(named names: [String], ofShare share: Int64) throws {
+        guard !names.isEmpty else { return }
+        try run("DELETE FROM share_departures WHERE share_id = \(share) AND \(SQLStatement.member("name", of: names, in: dialect))")
+    }
+
+    public func departures(ofShares shares: [Int64], zoneID: ZoneID, after sequence: Int64, limit: Int) throws -> [FeedChange] {
+        guard !shares.isEmpty else { return [] }
+        return try fetch("""
+            SELECT seq, name, type FROM share_departures WHERE \(SQLStatement.member("share_id", of: shares, in: dialect)) AND seq > \(sequence)
+            ORDER BY seq LIMIT \(limit)
+            """).map { row in
+            FeedChange(sequence: try row.int64(0), entry: .init(record: Record(recordName: try row.string(1), recordType: try row.string(2), zoneID: zoneID, deleted: true)))
+        }
+    }
+
+    public func moveInFeed(_ names: [String], inZone zone: Int64, firstSequence: Int64) throws {
+        for (offset, name) in names.enumerated() {
+            try run("UPDATE records SET seq = \(firstSequence + Int64(offset)) WHERE zone_id = \(zone) AND name = \(name)")
+        }
+    }
+
+    public func hierarchy(above name: String, inZone zone: Int64, limit: Int) throws -> [String] {
+        try fetch(SQLStatement(compiled: dialect.numbered(ShareHierarchy.aboveSQL(limit: limit)), values: [.integer(zone), .text(name), .integer(zone)]))
+            .map { try $0.string(0) }
     }
 
     public func participantReaches(asset checksum: String, user: Int64) throws -> Bool {

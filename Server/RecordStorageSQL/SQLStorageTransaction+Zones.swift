@@ -106,6 +106,7 @@ extension SQLStatement {
             "DELETE FROM search_locations WHERE zone_id = \(zone)",
             "DELETE FROM tombstones WHERE zone_id = \(zone)",
             "DELETE FROM share_participants WHERE share_id IN (SELECT id FROM shares WHERE zone_id = \(zone))",
+            "DELETE FROM share_departures WHERE share_id IN (SELECT id FROM shares WHERE zone_id = \(zone))",
             "DELETE FROM shares WHERE zone_id = \(zone)",
         ]
     }

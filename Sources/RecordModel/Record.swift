@@ -39,11 +39,17 @@ public struct Record: Sendable, Hashable {
     public var deleted: Bool
     /// For a share record (``ShareInfo/recordType``): the share's keys beside its fields.
     public var shareInfo: ShareInfo?
+    /// The name of the record's parent in the same zone (CloudKit's `parent` system
+    /// reference): the record belongs to the share of its parent's hierarchy.
+    public var parent: String?
+    /// For the root of a record share: the name of the share record (the wire `share` key).
+    public var share: String?
 
     /// Creates a record.
     public init(
         recordName: String, recordType: String, zoneID: ZoneID? = nil, recordChangeTag: String? = nil,
-        fields: [String: FieldValue] = [:], created: Stamp? = nil, modified: Stamp? = nil, deleted: Bool = false, shareInfo: ShareInfo? = nil
+        fields: [String: FieldValue] = [:], created: Stamp? = nil, modified: Stamp? = nil, deleted: Bool = false, shareInfo: ShareInfo? = nil,
+        parent: String? = nil, share: String? = nil
     ) {
         self.recordName = recordName
         self.recordType = recordType
@@ -54,6 +60,8 @@ public struct Record: Sendable, Hashable {
         self.modified = modified
         self.deleted = deleted
         self.shareInfo = shareInfo
+        self.parent = parent
+        self.share = share
     }
 
     /// The record's identifier (in ``ZoneID/defaultZone`` when ``zoneID`` is unknown).

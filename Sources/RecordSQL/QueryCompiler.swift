@@ -129,6 +129,10 @@ public struct QueryCompiler: Sendable {
                 conditions.append("r.created_by = ?")
                 arguments.append(readers.creator.sqlValue)
             }
+            if let roots = readers.shareRoots {
+                conditions.append("r.name IN (\(ShareHierarchy.belowSQL(rootCount: roots.count)))")
+                arguments += ShareHierarchy.arguments(zone: readers.shareZone, roots: roots)
+            }
         }
 
         for (index, filter) in filters.enumerated() {
@@ -461,6 +465,11 @@ public struct QueryCompiler: Sendable {
             if !creatorOnly.isEmpty {
                 seen = " AND (\(target).type NOT IN (\(creatorOnly.map { _ in "?" }.joined(separator: ", "))) OR \(target).created_by = ?)"
                 seenArguments = creatorOnly.map(\.sqlValue) + [readers.creator.sqlValue]
+            }
+            // A record share's participant reaches only its hierarchies' records.
+            if let roots = readers.shareRoots {
+                seen += " AND \(target).name IN (\(ShareHierarchy.belowSQL(rootCount: roots.count)))"
+                seenArguments += ShareHierarchy.arguments(zone: readers.shareZone, roots: roots)
             }
         }
         let targets = "SELECT \(target).name FROM records \(target) WHERE \(target).zone_id \(zone.sql) AND \(target).type IN (\(types))\(seen) AND \(test)"

@@ -5,8 +5,8 @@ import RecordModel
 /// Reading and writing the `records` table's row form of a ``Record``.
 public enum RecordRow {
     /// The columns every record read selects, in the order ``record(from:zoneID:)`` reads them:
-    /// those of ``StorageSchema/records`` from `name` to `modified_device` (the client's cache
-    /// keeps them under the same names).
+    /// those of ``StorageSchema/records`` from `name` to `modified_device`, then `parent` (the
+    /// client's cache keeps them under the same names).
     public static let columns = columnNames.joined(separator: ", ")
 
     /// How many columns ``columns`` names.
@@ -14,7 +14,7 @@ public enum RecordRow {
 
     static let columnNames: [String] = {
         let names = StorageSchema.records.columns.map(\.name)
-        return Array(names[names.firstIndex(of: "name")!...names.firstIndex(of: "modified_device")!])
+        return Array(names[names.firstIndex(of: "name")!...names.firstIndex(of: "modified_device")!]) + ["parent"]
     }()
 
     /// The same columns qualified with a table alias.
@@ -29,7 +29,8 @@ public enum RecordRow {
             recordName: row[offset], recordType: row[offset + 1], zoneID: zoneID, recordChangeTag: row[offset + 2],
             fields: try decodeFields(fieldsText),
             created: Stamp(timestamp: row[offset + 4], userRecordName: row[offset + 5], deviceID: row[offset + 6]),
-            modified: Stamp(timestamp: row[offset + 7], userRecordName: row[offset + 8], deviceID: row[offset + 9])
+            modified: Stamp(timestamp: row[offset + 7], userRecordName: row[offset + 8], deviceID: row[offset + 9]),
+            parent: row[offset + 10]
         )
     }
 

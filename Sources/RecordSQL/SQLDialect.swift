@@ -195,7 +195,7 @@ public enum SQLDialect: Sendable {
     /// The statement with the dialect's placeholders: SQLite's `?` as written, PostgreSQL's
     /// `$1`, `$2`, …. The compiler writes no `?` other than placeholders (no string literal
     /// holds one: JSON paths are field names, letters, digits and underscores).
-    func numbered(_ sql: String) -> String {
+    public func numbered(_ sql: String) -> String {
         guard self == .postgres else { return sql }
         var result = ""
         result.reserveCapacity(sql.utf8.count + 16)

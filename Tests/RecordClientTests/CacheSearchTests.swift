@@ -55,7 +55,10 @@ import Testing
                 // The cache as the release before the search tables left it: migration v1 only.
                 let queue = try DatabaseQueue(path: path)
                 try await queue.write { db in
-                    try db.execute(sql: "DROP TABLE search_tokens; DROP TABLE search_locations; DROP TABLE search_types; DELETE FROM grdb_migrations WHERE identifier <> 'v1'")
+                    try db.execute(sql: """
+                        DROP TABLE search_tokens; DROP TABLE search_locations; DROP TABLE search_types; ALTER TABLE records DROP COLUMN parent;
+                        DELETE FROM grdb_migrations WHERE identifier <> 'v1'
+                        """)
                 }
                 try await queue.close()
                 let reopened = try RecordCache(path: path)

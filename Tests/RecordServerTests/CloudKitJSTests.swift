@@ -271,12 +271,13 @@ import TestSupport
     @Test func finerCodesTravelAsExtensionErrorCode() async throws {
         try await withServer { server in
             let alice = try await server.user("alice")
-            // A record share (not served yet): BAD_REQUEST, NOT_SUPPORTED where CKError keeps it.
+            // A share of over 100 participants: BAD_REQUEST, LIMIT_EXCEEDED where CKError keeps it.
             try await alice.createZones("Shared")
-            let share = try await alice.post("records/modify", #"{"zoneID":{"zoneName":"Shared"},"operations":[{"operationType":"create","record":{"recordName":"s","recordType":"cloudkit.share","fields":{},"forRecord":{"recordName":"r"}}}]}"#)
+            let many = (0...100).map { #"{"userIdentity":{"lookupInfo":{"emailAddress":"p\#($0)@example.com"}}}"# }.joined(separator: ",")
+            let share = try await alice.post("records/modify", #"{"zoneID":{"zoneName":"Shared"},"operations":[{"operationType":"create","record":{"recordName":"cloudkit.zoneshare","recordType":"cloudkit.share","fields":{},"participants":[\#(many)]}}]}"#)
             let refused = share.json["records"]?[0] ?? .null
             #expect(share.status == 200 && refused["serverErrorCode"]?.stringValue == "BAD_REQUEST")
-            #expect(refused["extensionErrorCode"]?.stringValue == "NOT_SUPPORTED" && refused["recordSyncErrorCode"]?.stringValue == "NOT_SUPPORTED", "\(share.json)")
+            #expect(refused["extensionErrorCode"]?.stringValue == "LIMIT_EXCEEDED" && refused["recordSyncErrorCode"]?.stringValue == "LIMIT_EXCEEDED", "\(share.json)")
             // A zone token of an earlier incarnation, per zone in changes/zone.
             try await alice.createZones("Gallery")
             let token = try await alice.allChanges(zone: "Gallery").token

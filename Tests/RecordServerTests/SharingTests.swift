@@ -284,6 +284,174 @@ import Testing
         }
     }
 
+    /// A record share's participant follows its feed page by page while records join and leave
+    /// the hierarchy (moved, cut off, deleted) and while it is removed and invited again: its
+    /// cache, built from the feed alone, always holds exactly what it reaches, and no change
+    /// comes twice.
+    @Test func aRecordSharesFeedFollowsRecordsJoiningAndLeaving() async throws {
+        try await Self.withWorld { world in
+            let other = world.zone("Other")
+            let mine = #"{"zoneName":"Other"}"#
+            func child(_ name: String, of parent: String?) -> String {
+                Self.save(name, extra: parent.map { #","parent":{"recordName":"\#($0)"}"# } ?? #","parent":null"#)
+            }
+            func alice(_ operations: String...) async throws {
+                let reply = try await world[.alice].post("records/modify", #"{"zoneID":\#(mine),"operations":[\#(operations.joined(separator: ","))]}"#)
+                #expect((0..<operations.count).allSatisfy { Self.code(reply, $0) == nil }, "\(reply.json)")
+            }
+            try await alice(Self.save("list"), child("a", of: "list"), child("b", of: "a"), Self.save("x"), child("y", of: "x"))
+            let participants = #"[{"userIdentity":{"lookupInfo":{"userRecordName":"\#(world[.bob].userRecordName)"}},"permission":"READ_WRITE"}]"#
+            let shared = try await world[.alice].post("records/modify", Self.modify(mine,
+                #"{"operationType":"create","record":{"recordName":"listshare","recordType":"cloudkit.share","fields":{},"forRecord":{"recordName":"list"},"participants":\#(participants)}}"#))
+            let guid = try #require(Self.result(shared)["shortGUID"]?.stringValue, "\(shared.json)")
+            _ = try await world.resolve(.bob, guid, accept: true)
+
+            var cache: Set<String> = []
+            var token: String?
+            /// Reads Bob's feed from `token` two records a page, applying it to `cache`; returns
+            /// the changes read.
+            func follow() async throws -> [String] {
+                var seen: [String] = [], more = true
+                while more {
+                    let body = token.map { #"{"zoneID":\#(other),"syncToken":"\#($0)","resultsLimit":2}"# } ?? #"{"zoneID":\#(other),"resultsLimit":2}"#
+                    let page = try await world.shared(.bob, "records/changes", body).json
+                    for record in page["records"]?.arrayValue ?? [] {
+                        let name = record["recordName"]?.stringValue ?? ""
+                        if record["deleted"] == .bool(true) { cache.remove(name); seen.append("-" + name) } else { cache.insert(name); seen.append("+" + name) }
+                    }
+                    token = page["syncToken"]?.stringValue
+                    more = page["moreComing"] == .bool(true)
+                }
+                return seen
+            }
+            #expect(try await follow().count == 4)
+            #expect(cache == ["list", "a", "b", "listshare"], "\(cache)")
+            // `a` moves out, taking `b`; `x` moves in, bringing `y` (which was not written).
+            try await alice(child("a", of: nil), child("x", of: "list"))
+            #expect(try await follow().sorted() == ["+x", "+y", "-a", "-b"], "\(cache)")
+            #expect(cache == ["list", "x", "y", "listshare"], "\(cache)")
+            // Cut off: deleting `x` takes `y` out of reach (it stays, its parent gone).
+            try await alice(#"{"operationType":"forceDelete","record":{"recordName":"x"}}"#)
+            #expect(try await follow().sorted() == ["-x", "-y"], "\(cache)")
+            // Back: `a` returns with `b`; Bob's own record joins; nothing else was read twice.
+            try await alice(child("a", of: "list"))
+            #expect(Self.code(try await world.shared(.bob, "records/modify", Self.modify(other, child("c", of: "b")))) == nil)
+            #expect(try await follow().sorted() == ["+a", "+b", "+c"], "\(cache)")
+            #expect(try await follow().isEmpty)
+            // Removed, Bob reads nothing; meanwhile `b` (with `c`) leaves. Invited again, his old
+            // token gives exactly what changed.
+            try await alice(#"{"operationType":"forceUpdate","record":{"recordName":"listshare","recordType":"cloudkit.share","fields":{},"participants":[]}}"#)
+            #expect(try await world.shared(.bob, "records/changes", #"{"zoneID":\#(other)}"#).code == "ZONE_NOT_FOUND")
+            try await alice(child("b", of: nil))
+            try await alice(#"{"operationType":"forceUpdate","record":{"recordName":"listshare","recordType":"cloudkit.share","fields":{},"participants":\#(participants)}}"#)
+            _ = try await world.resolve(.bob, guid, accept: true)
+            #expect(try await follow().sorted() == ["+listshare", "-b", "-c"], "\(cache)")
+            #expect(cache == ["list", "a", "listshare"], "\(cache)")
+            // The owner's own feed says nothing of departures: `b` and `c` are still Alice's.
+            let owners = try await world[.alice].post("records/lookup", #"{"zoneID":\#(mine),"records":[{"recordName":"b"},{"recordName":"c"}]}"#)
+            #expect(Self.code(owners) == nil && Self.code(owners, 1) == nil, "\(owners.json)")
+        }
+    }
+
+    /// A record share: `list` and what its `parent`s lead to are shared; `secret` (and `loose`,
+    /// moved out) are not, on every path a participant reads or writes through.
+    @Test func aRecordShareReachesItsHierarchyAndNothingElse() async throws {
+        try await Self.withWorld { world in
+            let other = world.zone("Other")
+            func child(_ name: String, of parent: String, extra: String = "") -> String {
+                Self.save(name, extra: #","parent":{"recordName":"\#(parent)"}"# + extra)
+            }
+            let linked = #"{"operationType":"forceReplace","record":{"recordName":"a","recordType":"Item","fields":{"note":{"value":"x"},"link":{"value":{"recordName":"secret","action":"NONE"}}},"parent":{"recordName":"list"}}}"#
+            let made = try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Other"}"#, Self.save("secret", note: "hidden"), Self.save("list"),
+                linked, child("b", of: "a"), child("loose", of: "b")))
+            #expect((0..<5).allSatisfy { Self.code(made, $0) == nil }, "\(made.json)")
+            #expect(Self.result(made, 3)["parent"]?["recordName"]?.stringValue == "a", "\(made.json)")
+            // A parent must exist and make no cycle.
+            let orphan = try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Other"}"#, child("o", of: "nowhere")))
+            #expect(Self.code(orphan) == "VALIDATING_REFERENCE_ERROR", "\(orphan.json)")
+            let cycle = try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Other"}"#, child("list", of: "b")))
+            #expect(Self.code(cycle) == "BAD_REQUEST", "\(cycle.json)")
+
+            let participants = #"[{"userIdentity":{"lookupInfo":{"userRecordName":"\#(world[.bob].userRecordName)"}},"permission":"READ_WRITE"},{"userIdentity":{"lookupInfo":{"emailAddress":"carol@example.com"}},"permission":"READ_ONLY"}]"#
+            let shared = try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Other"}"#,
+                #"{"operationType":"create","record":{"recordName":"listshare","recordType":"cloudkit.share","fields":{},"forRecord":{"recordName":"list"},"participants":\#(participants)}}"#))
+            let guid = try #require(Self.result(shared)["shortGUID"]?.stringValue, "\(shared.json)")
+            // The root answers with its share; a second share of the hierarchy is refused, naming the first.
+            let root = try await world[.alice].post("records/lookup", #"{"zoneID":{"zoneName":"Other"},"records":[{"recordName":"list"}]}"#)
+            #expect(Self.result(root)["share"]?["recordName"]?.stringValue == "listshare", "\(root.json)")
+            for forRecord in ["b", "list"] {
+                let twice = try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Other"}"#,
+                    #"{"operationType":"create","record":{"recordName":"s2","recordType":"cloudkit.share","fields":{},"forRecord":{"recordName":"\#(forRecord)"}}}"#))
+                #expect(Self.code(twice) == "BAD_REQUEST" && (Self.result(twice)["reason"]?.stringValue ?? "").contains("listshare"), "\(twice.json)")
+            }
+            let zoneWide = try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Other"}"#,
+                #"{"operationType":"create","record":{"recordName":"cloudkit.zoneshare","recordType":"cloudkit.share","fields":{}}}"#))
+            #expect(Self.code(zoneWide) == "BAD_REQUEST", "\(zoneWide.json)")
+            for member in [Member.bob, .carol] {
+                #expect(try await world.resolve(member, guid, accept: true).json["results"]?[0]?["participantStatus"]?.stringValue == "ACCEPTED")
+            }
+
+            for member in [Member.bob, .carol] {
+                let looked = try await world.shared(member, "records/lookup", #"{"zoneID":\#(other),"records":[{"recordName":"list"},{"recordName":"b"},{"recordName":"secret"}],"include":["link"]}"#)
+                #expect(Self.code(looked) == nil && Self.code(looked, 1) == nil && Self.code(looked, 2) == "NOT_FOUND", "\(looked.json)")
+                #expect(Self.result(looked)["share"]?["recordName"]?.stringValue == "listshare", "\(looked.json)")
+                let viaInclude = try await world.shared(member, "records/lookup", #"{"zoneID":\#(other),"records":[{"recordName":"a"}],"include":["link"]}"#)
+                #expect(!"\(viaInclude.json)".contains("hidden"), "\(viaInclude.json)")
+                let query = try await world.shared(member, "records/query", #"{"zoneID":\#(other),"query":{"recordType":"Item"}}"#)
+                let queried = Set((query.json["records"]?.arrayValue ?? []).compactMap { $0["recordName"]?.stringValue })
+                #expect(queried == ["list", "a", "b", "loose"], "\(query.json)")
+                let filtered = try await world.shared(member, "records/query", #"{"zoneID":\#(other),"query":{"recordType":"Item","filterBy":[{"fieldName":"note","comparator":"EQUALS","fieldValue":{"value":"hidden"}}]}}"#)
+                #expect(filtered.json["records"]?.arrayValue == [], "\(filtered.json)")
+                let keyPath = try await world.shared(member, "records/query", #"{"zoneID":\#(other),"query":{"recordType":"Item","filterBy":[{"fieldName":"link.note","comparator":"EQUALS","fieldValue":{"value":"hidden"}}]}}"#)
+                #expect(keyPath.json["records"]?.arrayValue == [], "\(keyPath.json)")
+                let changes = try await world.shared(member, "records/changes", #"{"zoneID":\#(other)}"#)
+                let changed = Set((changes.json["records"]?.arrayValue ?? []).compactMap { $0["recordName"]?.stringValue })
+                #expect(changed == ["list", "a", "b", "loose", "listshare"], "\(changes.json)")
+                let backlinks = try await world.shared(member, "records/backlinks", #"{"zoneID":\#(other),"recordName":"secret"}"#)
+                #expect(backlinks.json["records"]?.arrayValue?.isEmpty != false, "\(backlinks.json)")
+            }
+            // The owner still sees the records with a key path through the hidden one.
+            let owners = try await world[.alice].post("records/query", #"{"zoneID":{"zoneName":"Other"},"query":{"recordType":"Item","filterBy":[{"fieldName":"link.note","comparator":"EQUALS","fieldValue":{"value":"hidden"}}]}}"#)
+            #expect(owners.json["records"]?.arrayValue?.count == 1, "\(owners.json)")
+
+            // Bob creates below the share, never outside it, never over a hidden name, and never
+            // points a VALIDATE reference at a hidden record.
+            let joined = try await world.shared(.bob, "records/modify", Self.modify(other, child("c", of: "b")))
+            #expect(Self.code(joined) == nil && Self.result(joined)["parent"]?["recordName"]?.stringValue == "b", "\(joined.json)")
+            for body in [Self.modify(other, Self.save("free")), Self.modify(other, child("out", of: "secret")), Self.modify(other, child("out", of: "nowhere"))] {
+                let refused = try await world.shared(.bob, "records/modify", body)
+                #expect(Self.code(refused) == "ACCESS_DENIED", "\(refused.json)")
+            }
+            let hiddenName = try await world.shared(.bob, "records/modify", Self.modify(other, #"{"operationType":"create","record":{"recordName":"secret","recordType":"Item","fields":{},"parent":{"recordName":"b"}}}"#))
+            #expect(Self.code(hiddenName) == "EXISTS" && Self.result(hiddenName)["serverRecord"] == nil && !"\(hiddenName.json)".contains("hidden"), "\(hiddenName.json)")
+            let validate = try await world.shared(.bob, "records/modify", Self.modify(other, #"{"operationType":"create","record":{"recordName":"v","recordType":"Item","fields":{"pin":{"value":{"recordName":"secret","action":"VALIDATE"}}},"parent":{"recordName":"b"}}}"#))
+            #expect(Self.code(validate) == "VALIDATING_REFERENCE_ERROR", "\(validate.json)")
+            // Bob edits a shared record, not a hidden one, and moves nothing out; only Alice deletes the root.
+            #expect(Self.code(try await world.shared(.bob, "records/modify", Self.modify(other, child("a", of: "list")))) == nil)
+            for body in [Self.modify(other, Self.save("secret", note: "bob's")), Self.modify(other, Self.save("b")),
+                         Self.modify(other, #"{"operationType":"forceDelete","record":{"recordName":"list"}}"#),
+                         Self.modify(other, #"{"operationType":"forceDelete","record":{"recordName":"secret"}}"#)] {
+                let refused = try await world.shared(.bob, "records/modify", body)
+                #expect(Self.code(refused) == "ACCESS_DENIED", "\(refused.json)")
+            }
+            // Carol (READ_ONLY) creates nothing, even below the root.
+            #expect(Self.code(try await world.shared(.carol, "records/modify", Self.modify(other, child("d", of: "list")))) == "ACCESS_DENIED")
+            // The owner sees Bob's record in its hierarchy.
+            let seen = try await world[.alice].post("records/lookup", #"{"zoneID":{"zoneName":"Other"},"records":[{"recordName":"c"}]}"#)
+            #expect(Self.result(seen)["parent"]?["recordName"]?.stringValue == "b" && Self.result(seen)["created"]?["userRecordName"]?.stringValue == world[.bob].userRecordName)
+
+            // Alice moves `loose` out of the hierarchy: participants no longer reach it.
+            #expect(Self.code(try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Other"}"#, Self.save("loose", extra: #","parent":null"#)))) == nil)
+            let gone = try await world.shared(.carol, "records/lookup", #"{"zoneID":\#(other),"records":[{"recordName":"loose"}]}"#)
+            #expect(Self.code(gone) == "NOT_FOUND", "\(gone.json)")
+            // Deleting the root deletes its share: the zone leaves the participants' shared databases.
+            let deleted = try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Other"}"#, #"{"operationType":"forceDelete","record":{"recordName":"list"}}"#))
+            #expect(Self.code(deleted) == nil && (Self.result(deleted)["cascadedRecordNames"]?.arrayValue ?? []).contains(.string("listshare")), "\(deleted.json)")
+            #expect(try await world.shared(.bob, "records/lookup", #"{"zoneID":\#(other),"records":[{"recordName":"a"}]}"#).code == "ZONE_NOT_FOUND")
+            #expect(try await world.shared(.bob, "zones/list", "{}").json["zones"] == .array([]))
+        }
+    }
+
     @Test func sharesAreRefusedWhereCloudKitRefusesThem() async throws {
         try await Self.withWorld { world in
             let share = #"{"operationType":"create","record":{"recordName":"cloudkit.zoneshare","recordType":"cloudkit.share","fields":{}}}"#
@@ -294,7 +462,9 @@ import Testing
             let named = try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Trip"}"#, #"{"operationType":"create","record":{"recordName":"myshare","recordType":"cloudkit.share","fields":{}}}"#))
             #expect(Self.code(named) == "BAD_REQUEST" && (Self.result(named)["reason"]?.stringValue ?? "").contains("cloudkit.zoneshare"), "\(named.json)")
             let recordShare = try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Trip"}"#, #"{"operationType":"create","record":{"recordName":"s","recordType":"cloudkit.share","fields":{},"forRecord":{"recordName":"r1"}}}"#))
-            #expect(Self.code(recordShare) == "NOT_SUPPORTED" || Self.result(recordShare)["recordSyncErrorCode"]?.stringValue == "NOT_SUPPORTED", "\(recordShare.json)")
+            #expect(Self.code(recordShare) == "BAD_REQUEST" && (Self.result(recordShare)["reason"]?.stringValue ?? "").contains("forRecord"), "\(recordShare.json)")
+            let zoneShareOfRecord = try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Trip"}"#, #"{"operationType":"create","record":{"recordName":"cloudkit.zoneshare","recordType":"cloudkit.share","fields":{},"forRecord":{"recordName":"r1"}}}"#))
+            #expect(Self.code(zoneShareOfRecord) == "BAD_REQUEST", "\(zoneShareOfRecord.json)")
             let stray = try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Trip"}"#, Self.save("x", extra: #","publicPermission":"READ_ONLY""#)))
             #expect(Self.code(stray) == "BAD_REQUEST", "\(stray.json)")
             let unknown = try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Trip"}"#, #"{"operationType":"create","record":{"recordName":"cloudkit.zoneshare","recordType":"cloudkit.share","fields":{},"participants":[{"userIdentity":{"lookupInfo":{"userRecordName":"_nobody"}}}]}}"#))

@@ -134,6 +134,10 @@ public final class RecordCache: Sendable {
                 """)
             try SearchRows.buildPlaces(in: db)
         }
+        // A record's `parent` (CloudKit's system reference), read with RecordRow's columns.
+        migrator.registerMigration("v3-parent") { db in
+            try db.execute(sql: "ALTER TABLE records ADD COLUMN parent TEXT")
+        }
         return migrator
     }
 
@@ -398,6 +402,7 @@ public final class RecordCache: Sendable {
         row.bind(modified.timestamp)
         row.bind(modified.userRecordName)
         row.bind(modified.deviceID)
+        row.bind(record.parent)
         row.bind(serverJSON)
     }
 
@@ -413,8 +418,8 @@ public final class RecordCache: Sendable {
     private static let clearReferencesSQL = "DELETE FROM refs WHERE zone_id = ? AND source = ?"
     private static let insertReferenceSQL = "INSERT OR IGNORE INTO refs(zone_id, source, field, target, action) VALUES (?, ?, ?, ?, ?)"
     private static let insertSQL = """
-        INSERT INTO records(zone_id, name, type, tag, fields, created_at, created_by, created_device, modified_at, modified_by, modified_device, server_record)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        INSERT INTO records(zone_id, name, type, tag, fields, created_at, created_by, created_device, modified_at, modified_by, modified_device, parent, server_record)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """
     /// ``insertSQL`` that inserts nothing when a row of the name is cached.
     private static let insertNewSQL = insertSQL.replacingOccurrences(of: "INSERT INTO", with: "INSERT OR IGNORE INTO")
@@ -423,7 +428,7 @@ public final class RecordCache: Sendable {
         ON CONFLICT(zone_id, name) DO UPDATE SET type = excluded.type, tag = excluded.tag, fields = excluded.fields,
             created_at = excluded.created_at, created_by = excluded.created_by, created_device = excluded.created_device,
             modified_at = excluded.modified_at, modified_by = excluded.modified_by, modified_device = excluded.modified_device,
-            server_record = excluded.server_record
+            parent = excluded.parent, server_record = excluded.server_record
         """
 
     /// Removes a cached record, its references and its search rows.

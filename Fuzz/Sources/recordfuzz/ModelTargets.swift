@@ -116,7 +116,18 @@ private func modifyRequest(_ body: JSONValue) -> ModifyRecordsRequest? {
             guard let read = try? JSONValueDecoder().decode([ShareParticipant].self, from: participants) else { return nil }
             share.participants = read
         }
-        return RecordPayload(recordName: name, recordType: type, recordChangeTag: tag, fields: fields, share: share.isEmpty ? nil : share)
+        // `parent`: null removes it; an object names it by its string `recordName` (its other
+        // members are stepped over).
+        var parent: RecordPayload.ParentChange?
+        switch members["parent"] {
+        case nil: break
+        case .null?: parent = .remove
+        case .object(let given)?:
+            guard case .string(let parentName)? = given["recordName"] else { return nil }
+            parent = .set(parentName)
+        default: return nil
+        }
+        return RecordPayload(recordName: name, recordType: type, recordChangeTag: tag, fields: fields, share: share.isEmpty ? nil : share, parent: parent)
     }
     func operation(_ value: JSONValue) -> RecordOperation? {
         guard case .object(let members) = value, case .string(let typeName)? = members["operationType"],

@@ -205,7 +205,8 @@ func fuzzRules(_ data: Data) {
 // MARK: Sharing
 
 /// A store where user `owner` shares zone `Shared` (read-write) with user `participant`, who
-/// accepted; its short GUID.
+/// accepted, and in zone `Tree` record `root` (not `hidden`) by share `treeshare`, accepted too;
+/// the zone share's short GUID.
 struct FuzzSharing: Sendable {
     let store: RecordStore
     let owner: User
@@ -230,6 +231,17 @@ struct FuzzSharing: Sendable {
         let guid = saved.records.first!.record!.shareInfo!.shortGUID
         let participantScope = DatabaseScope(container: container, environment: "development", kind: .public, user: participant)
         _ = try! await store.shareMetadata(ShareMetadataRequest(shortGUIDs: [.init(value: guid)]), accept: true, in: participantScope)
+        _ = try! await store.modifyZones(ModifyZonesRequest(operations: [.init(.create, ZoneID(zoneName: "Tree"))]), in: scope)
+        var treeShare = share
+        treeShare.recordName = "treeshare"
+        treeShare.share?.forRecord = "root"
+        let tree = try! await store.modifyRecords(ModifyRecordsRequest(operations: [
+            RecordOperation(.create, RecordPayload(recordName: "root", recordType: "Note", fields: [:])),
+            RecordOperation(.create, RecordPayload(recordName: "hidden", recordType: "Note", fields: [:])),
+            RecordOperation(.create, treeShare),
+        ], zoneID: ZoneID(zoneName: "Tree")), in: scope)
+        let treeGUID = tree.records[2].record!.shareInfo!.shortGUID
+        _ = try! await store.shareMetadata(ShareMetadataRequest(shortGUIDs: [.init(value: treeGUID)]), accept: true, in: participantScope)
         return FuzzSharing(store: store, owner: owner, participant: participant, shortGUID: guid)
     }
 }

@@ -68,9 +68,27 @@ extension RecordStore {
             let access = try Access.load(scope, zone: zone, containerKey: database.containerKey, kept: self.accessInputs, in: transaction)
             let token = try given.map { try Self.check($0, for: zone, in: transaction) }
                 ?? ZoneChangeToken(zoneUID: zone.uid, sequence: 0, tombstoneFloor: zone.sequence)
-            let changes = try transaction.changes(inZone: zone.key, zoneID: zone.zoneID, after: token.sequence,
+            // A record share's participant learns of deletions from its shares' departures (a
+            // record deleted, moved away or cut off from its root), never from the zone's
+            // tombstones, which say nothing of a share.
+            // Its records are read by name (what its shares reach), never by walking the zone.
+            let departing = access.participation?.members == nil ? nil : access.participation?.parts.map(\.key)
+            var changes: [FeedChange]
+            if let members = access.participation?.members {
+                changes = try transaction.changes(ofRecords: members.keys.sorted(), inZone: zone.key, zoneID: zone.zoneID, after: token.sequence,
+                                                  recordTypes: request.desiredRecordTypes, limit: limit * count + 1)
+            } else {
+                changes = try transaction.changes(inZone: zone.key, zoneID: zone.zoneID, after: token.sequence,
                                                   tombstonesAfter: max(token.sequence, token.tombstoneFloor),
                                                   recordTypes: request.desiredRecordTypes, limit: limit * count + 1)
+            }
+            if let departing {
+                let departures = try transaction.departures(ofShares: departing, zoneID: zone.zoneID, after: token.sequence, limit: limit * count + 1)
+                    .filter { request.desiredRecordTypes?.contains($0.entry.record.recordType) ?? true }
+                if !departures.isEmpty {
+                    changes = Array((changes + departures).sorted { $0.sequence < $1.sequence }.prefix(limit * count + 1))
+                }
+            }
             let mark = ChangeFeedMark(zoneUID: zone.uid, sequence: zone.sequence)
             var pages: [(page: StoredZoneChanges, mark: ChangeFeedMark)] = []
             var start = 0
@@ -100,7 +118,10 @@ extension RecordStore {
                 entries.reserveCapacity(page.count)
                 // The changes of records the caller may not read are left out (the token still
                 // moves past them).
-                for change in page where access.readsEverything || access.mayRead(change.entry.record) {
+                // Roots of record shares answer with their `share`.
+                let roots = page.isEmpty || scope.kind == .public || zone.name == ZoneID.defaultZoneName ? [:]
+                    : Dictionary(try transaction.shares(inZone: zone.key).compactMap { share in share.root.map { ($0, share.recordName) } }) { first, _ in first }
+                for change in page where access.readsEverything || access.mayRead(change.entry.record) || (departing != nil && change.entry.record.deleted) {
                     if change.entry.record.recordType == ShareInfo.recordType && !change.entry.record.deleted {
                         // A share record answers with its share's keys as this caller sees them.
                         var record = change.entry.record
@@ -117,6 +138,11 @@ extension RecordStore {
                         entries.append(.init(record: request.desiredKeys.map { record.restricted(to: $0) } ?? record))
                     } else {
                         entries.append(change.entry)
+                    }
+                }
+                if !roots.isEmpty {
+                    for index in entries.indices where !entries[index].record.deleted {
+                        entries[index].record.share = roots[entries[index].record.recordName]
                     }
                 }
                 sequence = more ? (page.last?.sequence ?? sequence) : zone.sequence

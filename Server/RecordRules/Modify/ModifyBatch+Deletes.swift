@@ -67,7 +67,7 @@ extension ModifyBatch {
                 let sequence = first + Int64(position - 1)
                 try transaction.updateRecord(RecordWrite(name: record.name, recordType: record.recordType, changeTag: ZoneFeedWriter.changeTag(sequence),
                                                          fields: fields, created: record.created, modified: modified, sequence: sequence,
-                                                         assetBytes: nil), inZone: zone.key)
+                                                         assetBytes: nil, parent: record.parent), inZone: zone.key)
                 if firing != nil { progress.saved.append((record.name, false)) }
                 position += 1
             }
@@ -119,10 +119,11 @@ extension ModifyBatch {
         // created them, but names only those the caller may read.
         let hidden = access.readsEverything || count <= 1 ? [] : Set(try transaction.records(named: try transaction.doomedNames(), inZone: zone.key, zoneID: zone.zoneID)
             .filter { !access.mayRead($0) }.map(\.recordName))
-        let cascaded = try transaction.deleteCascade(root: name, inZone: zone.key, firstSequence: progress.feed.take(count))
+        var cascaded = try transaction.deleteCascade(root: name, inZone: zone.key, firstSequence: progress.feed.take(count))
         if current.recordType == ShareInfo.recordType || cascaded.contains(ShareInfo.zoneShareName) {
             try deleteShare(named: current.recordType == ShareInfo.recordType ? name : ShareInfo.zoneShareName)
         }
+        cascaded += try deleteSharesOfRoots([name] + cascaded)
         // Later deletes of the batch skip what this one cascaded to; the last needs no note.
         if !isLast { progress.cascadedNames.formUnion(cascaded) }
         results.succeed(index, .success(Record(recordName: name, recordType: current.recordType, zoneID: zone.zoneID, deleted: true),

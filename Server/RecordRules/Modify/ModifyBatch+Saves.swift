@@ -33,6 +33,16 @@ extension ModifyBatch {
         }
         prepared.recordType = recordType
         prepared.rawFields = payload.fields ?? [:]
+        if let parent = payload.parent?.name {
+            if let problem = NameRules.problem(withName: parent, kind: "parent.recordName") {
+                throw RecordSyncError(.badRequest, problem, recordName: name)
+            }
+            if parent == name { throw RecordSyncError(.badRequest, "record \(NameRules.quoted(name)) cannot be its own parent", recordName: name) }
+            if ShareInfo.recordTypes.contains(recordType) || parent == ShareInfo.zoneShareName {
+                throw RecordSyncError(.badRequest, "a share record has no parent and is no record's parent", recordName: name)
+            }
+        }
+        prepared.parentChange = payload.parent
         if ShareInfo.recordTypes.contains(recordType) {
             // A share record is CloudKit's system type: no schema declares it or is changed by it.
             try ShareRules.checkSave(named: name, edit: payload.share, zone: zone, scope: scope)
@@ -214,6 +224,60 @@ extension ModifyBatch {
         }
     }
 
+    /// Checks the parent a save gives record `name` (stored as `current`) when it changes: it
+    /// exists in the zone, is not below the record (no cycle), and keeps every record in at most
+    /// one share; a record share's participant keeps its records in their share (a new record
+    /// joins its parent's). Returns, for a participant's new record, the part of its
+    /// participation the record joins.
+    ///
+    /// - Throws: `ACCESS_DENIED` for a participant's parent outside its share;
+    ///   `VALIDATING_REFERENCE_ERROR` for a parent that does not exist; `BAD_REQUEST` for a
+    ///   cycle or a move that would put a record in two shares.
+    private mutating func checkParent(_ parent: String?, of name: String, current: Record?) throws -> Int? {
+        var joining: Int?
+        if let members = access.participation?.members, let participation = access.participation {
+            // Checked before anything is read, so that a hidden parent is refused as an absent one.
+            if current == nil {
+                guard let parent, let joined = members[parent], participation.parts[joined].permission == .readWrite else {
+                    throw RecordSyncError(.accessDenied, "a record a participant creates names a parent in a share it may write (\(parent.map { "parent \(NameRules.quoted($0)) is not" } ?? "no parent given"))",
+                                          recordName: name)
+                }
+                joining = joined
+            } else if parent != current?.parent {
+                if participation.part(rootedAt: name) != nil {
+                    throw RecordSyncError(.accessDenied, "only the owner moves the root of a share (record \(NameRules.quoted(name)))", recordName: name)
+                }
+                guard let parent, members[parent] != nil, members[parent] == members[name] else {
+                    throw RecordSyncError(.accessDenied, "parent of record \(NameRules.quoted(name)) must be a record of its share", recordName: name)
+                }
+            }
+        }
+        guard let parent, parent != current?.parent else { return joining }
+        let above = try transaction.hierarchy(above: parent, inZone: zone.key, limit: Self.maximumHierarchyDepth)
+        guard !above.isEmpty else {
+            throw RecordSyncError(.validatingReferenceError, "parent \(NameRules.quoted(parent)) of record \(NameRules.quoted(name)) does not exist", recordName: name)
+        }
+        if above.contains(name) {
+            throw RecordSyncError(.badRequest, "parent \(NameRules.quoted(parent)) is below record \(NameRules.quoted(name)); a hierarchy has no cycles", recordName: name)
+        }
+        if above.count > Self.maximumHierarchyDepth {
+            throw RecordSyncError(.limitExceeded, "parent \(NameRules.quoted(parent)) is \(above.count) levels deep; a hierarchy has at most \(Self.maximumHierarchyDepth)", recordName: name)
+        }
+        // A move of a record (and what is below it) under a record share's hierarchy.
+        let roots = try transaction.shares(inZone: zone.key).compactMap { share in share.root.map { ($0, share.recordName) } }
+        if current != nil, !roots.isEmpty, let (_, aboveShare) = roots.first(where: { above.contains($0.0) }) {
+            let below = Set(try transaction.hierarchy(below: name, inZone: zone.key).map(\.name))
+            if let (_, other) = roots.first(where: { below.contains($0.0) }), other != aboveShare {
+                throw RecordSyncError(.badRequest, "record \(NameRules.quoted(name)) is in share \(NameRules.quoted(other)); under \(NameRules.quoted(parent)) it would also be in share \(NameRules.quoted(aboveShare)) (a record belongs to at most one share)",
+                                      recordName: name)
+            }
+        }
+        return joining
+    }
+
+    /// The deepest a hierarchy of parents goes.
+    static let maximumHierarchyDepth = 1_000
+
     /// Writes one record (`operation`, its fields resolved again if this batch changed their
     /// schema); with `checkingReferencesFirst`, checks its references after every other check
     /// and before the first write.
@@ -246,6 +310,13 @@ extension ModifyBatch {
             throw RecordSyncError(.limitExceeded, "record \(NameRules.quoted(name)) holds \(encoded.utf8.count) bytes of field data; the limit is \(limits.maximumRecordBytes)", recordName: name)
         }
 
+        let parent: String?
+        switch operation.parentChange {
+        case .set(let name)?: parent = name
+        case .remove?: parent = nil
+        case nil: parent = operation.type == .update || operation.type == .forceUpdate ? current?.parent : nil
+        }
+        let joining = try checkParent(parent, of: name, current: current)
         if checkingReferencesFirst { try checkReferences(of: operation) }
         let sequence = progress.feed.next()
         let tag = ZoneFeedWriter.changeTag(sequence)
@@ -264,8 +335,10 @@ extension ModifyBatch {
         let modified = Stamp(timestamp: now, userRecordName: user)
         let created = current.map { $0.created ?? modified } ?? modified
         let row = RecordWrite(name: name, recordType: operation.recordType, changeTag: tag, fields: encoded, created: created, modified: modified, sequence: sequence,
-                              assetBytes: Quota.assetBytes(of: fields))
+                              assetBytes: Quota.assetBytes(of: fields), parent: parent)
+        if let joining { access.participation?.members?[name] = joining }
         if firing != nil { progress.saved.append((name, current == nil)) }
+        if shareReach != nil { progress.written.insert(name) }
         if current != nil {
             try transaction.updateRecord(row, inZone: zone.key)
             try transaction.removeReferences(from: name, inZone: zone.key)
@@ -276,7 +349,7 @@ extension ModifyBatch {
             }
         }
         var record = Record(recordName: name, recordType: operation.recordType, zoneID: zone.zoneID, recordChangeTag: tag,
-                            fields: fields, created: created, modified: modified)
+                            fields: fields, created: created, modified: modified, parent: parent)
         if isShare { record.shareInfo = try saveShare(operation) }
         // An update keeps the stored fields it does not name: their references are worked out here.
         let references = merged ? record.references : operation.references

@@ -36,6 +36,8 @@ struct ModifyBatch {
         var desiredKeys: [String]?
         /// For a share record: what the save asks of the share beside its fields.
         var share: ShareEdit?
+        /// What the save asks of the record's `parent` (`nil`: nothing).
+        var parentChange: RecordPayload.ParentChange?
         /// Whether the request gives a value to a field the stored schema lacks (worked out
         /// when prepared, against the stored schema, which the write checks is unchanged): only
         /// such a save can introduce a field's type, so only it looks its fields up again when
@@ -58,6 +60,8 @@ struct ModifyBatch {
         var schema: [String: [String: FieldType]] = [:]
         /// The records saved so far, and whether each was created (for subscriptions).
         var saved: [(name: String, created: Bool)] = []
+        /// The records saved so far, when the batch follows record shares (``shareReach``).
+        var written: Set<String> = []
         /// Query subscriptions the deletes so far matched (each before it ran).
         var deleteMatches: [SubscriptionFiring.Match] = []
         /// The record types whose words are indexed (``SearchTypes``), read at the first save
@@ -68,7 +72,7 @@ struct ModifyBatch {
     let transaction: any StorageTransaction
     let scope: DatabaseScope
     /// What the caller may do (the one check).
-    let access: Access
+    var access: Access
     let zone: ZoneContext
     let containerKey: Int64
     let limits: StoreLimits
@@ -85,6 +89,9 @@ struct ModifyBatch {
         var zoneHasTombstones: Bool
     }
     var savePhase: SavePhase?
+    /// What each record share of the zone reached before the batch wrote (`nil`: the zone has
+    /// none): the batch writes what they gained and lost (``followShareMoves()``).
+    var shareReach: [ShareReach]?
     /// The subscriptions this batch may fire (``SubscriptionFiring``), `nil` when none applies.
     var firing: SubscriptionFiring?
 
@@ -155,7 +162,7 @@ struct ModifyBatch {
     static func savingGroups(of operations: [Operation?]) -> [[Int]] {
         let saves = operations.indices.filter { operations[$0].map { !$0.type.isDelete } ?? false }
         let order = DependencyOrder.savingOrder(saves.compactMap { index in
-            operations[index].map { ($0.name, $0.references.map(\.reference.recordName)) }
+            operations[index].map { ($0.name, $0.references.map(\.reference.recordName) + [$0.parentChange?.name].compactMap { $0 }) }
         })
         return order.map { group in group.map { saves[$0] } }
     }
@@ -189,6 +196,7 @@ struct ModifyBatch {
             }
         }
 
+        shareReach = try recordShareReach()
         if !groups.isEmpty {
             savePhase = try readBeforeSaving(groups.flatMap { $0 }.compactMap { operations[$0]?.name })
             try registerReferenceFields(groups)
@@ -211,6 +219,7 @@ struct ModifyBatch {
         }
         let deletes = operations.indices.filter { operations[$0]?.type.isDelete ?? false }
         guard try runDeletes(deletes) else { return (results.atomicFailure(names: names), false) }
+        if shareReach != nil { try followShareMoves() }
         if let firing {
             try firing.notify(saveMatches + progress.deleteMatches, changed: progress.feed.moved, now: now, in: transaction)
         }

@@ -39,6 +39,9 @@ enum SaveRules {
             throw RecordSyncError(.notFound, "record \(NameRules.quoted(name)) does not exist", recordName: name)
         }
         try access.require(.write, current.recordType, createdBy: current.created?.userRecordName, recordName: name)
+        if let part = access.participation?.part(rootedAt: name) {
+            throw RecordSyncError(.accessDenied, "only the owner deletes the root of share \(NameRules.quoted(part.share)) (record \(NameRules.quoted(name)))", recordName: name)
+        }
         if type == .delete, changeTag != current.recordChangeTag {
             throw stale(name, changeTag, current)
         }

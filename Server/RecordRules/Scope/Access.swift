@@ -36,13 +36,52 @@ struct Access: Sendable {
     /// Per record type that grants something; `nil` when the caller reads every record (its
     /// own private database, or a zone shared with it).
     private let types: [String: TypePermissions]?
-    /// For a zone shared with the caller: how it takes part (its permission, and the share).
-    let participation: Participation?
+    /// For a zone shared with the caller: how it takes part (its permission, and the share; a
+    /// batch adds the records a participant creates in a record share).
+    var participation: Participation?
 
-    /// A participant's part in the share of the zone a request addresses.
+    /// A participant's part in the shares of the zone a request addresses: the zone's share,
+    /// or one or more record shares, each reaching the records of its root's hierarchy.
     struct Participation: Sendable {
-        var permission: SharePermission
-        var share: String
+        /// One share the participant takes part in.
+        struct Part: Sendable {
+            /// The share's key.
+            var key: Int64
+            var share: String
+            /// The share's root record; `nil` for the zone's share.
+            var root: String?
+            var permission: SharePermission
+        }
+
+        var parts: [Part]
+        /// For record shares: each record the participant reaches, with the part reaching it
+        /// (an index of ``parts``); `nil` when the zone's share reaches every record.
+        var members: [String: Int]?
+        /// The zone's key (for the hierarchy a query compiles: ``QueryReaders/shareRoots``).
+        var zoneKey: Int64
+
+        /// The participation in a zone's share.
+        init(permission: SharePermission, share: String, shareKey: Int64, zoneKey: Int64) {
+            self.init(parts: [Part(key: shareKey, share: share, root: nil, permission: permission)], members: nil, zoneKey: zoneKey)
+        }
+
+        init(parts: [Part], members: [String: Int]?, zoneKey: Int64) {
+            self.parts = parts
+            self.members = members
+            self.zoneKey = zoneKey
+        }
+
+        /// The part that reaches record `name` (`nil`: none; any part, for a name not stored yet
+        /// in a zone share).
+        func part(reaching name: String?) -> Part? {
+            guard let members else { return parts.first }
+            return name.flatMap { members[$0] }.map { parts[$0] }
+        }
+
+        /// The part whose root is `name`, if `name` is a record share's root.
+        func part(rootedAt name: String) -> Part? {
+            parts.first { $0.root == name }
+        }
     }
     /// For a type the schema lacks (a save creates it with CloudKit's default grants) or that
     /// grants nothing.
@@ -54,8 +93,9 @@ struct Access: Sendable {
     /// The caller, as a refusal names it.
     private let callerDescription: String
 
-    /// Whether the caller reads every record (its own private database, or a zone shared with it).
-    var readsEverything: Bool { types == nil }
+    /// Whether the caller reads every record (its own private database, or a zone shared with it
+    /// as a whole).
+    var readsEverything: Bool { types == nil && participation?.members == nil }
 
     /// Whether the caller owns the database.
     var isOwner: Bool { types == nil && participation == nil }
@@ -141,11 +181,14 @@ struct Access: Sendable {
     }
 
     /// Whether the caller may `permission` a record of `recordType` created by `creator` (for
-    /// `CREATE`, a record not stored yet: `nil`).
-    func may(_ permission: SchemaPermission, _ recordType: String, createdBy creator: String?) -> Bool {
+    /// `CREATE`, a record not stored yet: `nil`) named `recordName` (a participant of record
+    /// shares reaches only their records; a new record joins by its parent: ``ModifyBatch``).
+    func may(_ permission: SchemaPermission, _ recordType: String, createdBy creator: String?, recordName: String? = nil) -> Bool {
         guard types != nil else {
             guard let participation else { return true }
-            return permission == .read || (participation.permission == .readWrite && recordType != ShareInfo.recordType)
+            if permission == .create { return recordType != ShareInfo.recordType && participation.parts.contains { $0.permission == .readWrite } }
+            guard let part = participation.part(reaching: recordName) else { return false }
+            return permission == .read || (part.permission == .readWrite && recordType != ShareInfo.recordType)
         }
         let permissions = permissions(of: recordType)
         if permissions.any.contains(permission) { return true }
@@ -164,7 +207,11 @@ struct Access: Sendable {
     /// carries only its name and type: it is announced to callers who may read some records of
     /// its type.
     func mayRead(_ record: Record) -> Bool {
-        guard types != nil else { return true }
+        guard types != nil else {
+            // A record share's participant: its records (a tombstone says nothing of its share).
+            guard let members = participation?.members else { return true }
+            return !record.deleted && members[record.recordName] != nil
+        }
         if record.deleted { return readers(of: record.recordType) != .none }
         return may(.read, record.recordType, createdBy: record.created?.userRecordName)
     }
@@ -176,7 +223,11 @@ struct Access: Sendable {
 
     /// What a query may see (``QuerySchema/readers``): `nil` when every record.
     var queryReaders: QueryReaders? {
-        guard let types else { return nil }
+        guard let types else {
+            guard let participation, participation.members != nil else { return nil }
+            return QueryReaders(hidden: [], creatorOnly: [], creator: caller,
+                                shareRoots: participation.parts.compactMap(\.root), shareZone: participation.zoneKey)
+        }
         var hidden: Set<String> = [], creatorOnly: Set<String> = []
         for type in types.keys {
             switch readers(of: type) {
@@ -193,10 +244,12 @@ struct Access: Sendable {
     ///
     /// - Throws: `ACCESS_DENIED` naming the permission, the type and the caller.
     func require(_ permission: SchemaPermission, _ recordType: String, createdBy creator: String?, recordName: String) throws {
-        guard !may(permission, recordType, createdBy: creator) else { return }
+        guard !may(permission, recordType, createdBy: creator, recordName: recordName) else { return }
         if let participation {
+            let part = participation.part(reaching: recordName) ?? participation.parts[0]
             let why = recordType == ShareInfo.recordType ? "only the owner changes a share (a participant who deletes it leaves it)"
-                : "\(callerDescription) takes part in share \(NameRules.quoted(participation.share)) \(participation.permission == .readOnly ? "read-only" : "with permission \(participation.permission.rawValue)")"
+                : permission != .create && participation.part(reaching: recordName) == nil ? "it is not in a share \(callerDescription) takes part in"
+                : "\(callerDescription) takes part in share \(NameRules.quoted(part.share)) \(part.permission == .readOnly ? "read-only" : "with permission \(part.permission.rawValue)")"
             throw RecordSyncError(.accessDenied, "\(permission.rawValue) permission on record \(NameRules.quoted(recordName)) is not granted: \(why)", recordName: recordName)
         }
         let whose = permission == .create ? "" : " (record \(NameRules.quoted(recordName))" + (creator == caller ? ", which they created)" : ", created by another user)")

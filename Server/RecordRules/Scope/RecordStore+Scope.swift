@@ -125,10 +125,10 @@ extension RecordStore {
         var zone = ZoneContext(key: stored.key, databaseKey: database, name: zoneID.zoneName, uid: stored.uid, sequence: stored.sequence,
                                zoneID: ZoneID(zoneName: zoneID.zoneName, ownerRecordName: scope.ownerRecordName))
         if scope.kind == .shared {
-            guard let (share, participant) = try transaction.participation(ofUser: scope.user.id, inZone: stored.key).first else {
+            guard let participation = try participation(ofUser: scope.user.id, inZone: stored.key, in: transaction) else {
                 throw RecordSyncError(.zoneNotFound, "zone \(NameRules.quoted(zoneID.zoneName)) of \(NameRules.quoted(scope.ownerRecordName)) is not shared with you (or you have not accepted its share)", zoneID: zoneID)
             }
-            zone.participation = Access.Participation(permission: participant.permission, share: share.recordName)
+            zone.participation = participation
         }
         return zone
     }

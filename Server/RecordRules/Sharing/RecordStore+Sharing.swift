@@ -3,6 +3,24 @@ import RecordModel
 import Synchronization
 
 extension RecordStore {
+    /// How user `user` takes part in the shares of zone `zone` (`nil`: it is an accepted
+    /// participant of none): the zone's share, or record shares with the records each reaches.
+    static func participation(ofUser user: Int64, inZone zone: Int64, in transaction: any StorageTransaction) throws -> Access.Participation? {
+        let found = try transaction.participation(ofUser: user, inZone: zone)
+        guard !found.isEmpty else { return nil }
+        if let zoneShare = found.first(where: { $0.share.root == nil }) {
+            return Access.Participation(permission: zoneShare.participant.permission, share: zoneShare.share.recordName, shareKey: zoneShare.share.key, zoneKey: zone)
+        }
+        var members: [String: Int] = [:]
+        let parts = found.map { Access.Participation.Part(key: $0.share.key, share: $0.share.recordName, root: $0.share.root, permission: $0.participant.permission) }
+        for (index, part) in parts.enumerated() {
+            // The share record is read by its participants too (only its owner changes it).
+            members[part.share] = index
+            for record in try transaction.hierarchy(below: part.root ?? "", inZone: zone) { members[record.name] = index }
+        }
+        return Access.Participation(parts: parts, members: members, zoneKey: zone)
+    }
+
     // MARK: Shares as records
 
     /// The share `share` with `participants` as `caller` is shown it, with the names of its
@@ -18,14 +36,21 @@ extension RecordStore {
     }
 
     /// `records`, each share record among them with its share's keys as the caller of `scope`
-    /// is shown them (``ShareRules/info(of:participants:owner:names:caller:urlBase:)``); read
-    /// only when there is one.
+    /// is shown them (``ShareRules/info(of:participants:owner:names:caller:urlBase:)``), and
+    /// each root of a record share with its `share`; the zone's shares are read when the zone
+    /// may hold one (a custom zone of a private database).
     func describingShares(_ records: [Record], zone: ZoneContext, scope: DatabaseScope, in transaction: any StorageTransaction) throws -> [Record] {
-        guard records.contains(where: { $0.recordType == ShareInfo.recordType && !$0.deleted }) else { return records }
-        let shares = Dictionary(try transaction.shares(inZone: zone.key).map { ($0.recordName, $0) }) { first, _ in first }
+        // Shares live in custom zones of private databases.
+        guard !records.isEmpty, scope.kind != .public, zone.name != ZoneID.defaultZoneName else { return records }
+        let stored = try transaction.shares(inZone: zone.key)
+        guard !stored.isEmpty else { return records }
+        let shares = Dictionary(stored.map { ($0.recordName, $0) }) { first, _ in first }
+        let roots = Dictionary(stored.compactMap { share in share.root.map { ($0, share.recordName) } }) { first, _ in first }
         return try records.map { record in
-            guard record.recordType == ShareInfo.recordType, !record.deleted, let share = shares[record.recordName] else { return record }
+            guard !record.deleted else { return record }
             var record = record
+            if let share = roots[record.recordName] { record.share = share }
+            guard record.recordType == ShareInfo.recordType, let share = shares[record.recordName] else { return record }
             record.shareInfo = try Self.shareInfo(of: share, participants: try transaction.participants(ofShare: share.key), owner: scope.owner ?? scope.user,
                                                   caller: scope.user, urlBase: limits.shareURLBase, in: transaction)
             return record
@@ -40,7 +65,7 @@ extension RecordStore {
         let modified = Stamp(timestamp: now, userRecordName: user.userRecordName)
         try transaction.updateRecord(RecordWrite(name: record.recordName, recordType: record.recordType, changeTag: ZoneFeedWriter.changeTag(sequence),
                                                  fields: try JSONValueEncoder().encodeFieldsText(record.fields), created: record.created ?? modified,
-                                                 modified: modified, sequence: sequence, assetBytes: nil), inZone: zone)
+                                                 modified: modified, sequence: sequence, assetBytes: nil, parent: record.parent), inZone: zone)
     }
 
     // MARK: Resolve and accept

@@ -19,7 +19,7 @@ enum ShareRules {
     /// Checks a save of a share record named `name` (its type one of ``ShareInfo/recordTypes``)
     /// before anything is read: the zone and the name a share may have, and what it may ask.
     ///
-    /// - Throws: `BAD_REQUEST` naming the bad part; `NOT_SUPPORTED` for a record share.
+    /// - Throws: `BAD_REQUEST` naming the bad part.
     static func checkSave(named name: String, edit: ShareEdit?, zone: ZoneContext, scope: DatabaseScope) throws {
         guard scope.kind != .public else {
             throw RecordSyncError(.badRequest, "shares live in their owner's private database, not in the public database", recordName: name)
@@ -28,10 +28,12 @@ enum ShareRules {
             throw RecordSyncError(.badRequest, "_defaultZone cannot be shared: a share lives in a custom zone", recordName: name)
         }
         if let root = edit?.forRecord {
-            throw RecordSyncError(.notSupported, "record shares (forRecord \(NameRules.quoted(root))) are not supported yet; share the whole zone with a share record named \(ShareInfo.zoneShareName) and no forRecord", recordName: name)
-        }
-        guard name == ShareInfo.zoneShareName else {
-            throw RecordSyncError(.badRequest, "a share without forRecord shares its zone and is named \(ShareInfo.zoneShareName), not \(NameRules.quoted(name))", recordName: name)
+            if let problem = NameRules.problem(withName: root, kind: "forRecord.recordName") {
+                throw RecordSyncError(.badRequest, problem, recordName: name)
+            }
+            guard name != ShareInfo.zoneShareName else {
+                throw RecordSyncError(.badRequest, "\(ShareInfo.zoneShareName) shares the whole zone and has no forRecord; a record share has another name", recordName: name)
+            }
         }
         if let count = edit?.participants?.count, count > maximumParticipants {
             throw RecordSyncError(.limitExceeded, "participants lists \(count) participants; a share has at most \(maximumParticipants)", recordName: name)

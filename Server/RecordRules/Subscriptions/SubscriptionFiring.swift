@@ -47,7 +47,8 @@ struct SubscriptionFiring {
                     let theirs = try transaction.subscriptions(inContainer: scope.container, environment: scope.environment, kind: DatabaseKind.shared.rawValue, user: user.id)
                     if theirs.isEmpty { continue }
                     stored += theirs
-                    subscribers[user.id] = .participant(user, Access.Participation(permission: participant.permission, share: share.recordName))
+                    guard let participation = try RecordStore.participation(ofUser: user.id, inZone: zone.key, in: transaction) else { continue }
+                    subscribers[user.id] = .participant(user, participation)
                 }
             }
         }

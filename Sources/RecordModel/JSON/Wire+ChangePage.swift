@@ -63,8 +63,10 @@ extension StoredZoneChanges: Encodable, JSONDirectWritable {
     /// fields]`, or `[recordName, recordType]` for a deleted record; a stamp is `[timestamp,
     /// user]` or `[timestamp, user, deviceID]`, `user` being a position in the page's users;
     /// each field's object is replaced by its `value` (`null` if it has none), written as in
-    /// CloudKit's form by `writer`'s options. What a record lacks is `null`.
+    /// CloudKit's form by `writer`'s options. What a record lacks is `null`. A page holding a
+    /// record with a `parent` or `share` (which the compact form has no place for) is `nil` too.
     func compactRecords(like writer: JSONWriter) throws -> CompactPage? {
+        guard !entries.contains(where: { $0.record.parent != nil || $0.record.share != nil }) else { return nil }
         var out = writer, fields = writer
         out.bytes = []
         out.bytes.reserveCapacity(entries.count * 200)

@@ -10,13 +10,17 @@ extension RecordPayload: Codable, JSONDirectWritable, JSONDirectDecodable {
     public init(from decoder: any Decoder) throws { self = try JSONWire.decode(Self.self, from: decoder) }
     public func encode(to encoder: any Encoder) throws { try JSONWire.encode(self, to: encoder) }
 
-    /// `{"fields"?, "forRecord"?, "participants"?, "publicPermission"?, "recordChangeTag"?,
-    /// "recordName"?, "recordType"?}`.
+    /// `{"fields"?, "forRecord"?, "parent"?, "participants"?, "publicPermission"?,
+    /// "recordChangeTag"?, "recordName"?, "recordType"?}`.
     func write(to writer: inout JSONWriter) throws {
         var first = true
         writer.open()
         if let fields { writer.key("fields", first: &first); try writer.sortedObject(fields) { try $1.write(to: &$0) } }
         if let root = share?.forRecord { writer.key("forRecord", first: &first); try writer.write(.object(["recordName": .string(root)])) }
+        if let parent {
+            writer.key("parent", first: &first)
+            try writer.write(parent.name.map { .object(["recordName": .string($0)]) } ?? .null)
+        }
         if let participants = share?.participants { writer.key("participants", first: &first); try writer.write(JSONValueEncoder().encodeTree(participants)) }
         if let permission = share?.publicPermission { writer.key("publicPermission", first: &first); writer.writeString(permission.rawValue) }
         if let recordChangeTag { writer.key("recordChangeTag", first: &first); writer.writeString(recordChangeTag) }
@@ -26,7 +30,7 @@ extension RecordPayload: Codable, JSONDirectWritable, JSONDirectDecodable {
     }
 
     init(direct parser: inout JSONParser) throws {
-        var name: String?, type: String?, tag: String?, fields: [String: RawFieldValue]?, share = ShareEdit()
+        var name: String?, type: String?, tag: String?, fields: [String: RawFieldValue]?, share = ShareEdit(), parent: ParentChange?
         try parser.forEachMember { parser, key in
             switch key {
             case "recordName": name = try parser.directOptionalString()
@@ -37,10 +41,11 @@ extension RecordPayload: Codable, JSONDirectWritable, JSONDirectDecodable {
                 share.forRecord = try parser.takeNull() ? nil : try JSONValueDecoder().decode(LookupRecordsRequest.Entry.self, from: parser.anyValue()).recordName
             case "publicPermission": share.publicPermission = try parser.takeNull() ? nil : try JSONValueDecoder().decode(SharePermission.self, from: parser.anyValue())
             case "participants": share.participants = try parser.takeNull() ? nil : try JSONValueDecoder().decode([ShareParticipant].self, from: parser.anyValue())
+            case "parent": parent = try RecordNameReference.read(&parser).map(ParentChange.set) ?? .remove
             default: try parser.skipValue()
             }
         }
-        self.init(recordName: name, recordType: type, recordChangeTag: tag, fields: fields, share: share.isEmpty ? nil : share)
+        self.init(recordName: name, recordType: type, recordChangeTag: tag, fields: fields, share: share.isEmpty ? nil : share, parent: parent)
     }
 }
 

@@ -321,12 +321,29 @@ extension Record: Codable, JSONDirectWritable, JSONDirectDecodable {
         }
         if let share {
             writer.key("owner", first: &first); try writer.write(JSONValueEncoder().encodeTree(share.owner))
+        }
+        if !deleted, let parent {
+            writer.key("parent", first: &first)
+            writer.open()
+            var inner = true
+            writer.key("recordName", first: &inner); writer.writeString(parent)
+            writer.close()
+        }
+        if let share {
             writer.key("participants", first: &first); try writer.write(JSONValueEncoder().encodeTree(share.participants))
             writer.key("publicPermission", first: &first); writer.writeString(share.publicPermission.rawValue)
         }
         if !deleted, let recordChangeTag { writer.key("recordChangeTag", first: &first); writer.writeString(recordChangeTag) }
         writer.key("recordName", first: &first); writer.writeString(recordName)
         writer.key("recordType", first: &first); writer.writeString(recordType)
+        if !deleted, let rootShare = self.share {
+            writer.key("share", first: &first)
+            writer.open()
+            var inner = true
+            writer.key("recordName", first: &inner); writer.writeString(rootShare)
+            if let zoneID { writer.key("zoneID", first: &inner); zoneID.write(to: &writer) }
+            writer.close()
+        }
         if let share {
             writer.key("shortGUID", first: &first); writer.writeString(share.shortGUID)
             if let url = share.url { writer.key("url", first: &first); writer.writeString(url) }
@@ -357,6 +374,7 @@ extension Record: Codable, JSONDirectWritable, JSONDirectDecodable {
         var fields: [String: FieldValue] = [:], created: Stamp?, modified: Stamp?, deleted: Bool?
         var cascaded: [String]?, fieldsJSON: String?, summary: FieldsSummary?
         var share: [String: JSONValue] = [:]
+        var parent: String?, rootShare: String?
         try parser.forEachMember { parser, key in
             switch key {
             case "recordName": name = try parser.directOptionalString(); nameIsNull = name == nil
@@ -392,6 +410,8 @@ extension Record: Codable, JSONDirectWritable, JSONDirectDecodable {
             case "modified": modified = try parser.takeNull() ? nil : try Stamp(direct: &parser)
             case "deleted": deleted = try parser.directOptionalBool()
             case "shortGUID", "publicPermission", "owner", "participants", "currentUserParticipant", "url": share[key] = try parser.anyValue()
+            case "parent": parent = try RecordNameReference.read(&parser)
+            case "share": rootShare = try RecordNameReference.read(&parser)
             case "cascadedRecordNames" where asResult: cascaded = try parser.directOptionalStrings()
             case "serverErrorCode" where asResult: throw ErrorResult()
             default: try parser.skipValue()
@@ -399,7 +419,25 @@ extension Record: Codable, JSONDirectWritable, JSONDirectDecodable {
         }
         guard let name else { throw nameIsNull ? DecodingError.null(String.self, at: "recordName") : DecodingError.missing("recordName") }
         return (Record(recordName: name, recordType: type ?? "", zoneID: zoneID, recordChangeTag: tag, fields: fields,
-                       created: created, modified: modified, deleted: deleted ?? false, shareInfo: try ShareInfo(keys: share)), cascaded, fieldsJSON, summary)
+                       created: created, modified: modified, deleted: deleted ?? false, shareInfo: try ShareInfo(keys: share),
+                       parent: parent, share: rootShare), cascaded, fieldsJSON, summary)
+    }
+}
+
+/// A record's system references (`parent`, `share`): `null`, or an object whose `recordName`
+/// is read (`zoneID` and `action` are stepped over: the record's own zone, no action).
+enum RecordNameReference {
+    static func read(_ parser: inout JSONParser) throws -> String? {
+        if try parser.takeNull() { return nil }
+        var name: String?
+        try parser.forEachMember { parser, key in
+            switch key {
+            case "recordName": name = try parser.directString()
+            default: try parser.skipValue()
+            }
+        }
+        guard let name else { throw DecodingError.missing("recordName") }
+        return name
     }
 }
 

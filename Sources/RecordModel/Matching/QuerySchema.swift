@@ -101,10 +101,17 @@ public struct QueryReaders: Sendable, Hashable {
     public var creatorOnly: Set<String>
     /// The user record name of the caller (matched against `created_by`).
     public var creator: String
+    /// For a participant of record shares: the shares' roots; only the records of their
+    /// hierarchies (each root, and the records whose `parent` leads to it) may be seen.
+    public var shareRoots: [String]?
+    /// The key of the zone holding ``shareRoots``.
+    public var shareZone: Int64
 
-    public init(hidden: Set<String>, creatorOnly: Set<String>, creator: String) {
+    public init(hidden: Set<String>, creatorOnly: Set<String>, creator: String, shareRoots: [String]? = nil, shareZone: Int64 = 0) {
         self.hidden = hidden
         self.creatorOnly = creatorOnly
         self.creator = creator
+        self.shareRoots = shareRoots
+        self.shareZone = shareZone
     }
 }

@@ -19,21 +19,38 @@ public struct RecordPayload: Sendable, Hashable {
     public var fields: [String: RawFieldValue]?
     /// For a share record: `forRecord`, `publicPermission` and `participants`.
     public var share: ShareEdit?
+    /// The record's `parent`: set to a record of the same zone, or removed (`null`); an update
+    /// without it keeps the stored parent, a create or replace without it has none.
+    public var parent: ParentChange?
+
+    /// A change of a record's parent.
+    public enum ParentChange: Sendable, Hashable {
+        case set(String)
+        case remove
+
+        /// The parent's name after the change.
+        public var name: String? {
+            if case .set(let name) = self { return name }
+            return nil
+        }
+    }
 
     /// Creates a payload.
-    public init(recordName: String? = nil, recordType: String? = nil, recordChangeTag: String? = nil, fields: [String: RawFieldValue]? = nil, share: ShareEdit? = nil) {
+    public init(recordName: String? = nil, recordType: String? = nil, recordChangeTag: String? = nil, fields: [String: RawFieldValue]? = nil, share: ShareEdit? = nil,
+                parent: ParentChange? = nil) {
         self.recordName = recordName
         self.recordType = recordType
         self.recordChangeTag = recordChangeTag
         self.fields = fields
         self.share = share
+        self.parent = parent
     }
 
-    /// The payload that saves `record` with its typed fields and change tag.
+    /// The payload that saves `record` with its typed fields, parent and change tag.
     public init(_ record: Record) {
         self.init(
             recordName: record.recordName, recordType: record.recordType, recordChangeTag: record.recordChangeTag,
-            fields: record.fields.mapValues(RawFieldValue.init)
+            fields: record.fields.mapValues(RawFieldValue.init), parent: record.parent.map(ParentChange.set)
         )
     }
 }

@@ -70,6 +70,10 @@ extension StorageSchema {
         SchemaMigration("search-word-blocks", [.createTable(searchBlocks), .createTable(searchPostings), .createTable(searchMembers)]),
         SchemaMigration("user-roles", [.createTable(userRoles)]),
         SchemaMigration("shares", [.createTable(shares), .createTable(shareParticipants)]),
+        SchemaMigration("record-shares", [
+            .addColumn("parent", to: records), .createIndex("records_by_parent", on: records), .createTable(shareDepartures),
+            .statements(sqlite: [], postgres: ["DROP FUNCTION recordsync_change_page(BIGINT, BIGINT, BIGINT, TEXT[], INT)", changePageFunction]),
+        ]),
     ]
 
     /// What the schema held before `schema-lifecycle`, in its terms (docs/deploying.md,

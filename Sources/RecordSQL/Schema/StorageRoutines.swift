@@ -44,31 +44,7 @@ extension StorageSchema {
                 WHERE user_record = OLD.created_by;
             END
             """),
-        RoutineDefinition(name: "recordsync_change_page", kind: .function, dialect: .postgres, sql: """
-            CREATE FUNCTION recordsync_change_page(page_zone BIGINT, page_after BIGINT, page_tombstones_after BIGINT,
-                                                   page_types TEXT[], page_limit INT)
-            RETURNS TABLE(change_seq BIGINT, change_deleted BOOLEAN, change_name TEXT, change_type TEXT, change_tag TEXT,
-                          change_fields TEXT, change_created_at BIGINT, change_created_by TEXT, change_created_device TEXT,
-                          change_modified_at BIGINT, change_modified_by TEXT, change_modified_device TEXT)
-            LANGUAGE plpgsql STABLE
-            SET enable_bitmapscan = off SET enable_seqscan = off
-            AS $$
-            BEGIN
-                RETURN QUERY
-                    (SELECT r.seq, FALSE, r.name, r.type, r.tag, r.fields, r.created_at, r.created_by, r.created_device,
-                            r.modified_at, r.modified_by, r.modified_device
-                     FROM records r
-                     WHERE r.zone_id = page_zone AND r.seq > page_after AND (page_types IS NULL OR r.type = ANY(page_types))
-                     ORDER BY r.seq LIMIT page_limit)
-                    UNION ALL
-                    (SELECT t.seq, TRUE, t.name, t.type, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
-                     FROM tombstones t
-                     WHERE t.zone_id = page_zone AND t.seq > page_tombstones_after AND (page_types IS NULL OR t.type = ANY(page_types))
-                     ORDER BY t.seq LIMIT page_limit)
-                    ORDER BY 1 LIMIT page_limit;
-            END
-            $$
-            """),
+        RoutineDefinition(name: "recordsync_change_page", kind: .function, dialect: .postgres, sql: changePageFunction),
         RoutineDefinition(name: "recordsync_usage_inserted", kind: .function, dialect: .postgres, sql: """
             CREATE FUNCTION recordsync_usage_inserted() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
                 INSERT INTO user_usage(user_record, records, bytes)
@@ -107,6 +83,33 @@ extension StorageSchema {
                 FOR EACH STATEMENT EXECUTE FUNCTION recordsync_usage_deleted()
             """),
     ]
+
+    /// PostgreSQL's `recordsync_change_page` (migration `record-shares` made it return `parent`).
+    static let changePageFunction = """
+        CREATE FUNCTION recordsync_change_page(page_zone BIGINT, page_after BIGINT, page_tombstones_after BIGINT,
+                                               page_types TEXT[], page_limit INT)
+        RETURNS TABLE(change_seq BIGINT, change_deleted BOOLEAN, change_name TEXT, change_type TEXT, change_tag TEXT,
+                      change_fields TEXT, change_created_at BIGINT, change_created_by TEXT, change_created_device TEXT,
+                      change_modified_at BIGINT, change_modified_by TEXT, change_modified_device TEXT, change_parent TEXT)
+        LANGUAGE plpgsql STABLE
+        SET enable_bitmapscan = off SET enable_seqscan = off
+        AS $$
+        BEGIN
+            RETURN QUERY
+                (SELECT r.seq, FALSE, r.name, r.type, r.tag, r.fields, r.created_at, r.created_by, r.created_device,
+                        r.modified_at, r.modified_by, r.modified_device, r.parent
+                 FROM records r
+                 WHERE r.zone_id = page_zone AND r.seq > page_after AND (page_types IS NULL OR r.type = ANY(page_types))
+                 ORDER BY r.seq LIMIT page_limit)
+                UNION ALL
+                (SELECT t.seq, TRUE, t.name, t.type, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+                 FROM tombstones t
+                 WHERE t.zone_id = page_zone AND t.seq > page_tombstones_after AND (page_types IS NULL OR t.type = ANY(page_types))
+                 ORDER BY t.seq LIMIT page_limit)
+                ORDER BY 1 LIMIT page_limit;
+        END
+        $$
+        """
 
     /// Counts every user's usage afresh from the records stored (`user_usage` empty before).
     public static func countUsageSQL(in dialect: SQLDialect) -> String {

@@ -298,7 +298,8 @@ public enum StorageSchema {
     ], primaryKey: ["id"], uniques: [["name"]])
 
     /// Records: `fields` holds the typed fields as wire JSON; `seq` is the record's place in
-    /// its zone's change feed; `asset_bytes` the bytes of the uploaded assets it holds.
+    /// its zone's change feed; `asset_bytes` the bytes of the uploaded assets it holds;
+    /// `parent` the record's parent in the zone (CloudKit's `parent`).
     public static let records = TableDefinition("records", [
         ColumnDefinition("zone_id", .int64),
         .name("name"),
@@ -313,9 +314,12 @@ public enum StorageSchema {
         ColumnDefinition("modified_device", .text, nullable: true),
         ColumnDefinition("seq", .int64),
         ColumnDefinition("asset_bytes", .int64, default: .integer(0)),
+        .name("parent", nullable: true),
     ], primaryKey: KeyColumns(["zone_id", "name"], sqlite: ["name", "zone_id"]), indexes: [
         IndexDefinition("records_by_seq", ["zone_id", "seq"]),
         IndexDefinition("records_by_type", ["zone_id", "type", "name"]),
+        // A record's children, for the hierarchies record shares take (most records have none).
+        IndexDefinition("records_by_parent", ["zone_id", "parent"], where: "parent IS NOT NULL"),
     ])
 
     /// One row per reference a record holds (each element of a reference list; the same
@@ -371,6 +375,18 @@ public enum StorageSchema {
         ColumnDefinition("status", .text),
     ], primaryKey: ["share_id", "participant_id"], indexes: [
         IndexDefinition("share_participants_by_user", ["user_id"]),
+    ])
+
+    /// The records that left a record share (its hierarchy lost them: moved, deleted, cut off)
+    /// while its participants may have held them: each a deletion in their change feed, at its
+    /// place `seq` in the zone's feed; removed when the record comes back or the share goes.
+    public static let shareDepartures = TableDefinition("share_departures", [
+        ColumnDefinition("share_id", .int64, references: "shares(id)"),
+        .name("name"),
+        .name("type"),
+        ColumnDefinition("seq", .int64),
+    ], primaryKey: ["share_id", "name"], indexes: [
+        IndexDefinition("share_departures_by_seq", ["share_id", "seq"]),
     ])
 
     // MARK: Search
@@ -559,7 +575,7 @@ public enum StorageSchema {
         users, tokens, identities, accounts, accountCodes, signInAttempts, operators, operatorAudit, tokenRevocations, serverKeys, signaturesSeen, apiTokens, signInFlows, userUsage,
         containers, databases, zones, zoneIncarnations, schemaFields, schemaTypes, schemaGrants, schemaRoles, userRoles, schemaHistory,
         refFields, records, refs, searchTokens, searchBlocks, searchPostings, searchMembers, searchLocations, searchTypes, searchBuilds, tombstones,
-        shares, shareParticipants,
+        shares, shareParticipants, shareDepartures,
         assetKeys, assetBlobs, assetReceipts, assetRefs, assetChunks,
         subscriptions, notifications, pushTokens, pushDeliveries,
     ]
