@@ -139,13 +139,13 @@ extension PostgresTransaction {
         if !writes.insertedRecords.isEmpty {
             let rows = writes.insertedRecords
             try send("""
-                INSERT INTO records(zone_id, name, type, tag, fields, created_at, created_by, modified_at, modified_by, seq, asset_bytes, parent)
-                SELECT z, n, t, g, f, ca, cb, ma, mb, s, a, NULLIF(p, '')
+                INSERT INTO records(zone_id, name, type, tag, fields, created_at, created_by, modified_at, modified_by, seq, asset_bytes, parent, charged_to)
+                SELECT z, n, t, g, f, ca, cb, ma, mb, s, a, NULLIF(p, ''), NULLIF(c, '')
                 FROM unnest(\(rows.map(\.zone)), \(rows.map(\.row.name)), \(rows.map(\.row.recordType)), \(rows.map(\.row.changeTag)),
                             \(rows.map(\.row.fields)), \(rows.map(\.row.created.timestamp)), \(rows.map(\.row.created.userRecordName)),
                             \(rows.map(\.row.modified.timestamp)), \(rows.map(\.row.modified.userRecordName)), \(rows.map(\.row.sequence)),
-                            \(rows.map { $0.row.assetBytes ?? 0 }), \(rows.map { $0.row.parent ?? "" }))
-                    AS u(z, n, t, g, f, ca, cb, ma, mb, s, a, p)
+                            \(rows.map { $0.row.assetBytes ?? 0 }), \(rows.map { $0.row.parent ?? "" }), \(rows.map { $0.row.chargedTo ?? "" }))
+                    AS u(z, n, t, g, f, ca, cb, ma, mb, s, a, p, c)
                 """)
         }
         if !writes.updatedRecords.isEmpty {

@@ -36,7 +36,7 @@ extension SQLiteTransaction {
             binder.bind(zone); binder.bind(row.name); binder.bind(row.recordType); binder.bind(row.changeTag); binder.bind(row.fields)
             binder.bind(row.created.timestamp); binder.bind(row.created.userRecordName)
             binder.bind(row.modified.timestamp); binder.bind(row.modified.userRecordName); binder.bind(row.sequence)
-            binder.bind(row.assetBytes ?? 0); binder.bind(row.parent)
+            binder.bind(row.assetBytes ?? 0); binder.bind(row.parent); binder.bind(row.chargedTo)
         }
     }
 

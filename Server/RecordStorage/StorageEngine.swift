@@ -313,6 +313,8 @@ public protocol StorageTransaction: AnyObject {
     /// The shares of zone `zone` in which user `user` is an accepted participant, with that
     /// participation.
     func participation(ofUser user: Int64, inZone zone: Int64) throws -> [(share: StoredShare, participant: StoredParticipant)]
+    /// The names of the records of zone `zone` whose parent is `name`.
+    func children(of name: String, inZone zone: Int64) throws -> [String]
     /// Record `root` of zone `zone` (if stored) and every record whose parent leads to it: names
     /// and types.
     func hierarchy(below root: String, inZone zone: Int64) throws -> [(name: String, recordType: String)]
@@ -322,8 +324,8 @@ public protocol StorageTransaction: AnyObject {
     /// Forgets the departures of records `names` from share `share` (they came back).
     func deleteDepartures(named names: [String], ofShare share: Int64) throws
     /// The departures from `shares` after place `sequence` of their zone's feed, in feed order,
-    /// at most `limit`, each a deleted record of zone `zoneID`.
-    func departures(ofShares shares: [Int64], zoneID: ZoneID, after sequence: Int64, limit: Int) throws -> [FeedChange]
+    /// of `recordTypes` only if given, at most `limit`, each a deleted record of zone `zoneID`.
+    func departures(ofShares shares: [Int64], zoneID: ZoneID, after sequence: Int64, recordTypes: [String]?, limit: Int) throws -> [FeedChange]
     /// Gives records `names` of zone `zone` new places in its feed, `firstSequence`,
     /// `firstSequence + 1`, …, their tags unchanged (records that joined a share's hierarchy
     /// without being written).
@@ -738,10 +740,13 @@ public struct RecordWrite {
     public var assetBytes: Int64?
     /// Its parent's name (an update writes it too: a rewrite passes the stored one).
     public var parent: String?
+    /// On an insert: the user whose usage the record counts in, when not its creator (an
+    /// update keeps the stored one).
+    public var chargedTo: String?
 
     /// A row's values.
     public init(name: String, recordType: String, changeTag: String, fields: String, created: Stamp, modified: Stamp, sequence: Int64,
-                assetBytes: Int64?, parent: String? = nil) {
+                assetBytes: Int64?, parent: String? = nil, chargedTo: String? = nil) {
         self.name = name
         self.recordType = recordType
         self.changeTag = changeTag
@@ -751,6 +756,7 @@ public struct RecordWrite {
         self.sequence = sequence
         self.assetBytes = assetBytes
         self.parent = parent
+        self.chargedTo = chargedTo
     }
 }
 

@@ -116,9 +116,9 @@ extension SQLStorageTransaction {
 extension SQLStatement {
     public static func insertingRecord(_ row: RecordWrite, inZone zone: Int64) -> SQLStatement {
         """
-        INSERT INTO records(zone_id, name, type, tag, fields, created_at, created_by, modified_at, modified_by, seq, asset_bytes, parent)
+        INSERT INTO records(zone_id, name, type, tag, fields, created_at, created_by, modified_at, modified_by, seq, asset_bytes, parent, charged_to)
         VALUES (\(zone), \(row.name), \(row.recordType), \(row.changeTag), \(row.fields), \(row.created.timestamp), \(row.created.userRecordName),
-                \(row.modified.timestamp), \(row.modified.userRecordName), \(row.sequence), \(row.assetBytes ?? 0), \(row.parent))
+                \(row.modified.timestamp), \(row.modified.userRecordName), \(row.sequence), \(row.assetBytes ?? 0), \(row.parent), \(row.chargedTo))
         """
     }
 

@@ -89,10 +89,15 @@ extension SQLStorageTransaction {
         try run("DELETE FROM share_departures WHERE share_id = \(share) AND \(SQLStatement.member("name", of: names, in: dialect))")
     }
 
-    public func departures(ofShares shares: [Int64], zoneID: ZoneID, after sequence: Int64, limit: Int) throws -> [FeedChange] {
+    public func children(of name: String, inZone zone: Int64) throws -> [String] {
+        try fetch("SELECT name FROM records WHERE zone_id = \(zone) AND parent = \(name) ORDER BY name").map { try $0.string(0) }
+    }
+
+    public func departures(ofShares shares: [Int64], zoneID: ZoneID, after sequence: Int64, recordTypes: [String]?, limit: Int) throws -> [FeedChange] {
         guard !shares.isEmpty else { return [] }
+        let typeFilter: SQLStatement = recordTypes.map { types -> SQLStatement in " AND \(SQLStatement.member("type", of: types, in: dialect))" } ?? ""
         return try fetch("""
-            SELECT seq, name, type FROM share_departures WHERE \(SQLStatement.member("share_id", of: shares, in: dialect)) AND seq > \(sequence)
+            SELECT seq, name, type FROM share_departures WHERE \(SQLStatement.member("share_id", of: shares, in: dialect)) AND seq > \(sequence)\(typeFilter)
             ORDER BY seq LIMIT \(limit)
             """).map { row in
             FeedChange(sequence: try row.int64(0), entry: .init(record: Record(recordName: try row.string(1), recordType: try row.string(2), zoneID: zoneID, deleted: true)))

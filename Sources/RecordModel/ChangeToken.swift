@@ -13,26 +13,32 @@ public struct ZoneChangeToken: Sendable, Hashable {
     /// Tombstones at or below this sequence are not delivered: they were already deleted
     /// when the reader's first fetch began, so the reader never saw those records.
     public var tombstoneFloor: Int64
+    /// For a participant of record shares: a digest of the shares it reached when the token was
+    /// issued (0 for everyone else); a token read with other shares is expired.
+    public var reach: Int64
 
     /// Creates a token.
-    public init(zoneUID: UUID, sequence: Int64, tombstoneFloor: Int64) {
+    public init(zoneUID: UUID, sequence: Int64, tombstoneFloor: Int64, reach: Int64 = 0) {
         self.zoneUID = zoneUID
         self.sequence = sequence
         self.tombstoneFloor = tombstoneFloor
+        self.reach = reach
     }
 
     /// The wire string.
-    public var string: String { OpaqueCoding.encode(kind: 0x5A, uid: zoneUID, numbers: [sequence, tombstoneFloor]) }
+    public var string: String {
+        OpaqueCoding.encode(kind: 0x5A, uid: zoneUID, numbers: reach == 0 ? [sequence, tombstoneFloor] : [sequence, tombstoneFloor, reach])
+    }
 
     /// Reads a wire string.
     ///
     /// - Throws: ``RecordSyncError`` with ``ServerErrorCode/badRequest`` when the string is not a
     ///   zone change token.
     public init(string: String) throws {
-        guard let (uid, numbers) = OpaqueCoding.decode(string, kind: 0x5A, count: 2), numbers[0] >= 0 else {
+        guard let (uid, numbers) = OpaqueCoding.decode(string, kind: 0x5A, count: 2) ?? OpaqueCoding.decode(string, kind: 0x5A, count: 3), numbers[0] >= 0 else {
             throw RecordSyncError(.badRequest, "syncToken is not a zone change token issued by this server")
         }
-        self.init(zoneUID: uid, sequence: numbers[0], tombstoneFloor: numbers[1])
+        self.init(zoneUID: uid, sequence: numbers[0], tombstoneFloor: numbers[1], reach: numbers.count > 2 ? numbers[2] : 0)
     }
 }
 

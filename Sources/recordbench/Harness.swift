@@ -35,6 +35,8 @@ struct BenchServer: Sendable {
     var urls: [URL]
     /// Where the data is (the floors of PostgreSQL use the same schema).
     var storage: BenchStorage
+    /// The bearer tokens of the other users made with the server (``withBenchServer(nodes:otherUsers:_:)``).
+    var otherTokens: [String] = []
 
     /// A container signed in on node `index`.
     func container(onNode index: Int) -> Container {
@@ -44,8 +46,9 @@ struct BenchServer: Sendable {
 
 /// Runs `body` against a fresh server in this process on a loopback port, over the run's engine
 /// (``benchBackend``: a fresh SQLite data directory, or a fresh PostgreSQL schema), with one
-/// user. With PostgreSQL, `nodes` servers share the schema, each with an engine of its own.
-func withBenchServer<T: Sendable>(nodes: Int = 1, _ body: @escaping @Sendable (BenchServer) async throws -> T) async throws -> T {
+/// user (and `otherUsers` more). With PostgreSQL, `nodes` servers share the schema, each with an
+/// engine of its own.
+func withBenchServer<T: Sendable>(nodes: Int = 1, otherUsers: Int = 0, _ body: @escaping @Sendable (BenchServer) async throws -> T) async throws -> T {
     try await BenchStorage.with { storage in
         var configuration = ServerConfiguration()
         configuration.port = 0
@@ -57,12 +60,19 @@ func withBenchServer<T: Sendable>(nodes: Int = 1, _ body: @escaping @Sendable (B
         }
         let token = Credentials.newToken()
         _ = try await stores[0].createUser(named: "bench", tokenHash: Credentials.hash(token))
+        var otherTokens: [String] = []
+        for index in 0..<otherUsers {
+            otherTokens.append(Credentials.newToken())
+            _ = try await stores[0].createUser(named: "other\(index)", tokenHash: Credentials.hash(otherTokens[index]))
+        }
+        let others = otherTokens
         let configured = configuration
         let allStores = stores
         @Sendable func serve(_ index: Int, _ urls: [URL]) async throws -> T {
             if index == allStores.count {
                 let container = Container(serverURL: urls[0], identifier: "iCloud.bench", credentials: .bearerToken(token))
-                return try await body(BenchServer(container: container, url: urls[0], token: token, directory: storage.directory, urls: urls, storage: storage))
+                return try await body(BenchServer(container: container, url: urls[0], token: token, directory: storage.directory, urls: urls, storage: storage,
+                                                  otherTokens: others))
             }
             return try await withRunningServer(configuration: configured, store: allStores[index]) { url in
                 try await serve(index + 1, urls + [url])

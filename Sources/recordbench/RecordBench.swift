@@ -23,7 +23,7 @@ struct RecordBench: AsyncParsableCommand {
 
 enum Scenario: String, CaseIterable, ExpressibleByArgument {
     case save, changes, cascade, nullify, queryByReference = "query-by-reference", keyPath = "key-path", fullText = "full-text", indexBuild = "index-build", near, cacheApply = "cache-apply", propagation, memory, nodes, assets, initialSync = "initial-sync",
-         publicReads = "public-reads"
+         publicReads = "public-reads", sharedReads = "shared-reads"
 }
 
 enum BackendName: String, CaseIterable, ExpressibleByArgument {
@@ -89,6 +89,7 @@ extension RecordBench {
                 case .nullify: result = try await Scenarios.nullify(sizes, repetitions: repetitions)
                 case .queryByReference: result = try await Scenarios.queryByReference(sizes, repetitions: repetitions)
                 case .publicReads: result = try await Scenarios.publicReads(sizes, repetitions: repetitions)
+                case .sharedReads: result = try await SharedReads.run(sizes, repetitions: repetitions)
                 case .keyPath: result = try await Scenarios.keyPath(sizes, repetitions: repetitions)
                 case .fullText: result = try await Scenarios.fullText(sizes, repetitions: repetitions)
                 case .indexBuild: result = try await Scenarios.indexBuild(sizes)

@@ -82,7 +82,17 @@ enum BatchFile {
         } else if entry["fields"] != nil {
             throw RecordSyncError(.badRequest, "fields must be an object")
         }
-        return RecordOperation(type, RecordPayload(recordName: name, recordType: recordType, recordChangeTag: tag, fields: fields))
+        var parent: RecordPayload.ParentChange?
+        switch entry["parent"] {
+        case nil: break
+        case .null?: parent = .remove
+        case .string(let name)?: parent = .set(name)
+        case .object(let reference)?:
+            guard case .string(let name)? = reference["recordName"] else { throw RecordSyncError(.badRequest, "parent must be a record name or {\"recordName\": …}") }
+            parent = .set(name)
+        default: throw RecordSyncError(.badRequest, "parent must be a record name or {\"recordName\": …}")
+        }
+        return RecordOperation(type, RecordPayload(recordName: name, recordType: recordType, recordChangeTag: tag, fields: fields, parent: parent))
     }
 
     /// A field from its plain or wire JSON form.

@@ -30,11 +30,13 @@ struct ExportCommand: AsyncParsableCommand {
         }
     }
 
-    /// The export form of a record: name, type and typed fields, keys sorted, no system fields.
+    /// The export form of a record: name, type, typed fields and `parent`, keys sorted, no other
+    /// system fields.
     static func line(for record: Record) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let payload = RecordPayload(recordName: record.recordName, recordType: record.recordType, fields: record.fields.mapValues(RawFieldValue.init))
+        let payload = RecordPayload(recordName: record.recordName, recordType: record.recordType, fields: record.fields.mapValues(RawFieldValue.init),
+                                    parent: record.parent.map(RecordPayload.ParentChange.set))
         return (try? String(decoding: encoder.encode(payload), as: UTF8.self)) ?? "{}"
     }
 }

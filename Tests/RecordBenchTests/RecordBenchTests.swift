@@ -10,7 +10,7 @@ import Testing
 @Suite(.serialized) struct RecordBenchTests {
     @Test func everyScenarioRunsAtATinyScale() async throws {
         let measurements = try await Self.everyEngineScenario()
-        #expect(measurements.map(\.scenario) == ["save", "changes", "cascade", "nullify", "query-by-reference", "public-reads", "key-path", "full-text", "near", "cache-apply", "propagation", "memory", "assets", "initial-sync"])
+        #expect(measurements.map(\.scenario) == ["save", "changes", "cascade", "nullify", "query-by-reference", "public-reads", "shared-reads", "key-path", "full-text", "near", "cache-apply", "propagation", "memory", "assets", "initial-sync"])
         Self.expectFigures(measurements)
     }
 
@@ -23,6 +23,7 @@ import Testing
             try await Scenarios.nullify(.tiny, repetitions: 1),
             try await Scenarios.queryByReference(.tiny, repetitions: 1),
             try await Scenarios.publicReads(.tiny, repetitions: 1),
+            try await SharedReads.run(.tiny, repetitions: 1),
             try await Scenarios.keyPath(.tiny, repetitions: 1),
             try await Scenarios.fullText(.tiny, repetitions: 1),
             try await Scenarios.near(.tiny, repetitions: 1),

@@ -229,10 +229,12 @@ import Testing
         try await withServer { server in
             let flags = try await server.flags(forNewUser: "alice")
             try await withTemporaryDirectory { directory in
-                // 9,500 artworks listed before the 500 artists they reference, in export's format.
+                // 9,500 artworks listed before the 500 artists they reference, in export's format;
+                // the first 100 have their artist as their parent too.
                 var lines: [String] = []
                 for i in 0..<9_500 {
-                    lines.append(#"{"fields":{"artist":{"type":"REFERENCE","value":{"action":"DELETE_SELF","recordName":"artist\#(i % 500)"}},"title":{"type":"STRING","value":"work \#(i)"},"year":{"type":"INT64","value":\#(1800 + i % 200)}},"recordName":"work\#(i)","recordType":"Artwork"}"#)
+                    let parent = i < 100 ? #","parent":{"recordName":"artist\#(499 - i)"}"# : ""
+                    lines.append(#"{"fields":{"artist":{"type":"REFERENCE","value":{"action":"DELETE_SELF","recordName":"artist\#(i % 500)"}},"title":{"type":"STRING","value":"work \#(i)"},"year":{"type":"INT64","value":\#(1800 + i % 200)}}\#(parent),"recordName":"work\#(i)","recordType":"Artwork"}"#)
                 }
                 for i in 0..<500 {
                     lines.append(#"{"fields":{"name":{"type":"STRING","value":"artist \#(i)"},"tags":{"type":"STRING_LIST","value":["a","b"]}},"recordName":"artist\#(i)","recordType":"Artist"}"#)

@@ -16,19 +16,19 @@ import Testing
     static func ref(_ name: String, _ action: Reference.Action) -> FieldValue { .reference(Reference(recordName: name, action: action)) }
 
     /// A user's usage counted from the rows themselves, independently of what the engine keeps:
-    /// their records and the UTF-8 bytes of their fields, plus the bytes of every blob their
-    /// live records' asset refs hold.
+    /// their records (those they created, or participants created in their shared zones) and the
+    /// UTF-8 bytes of their fields, plus the bytes of every blob their live records' asset refs hold.
     static func recount(_ server: TestServer, _ userRecordName: String) async throws -> Usage {
         if server.backend.description == "SQLite" {
             var configuration = Configuration()
             configuration.readonly = true
             let queue = try DatabaseQueue(path: (server.directory as NSString).appendingPathComponent("records.sqlite"), configuration: configuration)
             return try await queue.read { db in
-                let row = try Row.fetchOne(db, sql: "SELECT COUNT(*), IFNULL(SUM(length(CAST(fields AS BLOB))), 0) FROM records WHERE created_by = ?",
+                let row = try Row.fetchOne(db, sql: "SELECT COUNT(*), IFNULL(SUM(length(CAST(fields AS BLOB))), 0) FROM records WHERE COALESCE(charged_to, created_by) = ?",
                                            arguments: [userRecordName])!
                 let assets = try Int64.fetchOne(db, sql: """
                     SELECT IFNULL(SUM(b.size), 0) FROM records r JOIN asset_refs a ON a.record_name = r.name AND a.zone_id = r.zone_id
-                    JOIN asset_blobs b ON b.checksum = a.checksum WHERE r.created_by = ?
+                    JOIN asset_blobs b ON b.checksum = a.checksum WHERE COALESCE(r.charged_to, r.created_by) = ?
                     """, arguments: [userRecordName]) ?? 0
                 return Usage(records: row[0], bytes: row[1] + assets)
             }
@@ -36,10 +36,10 @@ import Testing
         let location = try PostgresLocation(url: try await TestPostgres.databaseURL(for: server.directory))
         return try await PostgresEngine.withConnection(to: location, logger: Logger(label: "test")) { connection in
             let rows = try await connection.query("""
-                SELECT (SELECT COUNT(*) FROM records WHERE created_by = \(userRecordName)),
-                       (SELECT COALESCE(SUM(octet_length(fields)), 0)::bigint FROM records WHERE created_by = \(userRecordName)),
+                SELECT (SELECT COUNT(*) FROM records WHERE COALESCE(charged_to, created_by) = \(userRecordName)),
+                       (SELECT COALESCE(SUM(octet_length(fields)), 0)::bigint FROM records WHERE COALESCE(charged_to, created_by) = \(userRecordName)),
                        (SELECT COALESCE(SUM(b.size), 0)::bigint FROM records r JOIN asset_refs a ON a.record_name = r.name AND a.zone_id = r.zone_id
-                        JOIN asset_blobs b ON b.checksum = a.checksum WHERE r.created_by = \(userRecordName))
+                        JOIN asset_blobs b ON b.checksum = a.checksum WHERE COALESCE(r.charged_to, r.created_by) = \(userRecordName))
                 """, logger: Logger(label: "test")).collect()
             let (records, fields, assets) = try rows[0].decode((Int64, Int64, Int64).self)
             return Usage(records: records, bytes: fields + assets)

@@ -34,8 +34,8 @@ import Testing
         }
     }
 
-    static func withWorld(_ body: @escaping @Sendable (World) async throws -> Void) async throws {
-        try await withServer(configure: { $0.webcourierWait = .milliseconds(600) }) { server in
+    static func withWorld(quota: Quota = Quota(), _ body: @escaping @Sendable (World) async throws -> Void) async throws {
+        try await withServer(configure: { $0.webcourierWait = .milliseconds(600); $0.limits.quota = quota }) { server in
             var sessions: [Member: Session] = [:]
             for member in Member.allCases { sessions[member] = try await server.user(member.rawValue) }
             // Carol's and Alice's addresses are verified (an account is made only for a verified address).
@@ -350,6 +350,42 @@ import Testing
             // The owner's own feed says nothing of departures: `b` and `c` are still Alice's.
             let owners = try await world[.alice].post("records/lookup", #"{"zoneID":\#(mine),"records":[{"recordName":"b"},{"recordName":"c"}]}"#)
             #expect(Self.code(owners) == nil && Self.code(owners, 1) == nil, "\(owners.json)")
+            // A second share of the zone joined: Bob's token, read with one share, has expired;
+            // read again, his feed holds both hierarchies.
+            try await alice(Self.save("z"), child("zz", of: "z"))
+            let second = try await world[.alice].post("records/modify", Self.modify(mine,
+                #"{"operationType":"create","record":{"recordName":"zshare","recordType":"cloudkit.share","fields":{},"forRecord":{"recordName":"z"},"participants":\#(participants)}}"#))
+            _ = try await world.resolve(.bob, try #require(Self.result(second)["shortGUID"]?.stringValue), accept: true)
+            let expired = try await world.shared(.bob, "records/changes", #"{"zoneID":\#(other),"syncToken":"\#(token ?? "")"}"#)
+            #expect((expired.json["serverErrorCode"]?.stringValue == "BAD_REQUEST" || expired.code == "BAD_REQUEST") && "\(expired.json)".contains("CHANGE_TOKEN_EXPIRED"), "\(expired.json)")
+            token = nil
+            cache = []
+            _ = try await follow()
+            #expect(cache == ["list", "a", "listshare", "z", "zz", "zshare"], "\(cache)")
+            // A record moved from one of his shares to the other is not gone for him.
+            try await alice(child("a", of: "z"))
+            #expect(try await follow() == ["+a"], "\(cache)")
+        }
+    }
+
+    /// A participant's records count in the owner's usage and against the owner's quota.
+    @Test func participantsWritesCountAgainstTheOwnersQuota() async throws {
+        try await Self.withWorld(quota: Quota(records: 4, bytes: 1_000_000)) { world in
+            let guid = try await Self.shareTrip(world)  // r1, r2 and the share: 3 of Alice's 4
+            let trip = world.zone("Trip")
+            _ = try await world.resolve(.bob, guid, accept: true)
+            #expect(Self.code(try await world.shared(.bob, "records/modify", Self.modify(trip, Self.save("b1")))) == nil)
+            let over = try await world.shared(.bob, "records/modify", Self.modify(trip, Self.save("b2")))
+            #expect(over.code == "QUOTA_EXCEEDED" || Self.code(over) == "QUOTA_EXCEEDED", "\(over.json)")
+            #expect("\(over.json)".contains("alice"), "\(over.json)")
+            let alice = try await world.server.store.engine.read { try $0.usage(ofUser: world[.alice].userRecordName) }
+            let bob = try await world.server.store.engine.read { try $0.usage(ofUser: world[.bob].userRecordName) }
+            #expect(alice.records == 4 && bob.records == 0, "\(alice) \(bob)")
+            #expect(try await QuotaTests.recount(world.server, world[.alice].userRecordName) == alice)
+            // Bob's own database is his own: the quota there is his.
+            try await world[.bob].createZones("Mine")
+            let own = try await world[.bob].post("records/modify", Self.modify(#"{"zoneName":"Mine"}"#, Self.save("m1")))
+            #expect(Self.code(own) == nil, "\(own.json)")
         }
     }
 
@@ -422,6 +458,15 @@ import Testing
                 let refused = try await world.shared(.bob, "records/modify", body)
                 #expect(Self.code(refused) == "ACCESS_DENIED", "\(refused.json)")
             }
+            // A share record is no record's parent; a name orphans still point at is not Bob's to take.
+            let underShare = try await world.shared(.bob, "records/modify", Self.modify(other, child("u", of: "listshare")))
+            #expect(Self.code(underShare) == "ACCESS_DENIED" || Self.code(underShare) == "BAD_REQUEST", "\(underShare.json)")
+            let kid = try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Other"}"#, Self.save("gone"), child("kid", of: "gone")))
+            let orphaned = try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Other"}"#, #"{"operationType":"forceDelete","record":{"recordName":"gone"}}"#))
+            #expect(Self.code(kid, 1) == nil && Self.code(orphaned) == nil, "\(kid.json) \(orphaned.json)")
+            let takeover = try await world.shared(.bob, "records/modify", Self.modify(other, child("gone", of: "b")))
+            #expect(Self.code(takeover) == "ACCESS_DENIED", "\(takeover.json)")
+            #expect(Self.code(try await world.shared(.bob, "records/lookup", #"{"zoneID":\#(other),"records":[{"recordName":"kid"}]}"#)) == "NOT_FOUND")
             let hiddenName = try await world.shared(.bob, "records/modify", Self.modify(other, #"{"operationType":"create","record":{"recordName":"secret","recordType":"Item","fields":{},"parent":{"recordName":"b"}}}"#))
             #expect(Self.code(hiddenName) == "EXISTS" && Self.result(hiddenName)["serverRecord"] == nil && !"\(hiddenName.json)".contains("hidden"), "\(hiddenName.json)")
             let validate = try await world.shared(.bob, "records/modify", Self.modify(other, #"{"operationType":"create","record":{"recordName":"v","recordType":"Item","fields":{"pin":{"value":{"recordName":"secret","action":"VALIDATE"}}},"parent":{"recordName":"b"}}}"#))

@@ -70,9 +70,9 @@ struct BatchPlanner {
         return requests
     }
 
-    /// The names a payload's reference fields point at.
+    /// The names a payload's reference fields and its `parent` point at.
     static func targets(of payload: RecordPayload) -> [String] {
-        (payload.fields ?? [:]).values.flatMap { raw -> [String] in
+        [payload.parent?.name].compactMap { $0 } + (payload.fields ?? [:]).values.flatMap { raw -> [String] in
             guard raw.type == nil || raw.type?.scalar == .reference else { return [] }
             switch raw.value {
             case .object(let members):

@@ -235,9 +235,10 @@ extension Database {
 }
 
 extension Array where Element == Record {
-    /// The records ordered so that each comes after the records it references among them.
+    /// The records ordered so that each comes after the records it references (and its parent)
+    /// among them.
     func orderedTargetsFirst() -> [Record] {
-        DependencyOrder.savingOrder(map { ($0.recordName, $0.references.map(\.reference.recordName)) })
+        DependencyOrder.savingOrder(map { ($0.recordName, $0.references.map(\.reference.recordName) + [$0.parent].compactMap { $0 }) })
             .flatMap { $0.map { self[$0] } }
     }
 }

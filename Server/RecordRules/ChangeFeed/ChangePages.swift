@@ -68,6 +68,13 @@ extension RecordStore {
             let access = try Access.load(scope, zone: zone, containerKey: database.containerKey, kept: self.accessInputs, in: transaction)
             let token = try given.map { try Self.check($0, for: zone, in: transaction) }
                 ?? ZoneChangeToken(zoneUID: zone.uid, sequence: 0, tombstoneFloor: zone.sequence)
+            // A record share's participant reads what its shares reach; a token it read with
+            // other shares (one joined or left since) cannot say what changed for it.
+            let reach = access.participation?.members == nil ? 0 : Self.reach(of: access.participation?.parts.map(\.key) ?? [])
+            if reach != 0, given != nil, token.reach != reach {
+                throw RecordSyncError(.changeTokenExpired, "the shares of zone \(NameRules.quoted(zone.name)) you take part in changed since this syncToken; fetch the zone again without a token",
+                                      zoneID: zone.zoneID)
+            }
             // A record share's participant learns of deletions from its shares' departures (a
             // record deleted, moved away or cut off from its root), never from the zone's
             // tombstones, which say nothing of a share.
@@ -83,8 +90,12 @@ extension RecordStore {
                                                   recordTypes: request.desiredRecordTypes, limit: limit * count + 1)
             }
             if let departing {
-                let departures = try transaction.departures(ofShares: departing, zoneID: zone.zoneID, after: token.sequence, limit: limit * count + 1)
-                    .filter { request.desiredRecordTypes?.contains($0.entry.record.recordType) ?? true }
+                // A first fetch has nothing to be told of; a record that left one of the caller's
+                // shares for another is not gone for it.
+                let members = access.participation?.members ?? [:]
+                let departures = given == nil ? [] : try transaction.departures(ofShares: departing, zoneID: zone.zoneID, after: token.sequence,
+                                                                                 recordTypes: request.desiredRecordTypes, limit: limit * count + 1)
+                    .filter { members[$0.entry.record.recordName] == nil }
                 if !departures.isEmpty {
                     changes = Array((changes + departures).sorted { $0.sequence < $1.sequence }.prefix(limit * count + 1))
                 }
@@ -146,7 +157,7 @@ extension RecordStore {
                     }
                 }
                 sequence = more ? (page.last?.sequence ?? sequence) : zone.sequence
-                let next = ZoneChangeToken(zoneUID: zone.uid, sequence: sequence, tombstoneFloor: token.tombstoneFloor)
+                let next = ZoneChangeToken(zoneUID: zone.uid, sequence: sequence, tombstoneFloor: token.tombstoneFloor, reach: reach)
                 pages.append((StoredZoneChanges(zoneID: zone.zoneID, entries: entries, syncToken: next.string, moreComing: more, includedRecords: included), mark))
                 start += page.count
                 guard more, pages.count < count, readAll || start + limit < changes.count else { return pages }
@@ -158,6 +169,18 @@ extension RecordStore {
     ///
     /// - Throws: `CHANGE_TOKEN_EXPIRED` for a token of an earlier incarnation (the zone was
     ///   deleted and recreated); `BAD_REQUEST` for a token of another zone or from the future.
+    /// A token's digest of the record shares `keys` (never 0).
+    static func reach(of keys: [Int64]) -> Int64 {
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+        for key in keys.sorted() {
+            for byte in withUnsafeBytes(of: key.littleEndian, Array.init) {
+                hash ^= UInt64(byte)
+                hash = hash &* 0x100_0000_01B3
+            }
+        }
+        return Int64(bitPattern: hash & UInt64(Int64.max)) | 1
+    }
+
     static func check(_ token: ZoneChangeToken, for zone: ZoneContext, in transaction: any StorageTransaction) throws -> ZoneChangeToken {
         if token.zoneUID != zone.uid {
             if try transaction.zone(ofIncarnation: token.zoneUID) == zone.key {

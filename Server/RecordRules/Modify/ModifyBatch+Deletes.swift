@@ -92,7 +92,7 @@ extension ModifyBatch {
             return
         }
         let stored = try transaction.record(named: name, inZone: zone.key, zoneID: zone.zoneID)
-        if let stored, stored.recordType == ShareInfo.recordType, access.participation != nil {
+        if let stored, stored.recordType == ShareInfo.recordType, access.participation?.parts.contains(where: { $0.share == name }) == true {
             // A participant who deletes the share leaves it; the share stays.
             try leaveShare(stored)
             results.succeed(index, .success(Record(recordName: name, recordType: stored.recordType, zoneID: zone.zoneID, deleted: true), cascadedRecordNames: []))
@@ -100,6 +100,13 @@ extension ModifyBatch {
         }
         let current = try SaveRules.checkDelete(operation.type, name: name, changeTag: operation.changeTag, against: stored, access: access)
         let count = try transaction.collectCascade(from: name, inZone: zone.key)
+        if count > 1, let participation = access.participation, participation.members != nil {
+            // Nor through a DELETE_SELF cascade.
+            let doomed = Set(try transaction.doomedNames())
+            if let part = participation.parts.first(where: { $0.root.map(doomed.contains) == true }) {
+                throw RecordSyncError(.accessDenied, "only the owner deletes the root of share \(NameRules.quoted(part.share)); deleting \(NameRules.quoted(name)) would take it along", recordName: name)
+            }
+        }
         // Only the doomed records that something holds a VALIDATE reference to can block the
         // batch (references are only removed while deleting, never added), so only they are noted.
         if noting {

@@ -252,25 +252,40 @@ extension ModifyBatch {
                 }
             }
         }
+        // A new record takes in the records still naming it as their parent (theirs was deleted).
+        let orphans = current == nil ? try transaction.children(of: name, inZone: zone.key) : []
+        if !orphans.isEmpty, access.participation?.members != nil {
+            throw RecordSyncError(.accessDenied, "records outside your share name \(NameRules.quoted(name)) as their parent; a record you create has another name", recordName: name)
+        }
         guard let parent, parent != current?.parent else { return joining }
         let above = try transaction.hierarchy(above: parent, inZone: zone.key, limit: Self.maximumHierarchyDepth)
         guard !above.isEmpty else {
             throw RecordSyncError(.validatingReferenceError, "parent \(NameRules.quoted(parent)) of record \(NameRules.quoted(name)) does not exist", recordName: name)
         }
-        if above.contains(name) {
-            throw RecordSyncError(.badRequest, "parent \(NameRules.quoted(parent)) is below record \(NameRules.quoted(name)); a hierarchy has no cycles", recordName: name)
-        }
         if above.count > Self.maximumHierarchyDepth {
             throw RecordSyncError(.limitExceeded, "parent \(NameRules.quoted(parent)) is \(above.count) levels deep; a hierarchy has at most \(Self.maximumHierarchyDepth)", recordName: name)
         }
-        // A move of a record (and what is below it) under a record share's hierarchy.
-        let roots = try transaction.shares(inZone: zone.key).compactMap { share in share.root.map { ($0, share.recordName) } }
-        if current != nil, !roots.isEmpty, let (_, aboveShare) = roots.first(where: { above.contains($0.0) }) {
-            let below = Set(try transaction.hierarchy(below: name, inZone: zone.key).map(\.name))
-            if let (_, other) = roots.first(where: { below.contains($0.0) }), other != aboveShare {
-                throw RecordSyncError(.badRequest, "record \(NameRules.quoted(name)) is in share \(NameRules.quoted(other)); under \(NameRules.quoted(parent)) it would also be in share \(NameRules.quoted(aboveShare)) (a record belongs to at most one share)",
-                                      recordName: name)
+        let shares = try transaction.shares(inZone: zone.key)
+        if shares.contains(where: { $0.recordName == parent }) {
+            throw RecordSyncError(.badRequest, "parent \(NameRules.quoted(parent)) is a share record; a share record is no record's parent", recordName: name)
+        }
+        // What the record brings under the parent: itself and what is below it (for a new
+        // record, what still names it as its parent).
+        var below: Set<String> = [name]
+        if current != nil || !orphans.isEmpty {
+            for top in current != nil ? [name] : orphans {
+                for record in try transaction.hierarchy(below: top, inZone: zone.key) { below.insert(record.name) }
             }
+        }
+        if above.contains(where: below.contains) {
+            throw RecordSyncError(.badRequest, "parent \(NameRules.quoted(parent)) is below record \(NameRules.quoted(name)); a hierarchy has no cycles", recordName: name)
+        }
+        // A move of a record (and what is below it) under a record share's hierarchy.
+        let roots = shares.compactMap { share in share.root.map { ($0, share.recordName) } }
+        if below.count > 1, let (_, aboveShare) = roots.first(where: { above.contains($0.0) }),
+           let (_, other) = roots.first(where: { below.contains($0.0) }), other != aboveShare {
+            throw RecordSyncError(.badRequest, "record \(NameRules.quoted(name)) is in share \(NameRules.quoted(other)); under \(NameRules.quoted(parent)) it would also be in share \(NameRules.quoted(aboveShare)) (a record belongs to at most one share)",
+                                  recordName: name)
         }
         return joining
     }
@@ -335,7 +350,9 @@ extension ModifyBatch {
         let modified = Stamp(timestamp: now, userRecordName: user)
         let created = current.map { $0.created ?? modified } ?? modified
         let row = RecordWrite(name: name, recordType: operation.recordType, changeTag: tag, fields: encoded, created: created, modified: modified, sequence: sequence,
-                              assetBytes: Quota.assetBytes(of: fields), parent: parent)
+                              assetBytes: Quota.assetBytes(of: fields), parent: parent,
+                              // A participant's record counts in its zone's owner's usage.
+                              chargedTo: access.participation == nil ? nil : scope.owner?.userRecordName)
         if let joining { access.participation?.members?[name] = joining }
         if firing != nil { progress.saved.append((name, current == nil)) }
         if shareReach != nil { progress.written.insert(name) }

@@ -175,11 +175,21 @@ struct ModifyBatch {
     /// - Returns: the per-record results, and whether the transaction should commit.
     mutating func run(_ request: ModifyRecordsRequest, validated validation: Validation? = nil) throws -> (RecordsResponse, commit: Bool) {
         progress.feed = try .locking(zone: zone.key, database: zone.databaseKey, in: transaction)
+        if access.participation?.members != nil {
+            // What a record share's participant reaches, read again under the zone's lock: a move
+            // the owner committed since the zone was resolved is seen.
+            guard let participation = try RecordStore.participation(ofUser: scope.user.id, inZone: zone.key, in: transaction) else {
+                throw RecordSyncError(.zoneNotFound, "zone \(NameRules.quoted(zone.name)) is no longer shared with you", zoneID: zone.zoneID)
+            }
+            access.participation = participation
+        }
         // The schema is checked (and added to) under the container's schema lock, so an
         // import, deploy or lock is wholly before or after this write.
         try transaction.lockSchema(inContainer: containerKey, exclusive: false)
         firing = try SubscriptionFiring.load(scope: scope, zone: zone, containerKey: containerKey, in: transaction)
-        let user = scope.user.userRecordName
+        // A participant's writes count in the zone's owner's usage, against the owner's quota.
+        let charged = access.participation == nil ? scope.user : scope.owner ?? scope.user
+        let user = charged.userRecordName
         let usage = limits.quota.limits ? try transaction.usage(ofUser: user) : nil
         let groups: [[Int]]
         if let validation, try validation.stored.allSatisfy({ type, schema in try storedTypeSchema(of: type) == schema }) {
@@ -224,7 +234,7 @@ struct ModifyBatch {
             try firing.notify(saveMatches + progress.deleteMatches, changed: progress.feed.moved, now: now, in: transaction)
         }
         if let usage, progress.feed.moved {
-            try limits.quota.check(from: usage, to: try transaction.usage(ofUser: user), user: scope.user.name)
+            try limits.quota.check(from: usage, to: try transaction.usage(ofUser: user), user: charged.name)
         }
         try progress.feed.finish(in: transaction)
         return (results.response(), true)

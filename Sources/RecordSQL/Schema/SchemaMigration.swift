@@ -71,8 +71,11 @@ extension StorageSchema {
         SchemaMigration("user-roles", [.createTable(userRoles)]),
         SchemaMigration("shares", [.createTable(shares), .createTable(shareParticipants)]),
         SchemaMigration("record-shares", [
-            .addColumn("parent", to: records), .createIndex("records_by_parent", on: records), .createTable(shareDepartures),
-            .statements(sqlite: [], postgres: ["DROP FUNCTION recordsync_change_page(BIGINT, BIGINT, BIGINT, TEXT[], INT)", changePageFunction]),
+            .addColumn("parent", to: records), .addColumn("charged_to", to: records), .createIndex("records_by_parent", on: records), .createTable(shareDepartures),
+            .statements(sqlite: ["DROP TRIGGER records_usage_insert", "DROP TRIGGER records_usage_update", "DROP TRIGGER records_usage_delete",
+                                 usageInsertTrigger, usageUpdateTrigger, usageDeleteTrigger],
+                        postgres: ["DROP FUNCTION recordsync_change_page(BIGINT, BIGINT, BIGINT, TEXT[], INT)", changePageFunction,
+                                   usageInsertedFunction, usageUpdatedFunction, usageDeletedFunction]),
         ]),
     ]
 

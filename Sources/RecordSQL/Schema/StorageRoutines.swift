@@ -25,51 +25,13 @@ extension StorageSchema {
     /// whatever the tables' statistics (left to itself before autovacuum has analysed a table
     /// just filled, PostgreSQL read every change after the token and sorted them).
     public static let routines: [RoutineDefinition] = [
-        RoutineDefinition(name: "records_usage_insert", kind: .trigger, dialect: .sqlite, sql: """
-            CREATE TRIGGER records_usage_insert AFTER INSERT ON records BEGIN
-                INSERT INTO user_usage(user_record, records, bytes) VALUES (NEW.created_by, 1, length(CAST(NEW.fields AS BLOB)) + NEW.asset_bytes)
-                ON CONFLICT(user_record) DO UPDATE SET records = records + 1, bytes = bytes + excluded.bytes;
-            END
-            """),
-        RoutineDefinition(name: "records_usage_update", kind: .trigger, dialect: .sqlite, sql: """
-            CREATE TRIGGER records_usage_update AFTER UPDATE OF fields, asset_bytes ON records BEGIN
-                UPDATE user_usage SET bytes = bytes + length(CAST(NEW.fields AS BLOB)) + NEW.asset_bytes
-                    - length(CAST(OLD.fields AS BLOB)) - OLD.asset_bytes
-                WHERE user_record = NEW.created_by;
-            END
-            """),
-        RoutineDefinition(name: "records_usage_delete", kind: .trigger, dialect: .sqlite, sql: """
-            CREATE TRIGGER records_usage_delete AFTER DELETE ON records BEGIN
-                UPDATE user_usage SET records = records - 1, bytes = bytes - length(CAST(OLD.fields AS BLOB)) - OLD.asset_bytes
-                WHERE user_record = OLD.created_by;
-            END
-            """),
+        RoutineDefinition(name: "records_usage_insert", kind: .trigger, dialect: .sqlite, sql: usageInsertTrigger),
+        RoutineDefinition(name: "records_usage_update", kind: .trigger, dialect: .sqlite, sql: usageUpdateTrigger),
+        RoutineDefinition(name: "records_usage_delete", kind: .trigger, dialect: .sqlite, sql: usageDeleteTrigger),
         RoutineDefinition(name: "recordsync_change_page", kind: .function, dialect: .postgres, sql: changePageFunction),
-        RoutineDefinition(name: "recordsync_usage_inserted", kind: .function, dialect: .postgres, sql: """
-            CREATE FUNCTION recordsync_usage_inserted() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-                INSERT INTO user_usage(user_record, records, bytes)
-                    SELECT created_by, COUNT(*), SUM(octet_length(fields) + asset_bytes) FROM new_rows GROUP BY created_by ORDER BY created_by
-                ON CONFLICT (user_record) DO UPDATE SET records = user_usage.records + excluded.records, bytes = user_usage.bytes + excluded.bytes;
-                RETURN NULL;
-            END $$
-            """),
-        RoutineDefinition(name: "recordsync_usage_updated", kind: .function, dialect: .postgres, sql: """
-            CREATE FUNCTION recordsync_usage_updated() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-                UPDATE user_usage u SET bytes = u.bytes + d.bytes FROM (
-                    SELECT n.created_by, SUM(octet_length(n.fields) + n.asset_bytes - octet_length(o.fields) - o.asset_bytes) AS bytes
-                    FROM new_rows n JOIN old_rows o ON o.zone_id = n.zone_id AND o.name = n.name GROUP BY n.created_by) d
-                WHERE u.user_record = d.created_by AND d.bytes <> 0;
-                RETURN NULL;
-            END $$
-            """),
-        RoutineDefinition(name: "recordsync_usage_deleted", kind: .function, dialect: .postgres, sql: """
-            CREATE FUNCTION recordsync_usage_deleted() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-                UPDATE user_usage u SET records = u.records - d.records, bytes = u.bytes - d.bytes FROM (
-                    SELECT created_by, COUNT(*) AS records, SUM(octet_length(fields) + asset_bytes) AS bytes FROM old_rows GROUP BY created_by) d
-                WHERE u.user_record = d.created_by;
-                RETURN NULL;
-            END $$
-            """),
+        RoutineDefinition(name: "recordsync_usage_inserted", kind: .function, dialect: .postgres, sql: usageInsertedFunction),
+        RoutineDefinition(name: "recordsync_usage_updated", kind: .function, dialect: .postgres, sql: usageUpdatedFunction),
+        RoutineDefinition(name: "recordsync_usage_deleted", kind: .function, dialect: .postgres, sql: usageDeletedFunction),
         RoutineDefinition(name: "records_usage_inserted", kind: .trigger, dialect: .postgres, sql: """
             CREATE TRIGGER records_usage_inserted AFTER INSERT ON records REFERENCING NEW TABLE AS new_rows
                 FOR EACH STATEMENT EXECUTE FUNCTION recordsync_usage_inserted()
@@ -83,6 +45,59 @@ extension StorageSchema {
                 FOR EACH STATEMENT EXECUTE FUNCTION recordsync_usage_deleted()
             """),
     ]
+
+    // What a record counts in: the usage of `charged_to` (a participant's record in a shared
+    // zone: the zone's owner), else of its creator (migration `record-shares`).
+
+    static let usageInsertTrigger = """
+        CREATE TRIGGER records_usage_insert AFTER INSERT ON records BEGIN
+            INSERT INTO user_usage(user_record, records, bytes) VALUES (COALESCE(NEW.charged_to, NEW.created_by), 1, length(CAST(NEW.fields AS BLOB)) + NEW.asset_bytes)
+            ON CONFLICT(user_record) DO UPDATE SET records = records + 1, bytes = bytes + excluded.bytes;
+        END
+        """
+
+    static let usageUpdateTrigger = """
+        CREATE TRIGGER records_usage_update AFTER UPDATE OF fields, asset_bytes ON records BEGIN
+            UPDATE user_usage SET bytes = bytes + length(CAST(NEW.fields AS BLOB)) + NEW.asset_bytes
+                - length(CAST(OLD.fields AS BLOB)) - OLD.asset_bytes
+            WHERE user_record = COALESCE(NEW.charged_to, NEW.created_by);
+        END
+        """
+
+    static let usageDeleteTrigger = """
+        CREATE TRIGGER records_usage_delete AFTER DELETE ON records BEGIN
+            UPDATE user_usage SET records = records - 1, bytes = bytes - length(CAST(OLD.fields AS BLOB)) - OLD.asset_bytes
+            WHERE user_record = COALESCE(OLD.charged_to, OLD.created_by);
+        END
+        """
+
+    static let usageInsertedFunction = """
+        CREATE OR REPLACE FUNCTION recordsync_usage_inserted() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+            INSERT INTO user_usage(user_record, records, bytes)
+                SELECT COALESCE(charged_to, created_by), COUNT(*), SUM(octet_length(fields) + asset_bytes) FROM new_rows GROUP BY 1 ORDER BY 1
+            ON CONFLICT (user_record) DO UPDATE SET records = user_usage.records + excluded.records, bytes = user_usage.bytes + excluded.bytes;
+            RETURN NULL;
+        END $$
+        """
+
+    static let usageUpdatedFunction = """
+        CREATE OR REPLACE FUNCTION recordsync_usage_updated() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+            UPDATE user_usage u SET bytes = u.bytes + d.bytes FROM (
+                SELECT COALESCE(n.charged_to, n.created_by) AS user_record, SUM(octet_length(n.fields) + n.asset_bytes - octet_length(o.fields) - o.asset_bytes) AS bytes
+                FROM new_rows n JOIN old_rows o ON o.zone_id = n.zone_id AND o.name = n.name GROUP BY 1) d
+            WHERE u.user_record = d.user_record AND d.bytes <> 0;
+            RETURN NULL;
+        END $$
+        """
+
+    static let usageDeletedFunction = """
+        CREATE OR REPLACE FUNCTION recordsync_usage_deleted() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+            UPDATE user_usage u SET records = u.records - d.records, bytes = u.bytes - d.bytes FROM (
+                SELECT COALESCE(charged_to, created_by) AS user_record, COUNT(*) AS records, SUM(octet_length(fields) + asset_bytes) AS bytes FROM old_rows GROUP BY 1) d
+            WHERE u.user_record = d.user_record;
+            RETURN NULL;
+        END $$
+        """
 
     /// PostgreSQL's `recordsync_change_page` (migration `record-shares` made it return `parent`).
     static let changePageFunction = """
@@ -116,7 +131,7 @@ extension StorageSchema {
         let bytes = dialect == .sqlite ? "length(CAST(fields AS BLOB))" : "octet_length(fields)"
         return """
             INSERT INTO user_usage(user_record, records, bytes)
-                SELECT created_by, COUNT(*), SUM(\(bytes) + asset_bytes) FROM records GROUP BY created_by
+                SELECT COALESCE(charged_to, created_by), COUNT(*), SUM(\(bytes) + asset_bytes) FROM records GROUP BY 1
             """
     }
 }

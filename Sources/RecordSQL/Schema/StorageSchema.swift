@@ -176,7 +176,7 @@ public enum StorageSchema {
         IndexDefinition("sign_in_flows_by_age", ["created_at"]),
     ])
 
-    /// What each user's records hold (a record counts against its creator), kept by triggers
+    /// What each user's records hold (a record counts against its creator, or `charged_to`), kept by triggers
     /// on `records` (``routines``) and counted afresh by ``countUsageSQL`` after a copy.
     public static let userUsage = TableDefinition("user_usage", [
         .name("user_record"),
@@ -299,7 +299,8 @@ public enum StorageSchema {
 
     /// Records: `fields` holds the typed fields as wire JSON; `seq` is the record's place in
     /// its zone's change feed; `asset_bytes` the bytes of the uploaded assets it holds;
-    /// `parent` the record's parent in the zone (CloudKit's `parent`).
+    /// `parent` the record's parent in the zone (CloudKit's `parent`); `charged_to` the user
+    /// whose usage it counts in when not its creator's (a participant's record: the owner's).
     public static let records = TableDefinition("records", [
         ColumnDefinition("zone_id", .int64),
         .name("name"),
@@ -315,6 +316,7 @@ public enum StorageSchema {
         ColumnDefinition("seq", .int64),
         ColumnDefinition("asset_bytes", .int64, default: .integer(0)),
         .name("parent", nullable: true),
+        .name("charged_to", nullable: true),
     ], primaryKey: KeyColumns(["zone_id", "name"], sqlite: ["name", "zone_id"]), indexes: [
         IndexDefinition("records_by_seq", ["zone_id", "seq"]),
         IndexDefinition("records_by_type", ["zone_id", "type", "name"]),
