@@ -315,6 +315,8 @@ public protocol StorageTransaction: AnyObject {
     func participation(ofUser user: Int64, inZone zone: Int64) throws -> [(share: StoredShare, participant: StoredParticipant)]
     /// The names of the records of zone `zone` whose parent is `name`.
     func children(of name: String, inZone zone: Int64) throws -> [String]
+    /// Those of `names` that a record of zone `zone` names as its parent.
+    func namedAsParent(_ names: [String], inZone zone: Int64) throws -> Set<String>
     /// Record `root` of zone `zone` (if stored) and every record whose parent leads to it: names
     /// and types.
     func hierarchy(below root: String, inZone zone: Int64) throws -> [(name: String, recordType: String)]

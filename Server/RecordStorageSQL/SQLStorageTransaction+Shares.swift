@@ -93,6 +93,11 @@ extension SQLStorageTransaction {
         try fetch("SELECT name FROM records WHERE zone_id = \(zone) AND parent = \(name) ORDER BY name").map { try $0.string(0) }
     }
 
+    public func namedAsParent(_ names: [String], inZone zone: Int64) throws -> Set<String> {
+        Set(try fetch("SELECT DISTINCT parent FROM records WHERE zone_id = \(zone) AND \(SQLStatement.member("parent", of: names, in: dialect))")
+            .map { try $0.string(0) })
+    }
+
     public func departures(ofShares shares: [Int64], zoneID: ZoneID, after sequence: Int64, recordTypes: [String]?, limit: Int) throws -> [FeedChange] {
         guard !shares.isEmpty else { return [] }
         let typeFilter: SQLStatement = recordTypes.map { types -> SQLStatement in " AND \(SQLStatement.member("type", of: types, in: dialect))" } ?? ""

@@ -160,15 +160,18 @@ extension ModifyBatch {
 
     // MARK: Saving
 
-    /// What the saves of the batch need to know before any is written, read with two primitives
-    /// instead of a lookup (and a tombstone delete) per record: the stored rows of `names`, and
-    /// whether the zone holds any tombstone.
+    /// What the saves of the batch need to know before any is written, read with three
+    /// primitives instead of a lookup (and a tombstone delete) per record: the stored rows of
+    /// `names`, whether the zone holds any tombstone, and which new names stored records still
+    /// name as their parent.
     func readBeforeSaving(_ names: [String]) throws -> SavePhase {
         var rows: [String: Record] = [:]
         for record in try transaction.records(named: names, inZone: zone.key, zoneID: zone.zoneID) {
             rows[record.recordName] = record
         }
-        return SavePhase(rows: rows, zoneHasTombstones: try transaction.zoneHasTombstones(zone.key))
+        let created = names.filter { rows[$0] == nil }
+        return SavePhase(rows: rows, zoneHasTombstones: try transaction.zoneHasTombstones(zone.key),
+                         namedAsParent: created.isEmpty ? [] : try transaction.namedAsParent(created, inZone: zone.key))
     }
 
     /// Registers the reference field names the saves of `groups` carry (and those of the stored
@@ -253,7 +256,7 @@ extension ModifyBatch {
             }
         }
         // A new record takes in the records still naming it as their parent (theirs was deleted).
-        let orphans = current == nil ? try transaction.children(of: name, inZone: zone.key) : []
+        let orphans = current == nil && savePhase?.namedAsParent.contains(name) ?? true ? try transaction.children(of: name, inZone: zone.key) : []
         if !orphans.isEmpty, access.participation?.members != nil {
             throw RecordSyncError(.accessDenied, "records outside your share name \(NameRules.quoted(name)) as their parent; a record you create has another name", recordName: name)
         }

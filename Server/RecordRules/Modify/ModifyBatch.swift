@@ -87,6 +87,8 @@ struct ModifyBatch {
     struct SavePhase {
         var rows: [String: Record]
         var zoneHasTombstones: Bool
+        /// The names among those the batch creates that stored records name as their parent.
+        var namedAsParent: Set<String> = []
     }
     var savePhase: SavePhase?
     /// What each record share of the zone reached before the batch wrote (`nil`: the zone has
