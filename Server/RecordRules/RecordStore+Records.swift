@@ -3,7 +3,8 @@ import RecordModel
 
 extension RecordStore {
     /// `records/modify`: saves and deletes, targets before sources, with cascades (``ModifyBatch``).
-    /// The notifier is told of the zone if the batch changed it.
+    /// The notifier is told of the zone if the batch changed it: for the owner's private
+    /// database, and the shared database of each participant the change reached.
     public func modifyRecords(_ request: ModifyRecordsRequest, in scope: DatabaseScope) async throws -> RecordsResponse {
         try limits.checkCount(request.operations.count, of: "operations")
         let scope = try await sharedZoneScope(scope, zoneID: request.zoneID)
@@ -21,15 +22,19 @@ extension RecordStore {
         } catch let failure as ModifyBatch.AtomicFailure {
             return failure.response
         }
-        let (response, changed) = try await engine.write { transaction in
+        let (response, changed): (RecordsResponse, (zone: ZoneID, participants: [User])?) = try await engine.write { transaction in
             let database = try Self.database(scope, in: transaction)
             let zone = try Self.zone(request.zoneID, database: database.key, scope: scope, in: transaction)
             var batch = ModifyBatch(request: request, scope: scope, access: try Access.load(scope, zone: zone, containerKey: database.containerKey, in: transaction), zone: zone,
                                     containerKey: database.containerKey, limits: limits, transaction: transaction)
             let (response, commit) = try batch.run(request, validated: validation)
-            return commit ? .commit((response, batch.changedZone ? zone.zoneID : nil)) : .rollback((response, nil))
+            guard commit else { return .rollback((response, nil)) }
+            return .commit((response, batch.changedZone ? (zone.zoneID, batch.participantsReached) : nil))
         }
-        if let changed { await notifier.publish([changed], in: scope) }
+        if let (zoneID, participants) = changed {
+            await notifier.publish([zoneID], in: scope)
+            await announce(zoneID.zoneName, toParticipants: participants, in: scope)
+        }
         return response
     }
 

@@ -38,15 +38,24 @@ extension RecordStore {
             throw RecordSyncError(.badRequest, scope.kind == .public ? "the public database has only _defaultZone; custom zones live in private databases"
                                   : "the shared database holds the zones others share with you: its owner creates and deletes a zone, and you leave one by deleting its share record")
         }
-        let results = try await engine.write { transaction in
+        let (results, lost) = try await engine.write { transaction in
             let database = try Self.database(scope, in: transaction)
-            return .commit(try request.operations.map { try Self.apply($0, database: database.key, scope: scope, in: transaction) })
+            var lost: [(zone: String, participants: [User])] = []
+            let results = try request.operations.map { try Self.apply($0, database: database, scope: scope, lost: &lost, in: transaction) }
+            return .commit((results, lost))
         }
         await notifier.publish(results.compactMap { $0.zone?.zoneID }, in: scope)
+        for (zone, participants) in lost {
+            await announce(zone, toParticipants: participants, in: scope)
+        }
         return results
     }
 
-    private static func apply(_ operation: ModifyZonesRequest.Operation, database: Int64, scope: DatabaseScope, in transaction: any StorageTransaction) throws -> ZoneResult {
+    /// Applies one operation; a deleted zone that was shared adds its name and the participants
+    /// who lost it to `lost`.
+    private static func apply(_ operation: ModifyZonesRequest.Operation, database stored: StoredDatabase, scope: DatabaseScope,
+                              lost: inout [(zone: String, participants: [User])], in transaction: any StorageTransaction) throws -> ZoneResult {
+        let database = stored.key
         let zoneID = operation.zone.zoneID
         let name = zoneID.zoneName
         do {
@@ -69,6 +78,13 @@ extension RecordStore {
             } catch let error as RecordSyncError {
                 return .failure(error)
             }
+            // A shared zone leaves its participants' shared databases: their database
+            // subscriptions fire (the owner's too, as for any change of the database).
+            let audience = try ShareAudience.load(zone: zone, scope: scope, in: transaction)
+            let participants = ShareAudience.reached(audience) { _ in true }
+            try SubscriptionFiring.load(scope: scope, zone: zone, audience: audience, containerKey: stored.containerKey, in: transaction)?
+                .notify([], changed: true, participants: Set(participants.map(\.id)), now: now(), in: transaction)
+            if !participants.isEmpty { lost.append((zone.name, participants)) }
             try transaction.deleteZoneContents(zone.key)
             try transaction.markZoneDeleted(zone.key, databaseSequence: try DatabaseFeed.take(database, in: transaction))
             return .success(Zone(zoneID: zone.zoneID, syncToken: nil, atomic: nil, deleted: true))

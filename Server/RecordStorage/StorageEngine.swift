@@ -335,9 +335,9 @@ public protocol StorageTransaction: AnyObject {
     /// Record `name` of zone `zone` (if stored) and its stored ancestors, nearest first (at most
     /// `limit` of them).
     func hierarchy(above name: String, inZone zone: Int64, limit: Int) throws -> [String]
-    /// Whether user `user` is an accepted participant of a share of a zone whose records hold
-    /// the asset `checksum`.
-    func participantReaches(asset checksum: String, user: Int64) throws -> Bool
+    /// The records holding the asset `checksum` in zones with a share user `user` accepted,
+    /// each with that share's root (`nil`: a zone share), at most `limit` of them.
+    func sharedHolders(ofAsset checksum: String, user: Int64, limit: Int) throws -> [SharedAssetHolder]
     /// The live zones shared with user `user` in a container environment (their shared
     /// database), by owner and zone name.
     func sharedZones(ofUser user: Int64, container: String, environment: String) throws -> [SharedZone]
@@ -643,6 +643,20 @@ public struct StoredParticipant: Sendable, Hashable {
         self.permission = permission
         self.type = type
         self.status = status
+    }
+}
+
+/// A record holding an asset in a zone shared with a user (``StorageTransaction/sharedHolders(ofAsset:user:limit:)``).
+public struct SharedAssetHolder: Sendable, Hashable {
+    public var zoneKey: Int64
+    public var recordName: String
+    /// The root of the share it is shared through; `nil` for a zone share.
+    public var root: String?
+
+    public init(zoneKey: Int64, recordName: String, root: String?) {
+        self.zoneKey = zoneKey
+        self.recordName = recordName
+        self.root = root
     }
 }
 

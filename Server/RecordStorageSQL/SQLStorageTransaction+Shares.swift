@@ -120,11 +120,12 @@ extension SQLStorageTransaction {
             .map { try $0.string(0) }
     }
 
-    public func participantReaches(asset checksum: String, user: Int64) throws -> Bool {
-        try !fetch("""
-            SELECT 1 FROM asset_refs a JOIN shares s ON s.zone_id = a.zone_id JOIN share_participants p ON p.share_id = s.id
-            WHERE a.checksum = \(checksum) AND p.user_id = \(user) AND p.status = \(ShareParticipantStatus.accepted.rawValue) LIMIT 1
-            """).isEmpty
+    public func sharedHolders(ofAsset checksum: String, user: Int64, limit: Int) throws -> [SharedAssetHolder] {
+        try fetch("""
+            SELECT a.zone_id, a.record_name, s.root FROM asset_refs a JOIN shares s ON s.zone_id = a.zone_id JOIN share_participants p ON p.share_id = s.id
+            WHERE a.checksum = \(checksum) AND p.user_id = \(user) AND p.status = \(ShareParticipantStatus.accepted.rawValue)
+            ORDER BY s.root IS NOT NULL LIMIT \(Int64(limit))
+            """).map { SharedAssetHolder(zoneKey: try $0.int64(0), recordName: try $0.string(1), root: try $0.optionalString(2)) }
     }
 
     public func sharedZones(ofUser user: Int64, container: String, environment: String) throws -> [SharedZone] {

@@ -222,6 +222,93 @@ import Testing
         }
     }
 
+    /// Opens `member`'s push stream on its shared database (docs/protocol.md, "Push").
+    static func pushStream(_ world: World, _ member: Member) throws -> Int32 {
+        let session = world[member]
+        let stream = try LimitsTests.connect(port: world.server.client.port!)
+        LimitsTests.send(stream, "GET /database/1/\(session.container)/development/shared/notifications HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(session.token)\r\n\r\n")
+        #expect(LimitsTests.receive(stream, until: ": connected", within: .seconds(5)).contains(": connected"))
+        return stream
+    }
+
+    /// Two record shares of one zone: Bob's by invitation, Dave's through a public link. A
+    /// write reaches (database subscription, push stream) only the participants of the share
+    /// whose records it changed; deleting the zone reaches both.
+    @Test func aRecordSharesParticipantsHearOnlyOfTheirShare() async throws {
+        try await Self.withWorld { world in
+            let other = world.zone("Other")
+            func child(_ name: String, of parent: String) -> String {
+                Self.save(name, extra: #","parent":{"recordName":"\#(parent)"}"#)
+            }
+            func alice(_ operations: String...) async throws {
+                let reply = try await world[.alice].post("records/modify", #"{"zoneID":{"zoneName":"Other"},"operations":[\#(operations.joined(separator: ","))]}"#)
+                #expect(reply.status == 200 && !"\(reply.json)".contains("serverErrorCode"), "\(reply.json)")
+            }
+            try await alice(Self.save("list"), child("a", of: "list"), Self.save("doc"), child("page", of: "doc"), Self.save("secret"))
+            let bob = #"[{"userIdentity":{"lookupInfo":{"userRecordName":"\#(world[.bob].userRecordName)"}},"permission":"READ_WRITE"}]"#
+            let shares = try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Other"}"#,
+                #"{"operationType":"create","record":{"recordName":"listshare","recordType":"cloudkit.share","fields":{},"forRecord":{"recordName":"list"},"participants":\#(bob)}}"#,
+                #"{"operationType":"create","record":{"recordName":"docshare","recordType":"cloudkit.share","fields":{},"forRecord":{"recordName":"doc"},"publicPermission":"READ_WRITE"}}"#))
+            let listGUID = try #require(Self.result(shares)["shortGUID"]?.stringValue, "\(shares.json)")
+            let docGUID = try #require(Self.result(shares, 1)["shortGUID"]?.stringValue, "\(shares.json)")
+            #expect(try await world.resolve(.bob, listGUID, accept: true).json["results"]?[0]?["participantStatus"]?.stringValue == "ACCEPTED")
+            // Dave, through the link, is a public user of the doc share alone.
+            let daves = try await world.resolve(.dave, docGUID, accept: true).json["results"]?[0] ?? .null
+            #expect(daves["participantType"]?.stringValue == "PUBLIC_USER" && daves["participantPermission"]?.stringValue == "READ_WRITE"
+                    && daves["rootRecordName"]?.stringValue == "doc", "\(daves)")
+            #expect(try await world.resolve(.dave, listGUID).json["results"]?[0]?["serverErrorCode"]?.stringValue == "NOT_FOUND")
+            let davesView = try await world.shared(.dave, "records/lookup", #"{"zoneID":\#(other),"records":[{"recordName":"page"},{"recordName":"a"},{"recordName":"secret"}]}"#)
+            #expect(Self.code(davesView) == nil && Self.code(davesView, 1) == "NOT_FOUND" && Self.code(davesView, 2) == "NOT_FOUND", "\(davesView.json)")
+            #expect(Self.code(try await world.shared(.dave, "records/modify", Self.modify(other, child("note", of: "page")))) == nil)
+            #expect(Self.code(try await world.shared(.dave, "records/modify", Self.modify(other, child("sneak", of: "a")))) == "ACCESS_DENIED")
+
+            let everything = #"{"operations":[{"operationType":"create","subscription":{"subscriptionID":"everything","subscriptionType":"database"}}]}"#
+            for member in [Member.bob, .dave] { #expect(try await world.shared(member, "subscriptions/modify", everything).status == 200) }
+            let bobURL = try await SubscriptionTests.webcourier(world[.bob])
+            let daveURL = try await SubscriptionTests.webcourier(world[.dave])
+            let bobStream = try Self.pushStream(world, .bob)
+            defer { close(bobStream) }
+            let daveStream = try Self.pushStream(world, .dave)
+            defer { close(daveStream) }
+            /// Whether `member` heard of a change of Alice's zone Other: a database notification
+            /// (shared, `dbs` 2) and a push event naming the zone with its owner.
+            func heard(_ member: Member, _ url: String, _ stream: Int32) async throws -> Bool {
+                let notification = try await SubscriptionTests.poll(url)
+                let event = LimitsTests.receive(stream, until: "}]}", within: notification == nil ? .milliseconds(800) : .seconds(5))
+                let pushed = event.contains("event: zones") && event.contains(#""zoneName":"Other""#) && event.contains(world[.alice].userRecordName)
+                #expect((notification != nil) == pushed, "\(member): \(notification ?? .null) / \(event)")
+                if let notification { #expect(notification["ck"]?["fet"]?["dbs"] == .int(2), "\(notification)") }
+                #expect(try await SubscriptionTests.poll(url) == nil, "\(member) heard twice")
+                return notification != nil && pushed
+            }
+            // A record outside both shares: neither hears.
+            try await alice(Self.save("secret", note: "y"))
+            #expect(try await heard(.bob, bobURL, bobStream) == false)
+            #expect(try await heard(.dave, daveURL, daveStream) == false)
+            // Bob's share: Bob alone; Dave's: Dave alone (his own write included).
+            try await alice(Self.save("a", note: "y", extra: #","parent":{"recordName":"list"}"#))
+            #expect(try await heard(.bob, bobURL, bobStream))
+            #expect(try await heard(.dave, daveURL, daveStream) == false)
+            #expect(Self.code(try await world.shared(.dave, "records/modify", Self.modify(other, Self.save("note", note: "y", extra: #","parent":{"recordName":"page"}"#)))) == nil)
+            #expect(try await heard(.dave, daveURL, daveStream))
+            #expect(try await heard(.bob, bobURL, bobStream) == false)
+            // A record moving from one share to the other: both hear (a departure and an arrival).
+            try await alice(child("page", of: "a"))
+            #expect(try await heard(.bob, bobURL, bobStream))
+            #expect(try await heard(.dave, daveURL, daveStream))
+            // A change of Dave's share record (Bob's share untouched): Dave alone.
+            try await alice(#"{"operationType":"forceUpdate","record":{"recordName":"docshare","recordType":"cloudkit.share","fields":{"cloudkit.title":{"value":"Docs"}}}}"#)
+            #expect(try await heard(.dave, daveURL, daveStream))
+            #expect(try await heard(.bob, bobURL, bobStream) == false)
+            // Deleting the zone takes it from both shared databases: both hear.
+            let deleted = try await world[.alice].post("zones/modify", #"{"operations":[{"operationType":"delete","zone":{"zoneID":{"zoneName":"Other"}}}]}"#)
+            #expect(deleted.status == 200, "\(deleted.json)")
+            #expect(try await heard(.bob, bobURL, bobStream))
+            #expect(try await heard(.dave, daveURL, daveStream))
+            #expect(try await world.shared(.dave, "zones/list", "{}").json["zones"] == .array([]))
+        }
+    }
+
     @Test func aRemovedParticipantsDownloadURLsStopWorking() async throws {
         try await Self.withWorld { world in
             let guid = try await Self.shareTrip(world)
@@ -243,6 +330,38 @@ import Testing
             let hers = try await world[.alice].post("records/lookup", #"{"zoneID":{"zoneName":"Trip"},"records":[{"recordName":"pic"}]}"#)
             let own = try #require(Self.result(hers)["fields"]?["image"]?["value"]?["downloadURL"]?.stringValue).replacingOccurrences(of: "${f}", with: "pic.bin")
             #expect(try await AssetTests.get(own).data == bytes)
+        }
+    }
+
+    /// A download URL answered to a record share's participant works while the record is in the
+    /// share's hierarchy, and stops when it leaves it (the zone still shared).
+    @Test func aRecordLeavingARecordShareTakesItsDownloadURLsAlong() async throws {
+        try await Self.withWorld { world in
+            let bytes = AssetTests.bytes(10_000)
+            let url = try await AssetTests.uploadURL(world[.alice], recordType: "Item", zone: "Other")
+            let (status, receipt) = try await AssetTests.post(bytes, to: url)
+            #expect(status == 200, "\(receipt)")
+            let value = try (receipt["singleFile"] ?? .null).serializedString()
+            let bob = #"[{"userIdentity":{"lookupInfo":{"userRecordName":"\#(world[.bob].userRecordName)"}},"permission":"READ_ONLY"}]"#
+            let made = try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Other"}"#, Self.save("album"),
+                #"{"operationType":"forceReplace","record":{"recordName":"pic","recordType":"Item","fields":{"image":{"value":\#(value)}},"parent":{"recordName":"album"}}}"#,
+                #"{"operationType":"create","record":{"recordName":"albumshare","recordType":"cloudkit.share","fields":{},"forRecord":{"recordName":"album"},"participants":\#(bob)}}"#))
+            let guid = try #require(Self.result(made, 2)["shortGUID"]?.stringValue, "\(made.json)")
+            #expect(try await world.resolve(.bob, guid, accept: true).json["results"]?[0]?["participantStatus"]?.stringValue == "ACCEPTED")
+            let looked = try await world.shared(.bob, "records/lookup", #"{"zoneID":\#(world.zone("Other")),"records":[{"recordName":"pic"}]}"#)
+            let link = try #require(Self.result(looked)["fields"]?["image"]?["value"]?["downloadURL"]?.stringValue, "\(looked.json)").replacingOccurrences(of: "${f}", with: "pic.bin")
+            #expect(try await AssetTests.get(link).data == bytes)
+            // Alice takes the picture out of the album: Bob's URL stops; hers works.
+            #expect(Self.code(try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Other"}"#,
+                #"{"operationType":"forceUpdate","record":{"recordName":"pic","recordType":"Item","fields":{},"parent":null}}"#))) == nil)
+            #expect(try await AssetTests.get(link).status == 401)
+            let hers = try await world[.alice].post("records/lookup", #"{"zoneID":{"zoneName":"Other"},"records":[{"recordName":"pic"}]}"#)
+            let own = try #require(Self.result(hers)["fields"]?["image"]?["value"]?["downloadURL"]?.stringValue).replacingOccurrences(of: "${f}", with: "pic.bin")
+            #expect(try await AssetTests.get(own).data == bytes)
+            // Back in the album, Bob's URL works again (it never outlives its expiry).
+            #expect(Self.code(try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Other"}"#,
+                #"{"operationType":"forceUpdate","record":{"recordName":"pic","recordType":"Item","fields":{},"parent":{"recordName":"album"}}}"#))) == nil)
+            #expect(try await AssetTests.get(link).data == bytes)
         }
     }
 
@@ -426,6 +545,11 @@ import Testing
             for member in [Member.bob, .carol] {
                 #expect(try await world.resolve(member, guid, accept: true).json["results"]?[0]?["participantStatus"]?.stringValue == "ACCEPTED")
             }
+            // Resolving with shouldFetchRootRecord answers the root (its desired keys alone); a zone share has none.
+            let withRoot = try await world[.carol].post("records/resolve", #"{"shortGUIDs":[{"value":"\#(guid)","shouldFetchRootRecord":true,"rootRecordDesiredKeys":["title"]}]}"#, database: "public")
+            let rootRecord = withRoot.json["results"]?[0]?["rootRecord"] ?? .null
+            #expect(rootRecord["recordName"]?.stringValue == "list" && rootRecord["share"]?["recordName"]?.stringValue == "listshare" && rootRecord["fields"]?["note"] == nil, "\(withRoot.json)")
+            #expect(try await world.resolve(.carol, guid).json["results"]?[0]?["rootRecord"] == nil)
 
             for member in [Member.bob, .carol] {
                 let looked = try await world.shared(member, "records/lookup", #"{"zoneID":\#(other),"records":[{"recordName":"list"},{"recordName":"b"},{"recordName":"secret"}],"include":["link"]}"#)
@@ -481,6 +605,36 @@ import Testing
             }
             // Carol (READ_ONLY) creates nothing, even below the root.
             #expect(Self.code(try await world.shared(.carol, "records/modify", Self.modify(other, child("d", of: "list")))) == "ACCESS_DENIED")
+            // Word search and NEAR leave hidden records out; the owner finds them.
+            let placed = try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Other"}"#,
+                #"{"operationType":"forceReplace","record":{"recordName":"secret","recordType":"Item","fields":{"note":{"value":"hidden treasure"},"place":{"value":{"latitude":48.0,"longitude":2.0},"type":"LOCATION"}}}}"#,
+                #"{"operationType":"forceReplace","record":{"recordName":"spot","recordType":"Item","fields":{"note":{"value":"visible treasure"},"place":{"value":{"latitude":48.0001,"longitude":2.0},"type":"LOCATION"}},"parent":{"recordName":"list"}}}"#))
+            #expect(Self.code(placed) == nil && Self.code(placed, 1) == nil, "\(placed.json)")
+            let searches = [#"{"comparator":"CONTAINS_ALL_TOKENS","fieldValue":{"value":"treasure"}}"#,
+                            #"{"comparator":"NEAR","fieldName":"place","fieldValue":{"value":{"latitude":48.0,"longitude":2.0},"type":"LOCATION"},"distance":1000}"#]
+            for filter in searches {
+                let theirs = try await world.shared(.carol, "records/query", #"{"zoneID":\#(other),"query":{"recordType":"Item","filterBy":[\#(filter)]}}"#)
+                #expect((theirs.json["records"]?.arrayValue ?? []).compactMap { $0["recordName"]?.stringValue } == ["spot"], "\(theirs.json)")
+                let hers = try await world[.alice].post("records/query", #"{"zoneID":{"zoneName":"Other"},"query":{"recordType":"Item","filterBy":[\#(filter)]}}"#)
+                #expect(Set((hers.json["records"]?.arrayValue ?? []).compactMap { $0["recordName"]?.stringValue }) == ["spot", "secret"], "\(hers.json)")
+            }
+            // Bob's deletes cascade to (DELETE_SELF) and clear (NULLIFY) hidden records' references
+            // without naming them, in his answer or his feed.
+            let before = try #require(try await world.shared(.bob, "records/changes", #"{"zoneID":\#(other)}"#).json["syncToken"]?.stringValue)
+            #expect(Self.code(try await world.shared(.bob, "records/modify", Self.modify(other, child("c2", of: "b"), child("c3", of: "b")))) == nil)
+            let holders = try await world[.alice].post("records/modify", Self.modify(#"{"zoneName":"Other"}"#,
+                #"{"operationType":"forceReplace","record":{"recordName":"dep","recordType":"Item","fields":{"owner":{"value":{"recordName":"c2","action":"DELETE_SELF"}}}}}"#,
+                #"{"operationType":"forceReplace","record":{"recordName":"nul","recordType":"Item","fields":{"pin":{"value":{"recordName":"c3","action":"NULLIFY"}}}}}"#))
+            #expect(Self.code(holders) == nil && Self.code(holders, 1) == nil, "\(holders.json)")
+            let removed = try await world.shared(.bob, "records/modify", Self.modify(other, #"{"operationType":"forceDelete","record":{"recordName":"c2"}}"#,
+                #"{"operationType":"forceDelete","record":{"recordName":"c3"}}"#))
+            #expect(Self.code(removed) == nil && Self.code(removed, 1) == nil, "\(removed.json)")
+            #expect(!"\(removed.json)".contains("dep") && !"\(removed.json)".contains("nul"), "\(removed.json)")
+            let after = try await world.shared(.bob, "records/changes", #"{"zoneID":\#(other),"syncToken":"\#(before)"}"#)
+            #expect(!"\(after.json)".contains(#""dep""#) && !"\(after.json)".contains(#""nul""#), "\(after.json)")
+            let aftermath = try await world[.alice].post("records/lookup", #"{"zoneID":{"zoneName":"Other"},"records":[{"recordName":"dep"},{"recordName":"nul"}]}"#)
+            #expect(Self.code(aftermath) == "NOT_FOUND" && Self.result(aftermath, 1)["fields"]?["pin"] == nil
+                    && Self.result(aftermath, 1)["modified"]?["userRecordName"]?.stringValue == world[.bob].userRecordName, "\(aftermath.json)")
             // The owner sees Bob's record in its hierarchy.
             let seen = try await world[.alice].post("records/lookup", #"{"zoneID":{"zoneName":"Other"},"records":[{"recordName":"c"}]}"#)
             #expect(Self.result(seen)["parent"]?["recordName"]?.stringValue == "b" && Self.result(seen)["created"]?["userRecordName"]?.stringValue == world[.bob].userRecordName)

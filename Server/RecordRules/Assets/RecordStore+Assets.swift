@@ -112,10 +112,21 @@ extension RecordStore {
             throw RecordSyncError(.authenticationFailed, "the download URL is not valid")
         }
         guard grant.x > Self.now() else { throw RecordSyncError(.authenticationFailed, "the download URL expired; fetch the record again for a new one") }
-        if let participant = grant.p, try await !engine.read({ try $0.participantReaches(asset: grant.h, user: participant) }) {
+        if let participant = grant.p, try await !engine.read({ try Self.participant(participant, reaches: grant.h, in: $0) }) {
             throw RecordSyncError(.authenticationFailed, "the download URL is no longer valid: the share it came through was left, closed or removed")
         }
         return grant
+    }
+
+    /// Whether user `participant` reaches a record holding the asset `checksum` through a share
+    /// it accepted: any record of a zone share's zone, a record of a record share's hierarchy
+    /// (its root or below it).
+    static func participant(_ participant: Int64, reaches checksum: String, in transaction: any StorageTransaction) throws -> Bool {
+        for holder in try transaction.sharedHolders(ofAsset: checksum, user: participant, limit: 100) {
+            guard let root = holder.root else { return true }
+            if try transaction.hierarchy(above: holder.recordName, inZone: holder.zoneKey, limit: ModifyBatch.maximumHierarchyDepth).contains(root) { return true }
+        }
+        return false
     }
 
     /// `assets/rereference`: for each entry, the asset (or list of assets) its record's field

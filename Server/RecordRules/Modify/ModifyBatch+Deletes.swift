@@ -69,6 +69,7 @@ extension ModifyBatch {
                                                          fields: fields, created: record.created, modified: modified, sequence: sequence,
                                                          assetBytes: nil, parent: record.parent), inZone: zone.key)
                 if firing != nil { progress.saved.append((record.name, false)) }
+                if shareReach != nil { progress.written.insert(record.name) }
                 position += 1
             }
             position = last + 1
@@ -131,6 +132,7 @@ extension ModifyBatch {
             try deleteShare(named: current.recordType == ShareInfo.recordType ? name : ShareInfo.zoneShareName)
         }
         cascaded += try deleteSharesOfRoots([name] + cascaded)
+        if shareReach != nil { progress.written.formUnion([name] + cascaded) }
         // Later deletes of the batch skip what this one cascaded to; the last needs no note.
         if !isLast { progress.cascadedNames.formUnion(cascaded) }
         results.succeed(index, .success(Record(recordName: name, recordType: current.recordType, zoneID: zone.zoneID, deleted: true),

@@ -60,7 +60,8 @@ struct ModifyBatch {
         var schema: [String: [String: FieldType]] = [:]
         /// The records saved so far, and whether each was created (for subscriptions).
         var saved: [(name: String, created: Bool)] = []
-        /// The records saved so far, when the batch follows record shares (``shareReach``).
+        /// The records saved, rewritten or deleted so far, when the batch follows record shares
+        /// (``shareReach``).
         var written: Set<String> = []
         /// Query subscriptions the deletes so far matched (each before it ran).
         var deleteMatches: [SubscriptionFiring.Match] = []
@@ -94,6 +95,11 @@ struct ModifyBatch {
     /// What each record share of the zone reached before the batch wrote (`nil`: the zone has
     /// none): the batch writes what they gained and lost (``followShareMoves()``).
     var shareReach: [ShareReach]?
+    /// The zone's shares and whom they are shared with, read when the write begins.
+    var audience: [ShareAudience] = []
+    /// The participants whose shared database the batch changed (once it ran): their database
+    /// subscriptions fire and their push streams hear of it.
+    private(set) var participantsReached: [User] = []
     /// The subscriptions this batch may fire (``SubscriptionFiring``), `nil` when none applies.
     var firing: SubscriptionFiring?
 
@@ -188,7 +194,8 @@ struct ModifyBatch {
         // The schema is checked (and added to) under the container's schema lock, so an
         // import, deploy or lock is wholly before or after this write.
         try transaction.lockSchema(inContainer: containerKey, exclusive: false)
-        firing = try SubscriptionFiring.load(scope: scope, zone: zone, containerKey: containerKey, in: transaction)
+        audience = try ShareAudience.load(zone: zone, scope: scope, in: transaction)
+        firing = try SubscriptionFiring.load(scope: scope, zone: zone, audience: audience, containerKey: containerKey, in: transaction)
         // A participant's writes count in the zone's owner's usage, against the owner's quota.
         let charged = access.participation == nil ? scope.user : scope.owner ?? scope.user
         let user = charged.userRecordName
@@ -231,9 +238,9 @@ struct ModifyBatch {
         }
         let deletes = operations.indices.filter { operations[$0]?.type.isDelete ?? false }
         guard try runDeletes(deletes) else { return (results.atomicFailure(names: names), false) }
-        if shareReach != nil { try followShareMoves() }
+        participantsReached = reachedParticipants(after: try followShareMoves())
         if let firing {
-            try firing.notify(saveMatches + progress.deleteMatches, changed: progress.feed.moved, now: now, in: transaction)
+            try firing.notify(saveMatches + progress.deleteMatches, changed: progress.feed.moved, participants: Set(participantsReached.map(\.id)), now: now, in: transaction)
         }
         if let usage, progress.feed.moved {
             try limits.quota.check(from: usage, to: try transaction.usage(ofUser: user), user: charged.name)

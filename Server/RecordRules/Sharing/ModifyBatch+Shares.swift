@@ -7,11 +7,38 @@ struct ShareReach: Sendable {
     var records: [String: String]
 }
 
+/// A share of a zone and the users it is shared with (its accepted participants), read once
+/// per write: whose database subscriptions may fire and whose push streams hear of it.
+struct ShareAudience: Sendable {
+    var share: StoredShare
+    var users: [User]
+
+    /// The shares of `zone` and their audiences (none in the public database or a default zone,
+    /// which are never shared).
+    static func load(zone: ZoneContext, scope: DatabaseScope, in transaction: any StorageTransaction) throws -> [ShareAudience] {
+        guard zone.name != ZoneID.defaultZoneName, scope.kind != .public else { return [] }
+        return try transaction.shares(inZone: zone.key).map { share in
+            ShareAudience(share: share, users: try transaction.participants(ofShare: share.key).filter { $0.status == .accepted }.compactMap(\.user))
+        }
+    }
+
+    /// The users of `audiences` whose shared database a write changed: all of a zone share's,
+    /// and a record share's when the write changed one of its records (`changed` is true of a
+    /// record name in its hierarchy before or after the write, or its share record's name).
+    static func reached(_ audiences: [ShareAudience], changed: (ShareAudience) -> Bool) -> [User] {
+        var seen: Set<Int64> = []
+        var users: [User] = []
+        for audience in audiences where audience.share.root == nil || changed(audience) {
+            for user in audience.users where seen.insert(user.id).inserted { users.append(user) }
+        }
+        return users
+    }
+}
+
 extension ModifyBatch {
     /// What each record share of the zone reaches now; `nil` when the zone has none.
     func recordShareReach() throws -> [ShareReach]? {
-        guard zone.name != ZoneID.defaultZoneName, scope.kind != .public else { return nil }
-        let shares = try transaction.shares(inZone: zone.key).filter { $0.root != nil }
+        let shares = audience.map(\.share).filter { $0.root != nil }
         guard !shares.isEmpty else { return nil }
         return try shares.map { share in
             ShareReach(share: share, records: Dictionary(try transaction.hierarchy(below: share.root ?? "", inZone: zone.key).map { ($0.name, $0.recordType) }) { first, _ in first })
@@ -24,11 +51,15 @@ extension ModifyBatch {
     /// that moved) takes a new place in the feed, its tag unchanged, so that participants whose
     /// token is past its last change still get it. Nothing is skipped or said twice: each is one
     /// change at one place of the zone's feed.
-    mutating func followShareMoves() throws {
-        guard let before = shareReach else { return }
+    ///
+    /// - Returns: what each live record share reaches after the batch, by share key.
+    mutating func followShareMoves() throws -> [Int64: Set<String>] {
+        guard let before = shareReach else { return [:] }
         let live = Set(try transaction.shares(inZone: zone.key).map(\.key))
+        var reachedAfter: [Int64: Set<String>] = [:]
         for reach in before where live.contains(reach.share.key) {
             let after = Set(try transaction.hierarchy(below: reach.share.root ?? "", inZone: zone.key).map(\.name))
+            reachedAfter[reach.share.key] = after
             let departed = reach.records.filter { !after.contains($0.key) }.sorted { $0.key < $1.key }.map { (name: $0.key, recordType: $0.value) }
             if !departed.isEmpty {
                 try transaction.insertDepartures(departed, ofShare: reach.share.key, firstSequence: progress.feed.take(departed.count))
@@ -39,6 +70,20 @@ extension ModifyBatch {
                 let moved = joined.filter { !progress.written.contains($0) }
                 if !moved.isEmpty { try transaction.moveInFeed(moved, inZone: zone.key, firstSequence: progress.feed.take(moved.count)) }
             }
+        }
+        return reachedAfter
+    }
+
+    /// The participants whose shared database the batch changed (``ShareAudience/reached(_:changed:)``),
+    /// given what each record share reaches after it (``followShareMoves()``).
+    func reachedParticipants(after: [Int64: Set<String>]) -> [User] {
+        guard progress.feed.moved else { return [] }
+        let before = Dictionary((shareReach ?? []).map { ($0.share.key, $0.records) }) { first, _ in first }
+        let written = progress.written
+        return ShareAudience.reached(audience) { audience in
+            written.contains(audience.share.recordName)
+                || before[audience.share.key]?.keys.contains(where: written.contains) == true
+                || after[audience.share.key]?.contains(where: written.contains) == true
         }
     }
 
@@ -122,6 +167,7 @@ extension ModifyBatch {
             _ = try transaction.deleteParticipant(participant.id, ofShare: share.key)
         }
         try RecordStore.touch(record, zone: zone.key, feed: &progress.feed, by: scope.user, at: now, in: transaction)
+        if shareReach != nil { progress.written.insert(record.recordName) }
     }
 
     /// Deletes the shares whose roots are among `deleted` (records the batch just deleted), with

@@ -87,7 +87,7 @@ extension RecordStore {
         let (results, changed) = try await engine.write { transaction in
             var emails: Set<String>?
             var results: [ShareMetadataResult] = []
-            var changed: [(zone: ZoneID, owner: User)] = []
+            var changed: [(owner: DatabaseScope, zone: ZoneID, participants: [User])] = []
             for item in request.shortGUIDs {
                 let missing = RecordSyncError(.notFound, "there is no share with shortGUID \(NameRules.quoted(item.value)) that you may see in \(scope.container) (\(scope.environment))")
                 guard let located = try transaction.share(shortGUID: item.value), located.container == scope.container, located.environment == scope.environment,
@@ -129,22 +129,31 @@ extension RecordStore {
                     try Self.touch(record, zone: share.zoneKey, feed: &feed, by: caller, at: now, in: transaction)
                     try feed.finish(in: transaction)
                     record = try transaction.record(named: share.recordName, inZone: share.zoneKey, zoneID: zoneID) ?? record
-                    // The owner's database subscriptions and the participants' (the new one's
-                    // included) fire, as for any change of the zone.
+                    // The owner's database subscriptions and those of this share's participants
+                    // (the new one's included) fire, as for any change of its share record.
                     let ownerScope = DatabaseScope(container: located.container, environment: located.environment, kind: .private, user: located.owner)
                     let zone = ZoneContext(key: share.zoneKey, databaseKey: located.databaseKey, name: located.zone.name, uid: located.zone.uid,
                                            sequence: feed.last, zoneID: zoneID)
-                    try SubscriptionFiring.load(scope: ownerScope, zone: zone, containerKey: located.containerKey, in: transaction)?
-                        .notify([], changed: true, now: now, in: transaction)
-                    changed.append((zoneID, located.owner))
+                    let audience = try ShareAudience.load(zone: zone, scope: ownerScope, in: transaction)
+                    let reached = ShareAudience.reached(audience) { $0.share.key == share.key }
+                    try SubscriptionFiring.load(scope: ownerScope, zone: zone, audience: audience, containerKey: located.containerKey, in: transaction)?
+                        .notify([], changed: true, participants: Set(reached.map(\.id)), now: now, in: transaction)
+                    changed.append((ownerScope, zoneID, reached))
                 }
                 record.shareInfo = try Self.shareInfo(of: share, participants: participants, owner: located.owner, caller: caller,
                                                       callerParticipant: index.map { participants[$0].id }, urlBase: urlBase, in: transaction)
                 let participant = index.map { participants[$0] }
+                // The root of a record share, when asked for, as its participants read it.
+                var rootRecord: Record?
+                if item.shouldFetchRootRecord == true, let root = share.root,
+                   var found = try transaction.record(named: root, inZone: share.zoneKey, zoneID: zoneID) {
+                    found.share = share.recordName
+                    rootRecord = found.restricted(to: item.rootRecordDesiredKeys)
+                }
                 let ownerNames = try transaction.users(withRecordNames: [located.owner.userRecordName]).first?.profile
                 results.append(.success(ShareMetadata(
                     containerIdentifier: located.container, environment: located.environment, databaseScope: owns ? "PRIVATE" : "SHARED", zoneID: zoneID,
-                    shortGUID: share.shortGUID, rootRecordName: share.root, rootRecord: nil, share: record,
+                    shortGUID: share.shortGUID, rootRecordName: share.root, rootRecord: rootRecord, share: record,
                     ownerIdentity: ShareParticipantIdentity(userRecordName: located.owner.userRecordName, lookupInfo: UserLookupInfo(userRecordName: located.owner.userRecordName),
                                                             nameComponents: ownerNames.flatMap { $0.givenName == nil && $0.familyName == nil ? nil : UserNameComponents(givenName: $0.givenName, familyName: $0.familyName) }),
                     participantPermission: owns ? .readWrite : participant?.permission ?? share.publicPermission,
@@ -153,10 +162,21 @@ extension RecordStore {
             }
             return .commit((results, changed))
         }
-        for (zoneID, owner) in changed {
-            await notifier.publish([zoneID], in: DatabaseScope(container: scope.container, environment: scope.environment, kind: .private, user: owner))
+        for (owner, zoneID, participants) in changed {
+            await notifier.publish([zoneID], in: owner)
+            await announce(zoneID.zoneName, toParticipants: participants, in: owner)
         }
         return ShareMetadataResponse(results: results)
+    }
+
+    /// Tells the push streams of `participants`' shared databases that the zone named `zoneName`
+    /// of the zone owner's database (`scope`, the owner's or a participant's in that zone) changed.
+    func announce(_ zoneName: String, toParticipants participants: [User], in scope: DatabaseScope) async {
+        let owner = scope.kind == .shared ? scope.owner ?? scope.user : scope.user
+        let zoneID = ZoneID(zoneName: zoneName, ownerRecordName: owner.userRecordName)
+        for participant in participants {
+            await notifier.publish([zoneID], in: DatabaseScope(container: scope.container, environment: scope.environment, kind: .shared, user: participant))
+        }
     }
 
     /// The addresses `user` has verified: its profile's (an operator's, or one verified when

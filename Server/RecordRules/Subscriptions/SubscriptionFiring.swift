@@ -31,26 +31,22 @@ struct SubscriptionFiring {
     let subscribers: [Int64: Access]
 
     /// The subscriptions that apply to `zone`, or `nil` when none does (the common case: one
-    /// indexed read per batch, and one for the zone's shares): in the public database, every
-    /// user's; in a private zone, its owner's (whoever writes, the owner or a participant), and
-    /// the database subscriptions of the shared databases of its share's accepted participants.
-    static func load(scope: DatabaseScope, zone: ZoneContext, containerKey: Int64, in transaction: any StorageTransaction) throws -> SubscriptionFiring? {
+    /// indexed read per batch, besides the zone's shares, `audience`): in the public database,
+    /// every user's; in a private zone, its owner's (whoever writes, the owner or a participant),
+    /// and the database subscriptions of the shared databases of its shares' accepted participants.
+    static func load(scope: DatabaseScope, zone: ZoneContext, audience: [ShareAudience], containerKey: Int64, in transaction: any StorageTransaction) throws -> SubscriptionFiring? {
         let owner = scope.owner ?? scope.user
         var stored = try transaction.subscriptions(inContainer: scope.container, environment: scope.environment,
                                                    kind: scope.kind == .public ? DatabaseKind.public.rawValue : DatabaseKind.private.rawValue,
                                                    user: scope.kind == .public ? nil : owner.id)
         var subscribers: [Int64: Access] = [:]
-        if scope.kind != .public {
-            for share in try transaction.shares(inZone: zone.key) {
-                for participant in try transaction.participants(ofShare: share.key) where participant.status == .accepted {
-                    guard let user = participant.user, subscribers[user.id] == nil else { continue }
-                    let theirs = try transaction.subscriptions(inContainer: scope.container, environment: scope.environment, kind: DatabaseKind.shared.rawValue, user: user.id)
-                    if theirs.isEmpty { continue }
-                    stored += theirs
-                    guard let participation = try RecordStore.participation(ofUser: user.id, inZone: zone.key, in: transaction) else { continue }
-                    subscribers[user.id] = .participant(user, participation)
-                }
-            }
+        var asked: Set<Int64> = []
+        for user in audience.flatMap(\.users) where asked.insert(user.id).inserted {
+            let theirs = try transaction.subscriptions(inContainer: scope.container, environment: scope.environment, kind: DatabaseKind.shared.rawValue, user: user.id)
+            if theirs.isEmpty { continue }
+            stored += theirs
+            guard let participation = try RecordStore.participation(ofUser: user.id, inZone: zone.key, in: transaction) else { continue }
+            subscribers[user.id] = .participant(user, participation)
         }
         guard !stored.isEmpty else { return nil }
         let applying: [Applying] = stored.compactMap { stored in
@@ -126,9 +122,10 @@ struct SubscriptionFiring {
         return narrowed
     }
 
-    /// Queues the notifications of `matches` (and of every zone subscription, when `changed`),
-    /// and removes the `firesOnce` subscriptions that fired.
-    func notify(_ matches: [Match], changed: Bool, now: Int64, in transaction: any StorageTransaction) throws {
+    /// Queues the notifications of `matches` (and of every zone and database subscription, when
+    /// `changed`: a participant's database subscription only when the change reached it, its
+    /// user's key among `participants`), and removes the `firesOnce` subscriptions that fired.
+    func notify(_ matches: [Match], changed: Bool, participants: Set<Int64>, now: Int64, in transaction: any StorageTransaction) throws {
         var fired: Set<Int> = []
         // Numbered as CloudKit JS reads `dbs` (its isPublicDatabase is `dbs === 0`): 0 public,
         // 1 private, 2 shared (a participant's database subscription).
@@ -152,6 +149,7 @@ struct SubscriptionFiring {
             }
             // A database notification names no zone: its subscriber fetches changes/database.
             for (index, applying) in applying.enumerated() where applying.subscription.subscriptionType == "database" {
+                if applying.stored.kind == DatabaseKind.shared.rawValue, !participants.contains(applying.stored.userKey) { continue }
                 try queue(index, "fet", ["sid": .string(applying.stored.id), "dbs": .int(applying.stored.kind == DatabaseKind.shared.rawValue ? 2 : Int64(database))])
             }
         }

@@ -395,7 +395,14 @@ struct DatabaseRoutes: Sendable {
             throw RecordSyncError(.badRequest, "records/\(accept ? "accept" : "resolve") is on the public database's path (…/public/records/\(accept ? "accept" : "resolve")), as in CloudKit")
         }
         let request = try JSONBody.decode(ShareMetadataRequest.self, from: body)
-        return try JSONBody.response(try await store.shareMetadata(request, accept: accept, in: scope))
+        let metadata = try await store.shareMetadata(request, accept: accept, in: scope)
+        // A root record's download URLs are made for the caller as a participant (unless it owns
+        // every share answered): checked again when used, they work while the caller takes part
+        // in the share (once it accepted).
+        let owns = metadata.results.allSatisfy { if case .success(let share) = $0 { share.databaseScope == "PRIVATE" } else { true } }
+        var context = JSONBody.context
+        context.assetLinks = try await store.assetLinks(base: context.base, participant: owns ? nil : scope.user.id)
+        return try JSONBody.$context.withValue(context) { try JSONBody.response(metadata) }
     }
 
     /// `users/caller` and `users/current`: the caller's identity at the top level and in `users`.
