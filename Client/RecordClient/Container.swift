@@ -91,6 +91,10 @@ public struct Container: Sendable {
     /// The container's public database.
     public var publicCloudDatabase: Database { Database(container: self, scope: .public) }
 
+    /// The signed-in user's shared database: the zones others shared with them (a zone share's
+    /// zone, or the part of a zone a record share reaches), each zone ID naming its owner.
+    public var sharedCloudDatabase: Database { Database(container: self, scope: .shared) }
+
     /// The signed-in user's record name (`users/current`).
     public func userRecordID() async throws -> Record.ID {
         let identity = try await privateCloudDatabase.transport.post("users/current", EmptyBody(), as: UserIdentity.self)

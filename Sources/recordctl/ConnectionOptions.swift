@@ -14,7 +14,7 @@ struct ConnectionOptions: ParsableArguments {
     @Option(help: "Container identifier (env RECORDCTL_CONTAINER).")
     var container: String?
 
-    @Option(help: "Database: private or public (env RECORDCTL_DATABASE; default private).")
+    @Option(help: "Database: private, public or shared (env RECORDCTL_DATABASE; default private).")
     var database: String?
 
     @Option(help: "Environment: development or production (default development).")
@@ -77,7 +77,8 @@ struct ConnectionOptions: ParsableArguments {
         switch try resolvedSettings().database.value ?? "private" {
         case "private": return container.privateCloudDatabase
         case "public": return container.publicCloudDatabase
-        case let other: throw UsageError("database must be private or public, not '\(other)'")
+        case "shared": return container.sharedCloudDatabase
+        case let other: throw UsageError("database must be private, public or shared, not '\(other)'")
         }
     }
 }
@@ -87,5 +88,8 @@ struct ZoneOption: ParsableArguments {
     @Option(help: "The zone.")
     var zone: String = ZoneID.defaultZoneName
 
-    var zoneID: ZoneID { ZoneID(zoneName: zone) }
+    @Option(help: "The zone's owner (a user record name): needed in the shared database.")
+    var owner: String?
+
+    var zoneID: ZoneID { ZoneID(zoneName: zone, ownerRecordName: owner) }
 }

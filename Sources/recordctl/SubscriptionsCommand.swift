@@ -20,9 +20,11 @@ struct SubscriptionsCommand: AsyncParsableCommand {
                     if connection.json {
                         Console.line(String(decoding: try JSONValueEncoder().encode(subscription), as: UTF8.self))
                     } else {
-                        let what = subscription.subscriptionType == "zone"
-                            ? "zone \(subscription.zoneID?.zoneName ?? ZoneID.defaultZoneName)"
-                            : "\(subscription.query?.recordType ?? "?") \((subscription.firesOn ?? []).joined(separator: ","))\(subscription.firesOnce == true ? " once" : "")"
+                        let what = switch subscription.subscriptionType {
+                        case "zone": "zone \(subscription.zoneID?.zoneName ?? ZoneID.defaultZoneName)"
+                        case "database": "every zone"
+                        default: "\(subscription.query?.recordType ?? "?") \((subscription.firesOn ?? []).joined(separator: ","))\(subscription.firesOnce == true ? " once" : "")"
+                        }
                         Console.line("\(subscription.subscriptionID)\t\(subscription.subscriptionType ?? "?")\t\(what)")
                     }
                 }
@@ -32,7 +34,7 @@ struct SubscriptionsCommand: AsyncParsableCommand {
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Subscribe to records of a type (with --where) or, with --zone-subscription, to every change of the zone.",
+            abstract: "Subscribe to records of a type (with --where), to every change of the zone (--zone-subscription) or of the database (--database-subscription, the shared database's only kind).",
             discussion: "Example: recordctl subscriptions create new-art --record-type Artwork --where \"year > 1900\" --fires-on create,update"
         )
         @OptionGroup var connection: ConnectionOptions
@@ -44,10 +46,13 @@ struct SubscriptionsCommand: AsyncParsableCommand {
         @Flag(help: "Remove the subscription once it has fired.") var once = false
         @Flag(help: "Fire on every change of the zone (a zone subscription).") var zoneSubscription = false
         @Flag(help: "A query subscription over every zone of the database.") var zoneWide = false
+        @Flag(help: "Fire on every change of any zone of the database (a database subscription).") var databaseSubscription = false
 
         func validate() throws {
-            if zoneSubscription == (recordType != nil) { throw ValidationError("give --record-type (a query subscription) or --zone-subscription") }
-            if zoneSubscription && predicate != nil { throw ValidationError("--where needs --record-type") }
+            if [zoneSubscription, databaseSubscription, recordType != nil].filter({ $0 }).count != 1 {
+                throw ValidationError("give one of --record-type (a query subscription), --zone-subscription or --database-subscription")
+            }
+            if recordType == nil && predicate != nil { throw ValidationError("--where needs --record-type") }
         }
 
         func run() async throws {
@@ -58,6 +63,8 @@ struct SubscriptionsCommand: AsyncParsableCommand {
                     subscription = Subscription(subscriptionID: id, subscriptionType: "query", query: Query(recordType: recordType, filterBy: filters),
                                                 zoneID: zoneWide ? nil : zone.zoneID, firesOn: firesOn.split(separator: ",").map(String.init),
                                                 firesOnce: once, zoneWide: zoneWide)
+                } else if databaseSubscription {
+                    subscription = .database(id)
                 } else {
                     subscription = .zone(id, zone.zoneID)
                 }

@@ -7,12 +7,15 @@ struct ZonesCommand: AsyncParsableCommand {
                                                     subcommands: [List.self, Create.self, Delete.self])
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List the database's zones.")
+        static let configuration = CommandConfiguration(abstract: "List the database's zones (in the shared database, each with its owner).")
         @OptionGroup var connection: ConnectionOptions
 
         func run() async throws {
             try await reportingErrors {
-                for zone in try await connection.makeDatabase().allRecordZones() { Console.line(zone.zoneID.zoneName) }
+                let database = try connection.makeDatabase()
+                for zone in try await database.allRecordZones() {
+                    Console.line(database.scope == .shared ? "\(zone.zoneID.zoneName)\t\(zone.zoneID.ownerRecordName ?? "")" : zone.zoneID.zoneName)
+                }
             }
         }
     }

@@ -38,7 +38,7 @@ import Testing
         #expect(await recordctl(["query", "T", "--limit", "0"]).status == 64)
         // Connection settings are the caller's to fix, never the server's answer.
         for flags in [["--server", "127.0.0.1:8080", "--token", "x"], ["--server", "not a url", "--token", "x"], ["--server", "http://", "--token", "x"],
-                      ["--server", "http://127.0.0.1:9"], ["--server", "http://127.0.0.1:9", "--token", "x", "--database", "shared"],
+                      ["--server", "http://127.0.0.1:9"], ["--server", "http://127.0.0.1:9", "--token", "x", "--database", "other"],
                       ["--server", "http://127.0.0.1:9", "--token", "x", "--profile", "/nonexistent/profile.json"]] {
             let run = await recordctl(["zones", "list"] + flags)
             #expect(run.status == 64 && run.errors.hasPrefix("usage: "), "\(flags): \(run.status) \(run.errors)")

@@ -10,6 +10,9 @@ public struct RemoteNotification: Sendable, Hashable {
         case query(recordName: String, reason: Reason)
         /// A zone subscription: something in the zone changed.
         case zone
+        /// A database subscription: some zone of the database changed (fetch the database's
+        /// changes); ``RemoteNotification/zoneID`` is `nil`.
+        case database
     }
 
     /// Why a query subscription fired (`fo`).
@@ -23,10 +26,13 @@ public struct RemoteNotification: Sendable, Hashable {
     public var notificationID: String
     public var subscriptionID: String
     public var containerIdentifier: String
-    public var zoneID: ZoneID
+    /// The zone that changed; `nil` for a database subscription's notification.
+    public var zoneID: ZoneID?
     public var kind: Kind
+    /// The database the change was in (`dbs`: 0 public, 1 private, 2 shared).
+    public var databaseScope: Database.Scope
     /// Whether the change was in the public database (`dbs` 0, as CloudKit JS reads it).
-    public var isPublicDatabase: Bool
+    public var isPublicDatabase: Bool { databaseScope == .public }
     /// The whole payload (`ck`, `aps`).
     public var payload: JSONValue
 
@@ -34,19 +40,27 @@ public struct RemoteNotification: Sendable, Hashable {
     public init?(payload: JSONValue) {
         guard let ck = payload["ck"], case .string(let id)? = ck["nid"] else { return nil }
         let body = ck["qry"] ?? ck["fet"]
-        guard let body, case .string(let subscription)? = body["sid"], case .string(let zone)? = body["zid"] else { return nil }
+        guard let body, case .string(let subscription)? = body["sid"] else { return nil }
         notificationID = id
         subscriptionID = subscription
         if case .string(let container)? = ck["cid"] { containerIdentifier = container } else { containerIdentifier = "" }
         var owner: String?
         if case .string(let value)? = body["zoid"] { owner = value }
-        zoneID = ZoneID(zoneName: zone, ownerRecordName: owner)
-        isPublicDatabase = body["dbs"] == .int(0)
+        if case .string(let zone)? = body["zid"] {
+            zoneID = ZoneID(zoneName: zone, ownerRecordName: owner)
+        } else {
+            zoneID = nil
+        }
+        switch body["dbs"] {
+        case .int(0)?: databaseScope = .public
+        case .int(2)?: databaseScope = .shared
+        default: databaseScope = .private
+        }
         if ck["qry"] != nil {
-            guard case .string(let record)? = body["rid"], case .int(let fo)? = body["fo"], let reason = Reason(rawValue: Int(fo)) else { return nil }
+            guard zoneID != nil, case .string(let record)? = body["rid"], case .int(let fo)? = body["fo"], let reason = Reason(rawValue: Int(fo)) else { return nil }
             kind = .query(recordName: record, reason: reason)
         } else {
-            kind = .zone
+            kind = zoneID == nil ? .database : .zone
         }
         self.payload = payload
     }

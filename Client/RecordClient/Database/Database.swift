@@ -1,13 +1,16 @@
 import Foundation
 import RecordModel
 
-/// One database of a container: the signed-in user's private database or the public one
-/// (CloudKit's `CKDatabase`). Every method is an async call to the server.
+/// One database of a container: the signed-in user's private database, the public one, or
+/// the shared one (CloudKit's `CKDatabase`). Every method is an async call to the server.
 public struct Database: Sendable {
     /// Which database.
     public enum Scope: String, Sendable, Hashable, Codable {
         case `public`
         case `private`
+        /// The zones other users shared with the signed-in user, each stored in its owner's
+        /// private database: a zone ID here names its owner (`ownerRecordName`).
+        case shared
     }
 
     /// The container this database belongs to.
@@ -68,11 +71,19 @@ public struct FetchedRecords: Sendable {
     /// The IDs that failed, in request order, for a retry.
     public var failedIDs: [Record.ID]
 
-    /// The result for one ID.
+    /// The result for one ID (a zone ID without an owner matches its zone of any owner).
     public subscript(id: Record.ID) -> Result<Record, RecordSyncError>? {
-        if let record = records.first(where: { $0.recordName == id.recordName && $0.recordID.zoneID.zoneName == id.zoneID.zoneName }) {
+        if let record = records.first(where: { $0.recordName == id.recordName && $0.recordID.zoneID.sameZone(as: id.zoneID) }) {
             return .success(record)
         }
         return errors[id].map { .failure($0) }
+    }
+}
+
+extension ZoneID {
+    /// Whether `other` names the same zone: the same name, and the same owner when both name one
+    /// (the server names the owner of a private zone; a client's zone ID may not).
+    func sameZone(as other: ZoneID) -> Bool {
+        zoneName == other.zoneName && (ownerRecordName == nil || other.ownerRecordName == nil || ownerRecordName == other.ownerRecordName)
     }
 }

@@ -40,6 +40,12 @@ public struct Subscription: Sendable, Hashable, Codable {
     public static func zone(_ id: String, _ zoneID: ZoneID) -> Subscription {
         Subscription(subscriptionID: id, subscriptionType: "zone", zoneID: zoneID)
     }
+
+    /// A database subscription: fires for a change in any zone of its database (the only kind
+    /// the shared database takes).
+    public static func database(_ id: String) -> Subscription {
+        Subscription(subscriptionID: id, subscriptionType: "database")
+    }
 }
 
 /// The body of `subscriptions/modify`.
