@@ -18,7 +18,7 @@ struct RecordCtl: AsyncParsableCommand {
             """,
         subcommands: [ConfigCommand.self, ZonesCommand.self, RecordsCommand.self, QueryCommand.self,
                       ChangesCommand.self, ImportCommand.self, ExportCommand.self, SyncCommand.self,
-                      SubscriptionsCommand.self, SchemaCommand.self, SignUpCommand.self, LoginCommand.self, LogoutCommand.self]
+                      SubscriptionsCommand.self, ShareCommand.self, SchemaCommand.self, SignUpCommand.self, LoginCommand.self, LogoutCommand.self]
     )
 }
 
