@@ -97,8 +97,12 @@ public struct Container: Sendable {
 
     /// The signed-in user's record name (`users/current`).
     public func userRecordID() async throws -> Record.ID {
-        let identity = try await privateCloudDatabase.transport.post("users/current", EmptyBody(), as: UserIdentity.self)
-        return Record.ID(recordName: identity.userRecordName)
+        Record.ID(recordName: try await currentUser().userRecordName)
+    }
+
+    /// The signed-in user (`users/current`): its record name and the name it was created with.
+    func currentUser() async throws -> UserIdentity {
+        try await privateCloudDatabase.transport.post("users/current", EmptyBody(), as: UserIdentity.self)
     }
 
     var token: String { credentials.token }

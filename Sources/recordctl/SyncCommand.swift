@@ -7,7 +7,7 @@ struct SyncCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sync",
         abstract: "Keep a local cache in sync with the database: one pass, or --watch to keep running on the push channel.",
-        discussion: "Query the cache offline with 'recordctl query TYPE --cache PATH'."
+        discussion: "Query the cache offline with 'recordctl query TYPE --cache PATH'. With --database shared the cache holds the zones shared with you (give it a file of its own; query it with --owner)."
     )
     @OptionGroup var connection: ConnectionOptions
     @Option(help: "The cache file (created if missing).") var cache: String
@@ -15,7 +15,8 @@ struct SyncCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let engine = SyncEngine(database: try connection.makeDatabase(), cache: try RecordCache(path: cache))
+            let database = try connection.makeDatabase()
+            let engine = SyncEngine(database: database, cache: try RecordCache(path: cache, sharedDatabase: database.scope == .shared))
             if watch {
                 Console.error("watching; interrupt to stop")
                 try await engine.run()
@@ -24,8 +25,10 @@ struct SyncCommand: AsyncParsableCommand {
             let sent = try await engine.sendChanges()
             let fetched = try await engine.fetchChanges()
             Console.line("sent \(sent.saved.count) saves and \(sent.deleted.count) deletes; fetched \(fetched.changedRecordCount) changes and \(fetched.deletedRecordCount) deletions in \(fetched.fetchedZones.count) zones")
+            for zone in fetched.purgedZones { Console.line("zone \(zone.zoneName)\(zone.ownerRecordName.map { " of \($0)" } ?? "") is gone (deleted, or no longer shared with you)") }
             for (id, error) in sent.failures { Console.error("\(id.recordName): \(error.code.rawValue): \(error.reason)") }
-            if !sent.failures.isEmpty { throw ExitCode(ExitStatus.partialFailure) }
+            for id in fetched.droppedEdits { Console.error("\(id.recordName): an edit went with its zone \(id.zoneID.zoneName), never sent") }
+            if !sent.failures.isEmpty || !fetched.droppedEdits.isEmpty { throw ExitCode(ExitStatus.partialFailure) }
         }
     }
 }

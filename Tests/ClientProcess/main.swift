@@ -10,10 +10,14 @@
 //       saves one record locally (cache and outbox), prints "written", then waits forever.
 //   recordsync-testclient send SERVER TOKEN CACHE
 //       sends the outbox once and prints "saved NAME" per saved record.
+//
+// With RECORDSYNC_TESTCLIENT_SHARED_OWNER set (a user record name), the process is a
+// participant: it syncs its shared database, where zone "Shared" is that user's.
 import Foundation
 import RecordClient
 
-let zone = ZoneID(zoneName: "Shared")
+let sharedOwner = ProcessInfo.processInfo.environment["RECORDSYNC_TESTCLIENT_SHARED_OWNER"]
+let zone = ZoneID(zoneName: "Shared", ownerRecordName: sharedOwner)
 
 /// Writes a line to standard output at once (the tests read it while the process runs).
 func say(_ line: String) {
@@ -35,7 +39,8 @@ struct SeededGenerator: RandomNumberGenerator {
 func engine(_ server: String, _ token: String, _ cache: String) throws -> SyncEngine {
     guard let url = URL(string: server) else { throw RecordSyncError(.badRequest, "bad server URL \(server)") }
     let container = Container(serverURL: url, identifier: "iCloud.test.Processes", credentials: .bearerToken(token))
-    return SyncEngine(database: container.privateCloudDatabase, cache: try RecordCache(path: cache))
+    return SyncEngine(database: sharedOwner == nil ? container.privateCloudDatabase : container.sharedCloudDatabase,
+                      cache: try RecordCache(path: cache, sharedDatabase: sharedOwner != nil))
 }
 
 func settle(_ engine: SyncEngine) async throws {
@@ -48,7 +53,7 @@ func settle(_ engine: SyncEngine) async throws {
 
 func work(_ engine: SyncEngine, process: String, seed: UInt64, operations: Int) async throws {
     var random = SeededGenerator(state: seed)
-    try await engine.database.save(RecordZone(zoneID: zone))
+    if sharedOwner == nil { try await engine.database.save(RecordZone(zoneID: zone)) }
     try await engine.fetchChanges()
     var ledger: [String] = []
     for step in 0..<operations {

@@ -57,6 +57,9 @@ import Testing
                 try await queue.write { db in
                     try db.execute(sql: """
                         DROP TABLE search_tokens; DROP TABLE search_locations; DROP TABLE search_types; ALTER TABLE records DROP COLUMN parent;
+                        DROP TABLE share_permissions;
+                        CREATE TABLE zones_v1(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, token TEXT);
+                        INSERT INTO zones_v1 SELECT id, name, token FROM zones; DROP TABLE zones; ALTER TABLE zones_v1 RENAME TO zones;
                         DELETE FROM grdb_migrations WHERE identifier <> 'v1'
                         """)
                 }

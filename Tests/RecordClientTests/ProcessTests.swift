@@ -79,6 +79,56 @@ import Testing
         }
     }
 
+    /// An owner's process and a `READ_WRITE` participant's (syncing its shared database) work on
+    /// Alice's shared zone at once, each editing offline between syncs: both caches end as the
+    /// server's zone, and every acknowledged write of either is there.
+    @Test func anOwnersAndAParticipantsProcessesConvergeOnASharedZone() async throws {
+        try await withServer { server in
+            let aliceToken = try await server.token(forNewUser: "alice")
+            let bobToken = try await server.token(forNewUser: "bob")
+            let alice = Container(serverURL: server.url, identifier: "iCloud.test.Processes", credentials: .bearerToken(aliceToken))
+            let bob = Container(serverURL: server.url, identifier: "iCloud.test.Processes", credentials: .bearerToken(bobToken))
+            let aliceID = try await alice.userRecordID().recordName
+            let zone = ZoneID(zoneName: "Shared")
+            try await alice.privateCloudDatabase.save(RecordZone(zoneID: zone))
+            var share = Share(recordZoneID: zone)
+            share.participants = [.user(try await bob.userRecordID().recordName, permission: .readWrite)]
+            let guid = try #require(try await alice.privateCloudDatabase.save(share).shortGUID)
+            _ = try #require(try await bob.acceptShares([guid]).first).get()
+
+            let caches = ["\(server.directory)/owner.sqlite", "\(server.directory)/participant.sqlite"]
+            let participant = ["RECORDSYNC_TESTCLIENT_SHARED_OWNER": aliceID]
+            let workers = [
+                try ChildProcess("recordsync-testclient", ["work", server.url.absoluteString, aliceToken, caches[0], "alice", "11", "60"]),
+                try ChildProcess("recordsync-testclient", ["work", server.url.absoluteString, bobToken, caches[1], "bob", "12", "60"], environment: participant),
+            ]
+            var acknowledged: [String] = []
+            for worker in workers {
+                let result = await worker.wait()
+                #expect(result.status == 0 && result.output.contains("done"), "\(result.output)")
+                acknowledged += result.output.split(separator: "\n").filter { $0.hasPrefix("ledger ") }.map { String($0.dropFirst(7)) }
+            }
+            for (cache, token, environment) in [(caches[0], aliceToken, [String: String]()), (caches[1], bobToken, participant)] {
+                let sync = try ChildProcess("recordsync-testclient", ["sync", server.url.absoluteString, token, cache], environment: environment)
+                let result = await sync.wait()
+                #expect(result.status == 0 && result.output.contains("synced"), "\(result.output)")
+            }
+            let onServer = try await Self.serverRecords(alice.privateCloudDatabase, zone: zone)
+            #expect(onServer.values.contains { $0.fields["editedBy"] == .string("bob") } && onServer.values.contains { $0.fields["editedBy"] == .string("alice") })
+            for (cache, cachedZone) in [(caches[0], zone), (caches[1], ZoneID(zoneName: "Shared", ownerRecordName: aliceID))] {
+                let opened = try RecordCache(path: cache)
+                let local = try await opened.allRecords(inZoneWith: cachedZone).filter { $0.recordType != ShareInfo.recordType }
+                #expect(local.count == onServer.count - 1, "\(cache): \(local.count) records, the server has \(onServer.count) with the share")
+                for record in local {
+                    #expect(onServer[record.recordName]?.recordChangeTag == record.recordChangeTag && onServer[record.recordName]?.fields == record.fields, "\(cache): \(record.recordName)")
+                }
+                #expect(try await opened.pendingChangeCount() == 0)
+            }
+            #expect(acknowledged.contains { $0.hasPrefix("bob-") } && acknowledged.contains { $0.hasPrefix("alice-") })
+            for name in acknowledged { #expect(onServer[name] != nil, "acknowledged \(name) is missing") }
+        }
+    }
+
     @Test func aClientKilledBetweenItsLocalWriteAndItsSendDeliversTheChangeExactlyOnce() async throws {
         try await withServer { server in
             let token = try await server.token(forNewUser: "alice")

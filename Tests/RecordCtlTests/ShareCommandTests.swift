@@ -57,6 +57,13 @@ import Testing
             #expect(zones.lines == ["Lists\t\(aliceName)", "Trip\t\(aliceName)"], "\(zones.output) \(zones.errors)")
             let read = await recordctl(["records", "get", "milk", "secret", "--zone", "Lists", "--owner", aliceName, "--json"] + shared)
             #expect(read.output.contains(#""recordName":"milk""#) && !read.output.contains("Not shared"), "\(read.output) \(read.errors)")
+            // recordctl sync keeps a cache of the shared database, queried offline by owner and zone.
+            let cache = FileManager.default.temporaryDirectory.appendingPathComponent("shared-\(UUID().uuidString).sqlite").path
+            defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: cache + suffix) } }
+            let synced = await recordctl(["sync", "--cache", cache] + shared)
+            #expect(synced.status == 0 && synced.output.contains("in 2 zones"), "\(synced.output) \(synced.errors)")
+            let offline = await recordctl(["query", "Item", "--cache", cache, "--zone", "Lists", "--owner", aliceName, "--json"] + shared)
+            #expect(offline.lines.count == 1 && offline.output.contains(#""recordName":"milk""#), "\(offline.output) \(offline.errors)")
             let bobsList = await recordctl(["share", "list", "--json"] + shared)
             #expect(bobsList.lines.count == 2, "\(bobsList.output) \(bobsList.errors)")
             #expect(await recordctl(["subscriptions", "create", "all", "--database-subscription"] + shared).status == 0)
@@ -68,6 +75,8 @@ import Testing
             let left = await recordctl(["share", "delete", "cloudkit.zoneshare", "--zone", "Trip", "--owner", aliceName] + shared)
             #expect(left.lines == ["left cloudkit.zoneshare"], "\(left.output) \(left.errors)")
             #expect(await recordctl(["zones", "list"] + shared).lines.isEmpty)
+            let resynced = await recordctl(["sync", "--cache", cache] + shared)
+            #expect(resynced.lines.contains("zone Lists of \(aliceName) is gone (deleted, or no longer shared with you)"), "\(resynced.output) \(resynced.errors)")
             // The owner deletes a share.
             #expect(await recordctl(["share", "delete", "groceries-share", "--zone", "Lists"] + alice).lines == ["deleted groceries-share"])
             #expect(await recordctl(["share", "show", "groceries-share", "--zone", "Lists"] + alice).status == 1)

@@ -21,9 +21,20 @@ extension RecordCache {
             if let problem = NameRules.problem(withFieldName: field) { throw RecordSyncError(.badRequest, problem, recordName: record.recordName) }
         }
         let record = try keepingLocalAssets(record)
+        do {
+            return try await saveKept(record)
+        } catch {
+            forgetLocalAssets(of: record)
+            throw error
+        }
+    }
+
+    private func saveKept(_ record: RecordModel.Record) async throws -> RecordModel.Record {
+        let sharedDatabase = self.sharedDatabase
         return try await writer.write { db in
             let zone = try Self.zoneKeyCreating(record.recordID.zoneID, in: db)
             let cached = try Self.fetchRecord(record.recordID, in: db)
+            if sharedDatabase { try Self.checkParticipantEdit(cached == nil ? .create : .write, record.recordName, zone: zone, in: db) }
             let previous = cached?.record.fields ?? [:]
             let changed = Set(previous.keys).union(record.fields.keys).filter { previous[$0] != record.fields[$0] }
             let now = Int64((Date().timeIntervalSince1970 * 1000).rounded())
@@ -43,11 +54,39 @@ extension RecordCache {
     /// Deletes a record locally and queues the delete, in one transaction. On the server the
     /// delete cascades; the cascaded records leave the cache on the next fetch.
     public func delete(_ id: RecordID) async throws {
+        let sharedDatabase = self.sharedDatabase
         try await writer.write { db in
             let zone = try Self.zoneKeyCreating(id.zoneID, in: db)
+            if sharedDatabase { try Self.checkParticipantEdit(.write, id.recordName, zone: zone, in: db) }
             try Self.remove(id.recordName, zone: zone, in: db)
             try db.execute(sql: "INSERT INTO outbox(zone_id, name, kind) VALUES (?, ?, 'delete')", arguments: [zone, id.recordName])
         }
+    }
+
+    /// In a shared database's cache, refuses an edit the server would refuse for the share's
+    /// permission, with the server's error (``RecordSyncError/participantRefused(_:recordName:user:share:sharePermission:)``):
+    /// in a zone shared whole read-only, or in a zone whose record shares the user takes part
+    /// in are all read-only. Where the cache does not know (no share record fetched yet, or
+    /// record shares of both permissions) the edit is queued and the server decides.
+    static func checkParticipantEdit(_ permission: SchemaPermission, _ recordName: String, zone: Int64, in db: SQLDatabase) throws {
+        let shares = try Row.fetchAll(db.cachedStatement(sql: "SELECT share, permission FROM share_permissions WHERE zone_id = ? ORDER BY share"), arguments: [zone])
+            .map { (share: $0[0] as String, permission: SharePermission(rawValue: $0[1]) ?? .unknown) }
+        let governing = shares.first { $0.share == ShareInfo.zoneShareName } ?? (shares.allSatisfy { $0.permission == .readOnly } ? shares.first : nil)
+        guard let governing, governing.permission != .readWrite else { return }
+        let user = try String.fetchOne(db, sql: "SELECT value FROM state WHERE key = 'userName'") ?? ""
+        throw RecordSyncError.participantRefused(permission, recordName: recordName, user: user, share: governing.share, sharePermission: governing.permission)
+    }
+
+    /// Keeps the user's name, as the server's refusals name it (``checkParticipantEdit(_:_:zone:in:)``).
+    func setUserName(_ name: String) async throws {
+        try await writer.write { db in
+            try db.execute(sql: "INSERT OR REPLACE INTO state(key, value) VALUES ('userName', ?)", arguments: [name])
+        }
+    }
+
+    /// Whether the user's name is kept.
+    func hasUserName() async throws -> Bool {
+        try await writer.read { db in try Bool.fetchOne(db, sql: "SELECT 1 FROM state WHERE key = 'userName'") ?? false }
     }
 
     /// Where copies of the files of assets waiting to be uploaded are kept.

@@ -68,7 +68,7 @@ extension RecordCache {
             guard let key = try zoneKey(zoneID, in: db) else { return [] }
             zones[key] = zoneID
         } else {
-            for row in try Row.fetchAll(db, sql: "SELECT id, name FROM zones") { zones[row[0]] = ZoneID(zoneName: row[1]) }
+            for row in try Row.fetchAll(db, sql: "SELECT id, name, owner FROM zones") { zones[row[0]] = Self.zoneID(name: row[1], owner: row[2]) }
         }
         guard !zones.isEmpty else { return [] }
         // The field types it has fetched, of every type (key paths step into them).

@@ -31,15 +31,16 @@ extension RecordCache {
     func pendingChanges(limit: Int = 5000) async throws -> [PendingChange] {
         try await writer.read { db in
             let rows = try Row.fetchAll(db, sql: """
-                SELECT o.id, o.zone_id, z.name, o.name, o.kind, o.changed_keys FROM outbox o JOIN zones z ON z.id = o.zone_id
+                SELECT o.id, o.zone_id, z.name, o.name, o.kind, o.changed_keys, z.owner FROM outbox o JOIN zones z ON z.id = o.zone_id
                 ORDER BY o.id LIMIT ?
                 """, arguments: [limit])
             var order: [String] = []
             var folded: [String: PendingChange] = [:]
             for row in rows {
                 let zoneName: String = row[2]
+                let owner: String = row[6]
                 let name: String = row[3]
-                let key = zoneName + "\u{0}" + name
+                let key = owner + "\u{0}" + zoneName + "\u{0}" + name
                 let kind: PendingChange.Kind = (row[4] as String) == "delete" ? .delete : .save
                 let keysJSON: String? = row[5]
                 let keys = try keysJSON.map { Set(try JSONDecoder().decode([String].self, from: Data($0.utf8))) } ?? []
@@ -53,7 +54,7 @@ extension RecordCache {
                     folded[key] = change
                 } else {
                     order.append(key)
-                    folded[key] = PendingChange(zoneID: ZoneID(zoneName: zoneName), name: name, kind: kind, lastEntry: row[0], changedKeys: keys)
+                    folded[key] = PendingChange(zoneID: Self.zoneID(name: zoneName, owner: owner), name: name, kind: kind, lastEntry: row[0], changedKeys: keys)
                 }
             }
             var changes: [PendingChange] = []
@@ -159,12 +160,16 @@ extension RecordCache {
     ///
     /// Changed records replace their cached copies, except records with queued local edits
     /// (their conflict is settled when they are sent). Tombstones remove records, queued edits
-    /// included: a deletion on the server (a cascade, say) wins.
+    /// included: a deletion on the server (a cascade, say, or a record leaving a share) wins.
     ///
     /// - Parameter resetting: the zone is being fetched again from scratch (its token expired):
     ///   cached records without queued edits are dropped first.
-    func apply(_ page: ZoneChangesPage, to zoneID: ZoneID, resetting: Bool) async throws {
-        try await writer.write { db in
+    /// - Returns: the records whose queued edits a tombstone dropped.
+    @discardableResult
+    func apply(_ page: ZoneChangesPage, to zoneID: ZoneID, resetting: Bool) async throws -> [RecordModel.Record.ID] {
+        let sharedDatabase = self.sharedDatabase
+        return try await writer.write { db in
+            var dropped: [RecordModel.Record.ID] = []
             let zone = try Self.zoneKeyCreating(zoneID, in: db)
             if resetting {
                 try db.execute(sql: "DELETE FROM refs WHERE zone_id = ? AND source NOT IN (SELECT name FROM outbox WHERE zone_id = ?)", arguments: [zone, zone])
@@ -186,6 +191,7 @@ extension RecordCache {
                     try Self.remove(record.recordName, zone: zone, in: db)
                     if queued.contains(record.recordName) {
                         try db.execute(sql: "DELETE FROM outbox WHERE zone_id = ? AND name = ?", arguments: [zone, record.recordName])
+                        dropped.append(id)
                     }
                 } else if !queued.contains(record.recordName) {
                     let text = offset < page.fieldsText.count ? page.fieldsText[offset] : nil
@@ -204,6 +210,18 @@ extension RecordCache {
                 }
             }
             try rows.notifyObservers()
+            if sharedDatabase {
+                // What the user may do in each share it takes part in, as its share record says.
+                for record in page.changes where record.deleted || ShareInfo.recordTypes.contains(record.recordType) {
+                    if let info = record.shareInfo, !record.deleted {
+                        let permission = info.currentUserParticipant?.type == .owner ? SharePermission.readWrite : info.currentUserParticipant?.permission ?? .none
+                        try db.cachedStatement(sql: "INSERT OR REPLACE INTO share_permissions(zone_id, share, permission) VALUES (?, ?, ?)")
+                            .execute(arguments: [zone, record.recordName, permission.rawValue])
+                    } else if record.deleted {
+                        try db.cachedStatement(sql: "DELETE FROM share_permissions WHERE zone_id = ? AND share = ?").execute(arguments: [zone, record.recordName])
+                    }
+                }
+            }
             for (recordType, fields) in page.fieldTypes ?? ZoneChangesPage.fieldTypes(of: page.modifications) {
                 for (field, type) in fields {
                     try db.cachedStatement(sql: "INSERT OR IGNORE INTO schema_fields(record_type, field, type) VALUES (?, ?, ?)")
@@ -211,24 +229,31 @@ extension RecordCache {
                 }
             }
             try db.cachedStatement(sql: "UPDATE zones SET token = ? WHERE id = ?").execute(arguments: [page.changeToken.rawValue, zone])
+            return dropped
         }
     }
 
     /// Forgets a zone's token, so the next fetch starts from scratch.
     func forgetToken(of zoneID: ZoneID) async throws {
         try await writer.write { db in
-            try db.execute(sql: "UPDATE zones SET token = NULL WHERE name = ?", arguments: [zoneID.zoneName])
+            try db.execute(sql: "UPDATE zones SET token = NULL WHERE name = ? AND owner = ?", arguments: [zoneID.zoneName, try Self.ownerKey(zoneID, in: db)])
         }
     }
 
     /// Removes a zone that was deleted on the server: its records, queued edits and token.
-    func purge(_ zoneID: ZoneID) async throws {
+    ///
+    /// - Returns: the records whose local edits were queued, now dropped with the zone.
+    @discardableResult
+    func purge(_ zoneID: ZoneID) async throws -> [RecordModel.Record.ID] {
         try await writer.write { db in
-            guard let zone = try Self.zoneKey(zoneID, in: db) else { return }
-            for table in ["records", "refs", "search_tokens", "search_locations", "outbox"] {
+            guard let zone = try Self.zoneKey(zoneID, in: db) else { return [] }
+            let dropped = try String.fetchAll(db, sql: "SELECT name FROM outbox WHERE zone_id = ? GROUP BY name ORDER BY MIN(id)", arguments: [zone])
+                .map { RecordModel.Record.ID(recordName: $0, zoneID: zoneID) }
+            for table in ["records", "refs", "search_tokens", "search_locations", "outbox", "share_permissions"] {
                 try db.execute(sql: "DELETE FROM \(table) WHERE zone_id = ?", arguments: [zone])
             }
             try db.execute(sql: "DELETE FROM zones WHERE id = ?", arguments: [zone])
+            return dropped
         }
     }
 

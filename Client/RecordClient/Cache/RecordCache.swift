@@ -22,10 +22,17 @@ public final class RecordCache: Sendable {
     /// their record), `downloads/` fetched assets (trimmed to a size, never touching `pending/`).
     public let assetDirectory: URL
 
+    /// Whether the cache holds a shared database (``Database/Scope/shared``): its zones are
+    /// other users', each named with its owner. A cache of one's own databases ignores zone
+    /// owners (a zone ID from the server names its owner; one an app makes may not).
+    public let sharedDatabase: Bool
+
     /// Opens (creating if needed) the cache file at `path`; `":memory:"` makes an in-memory cache.
     ///
+    /// - Parameter sharedDatabase: the cache is for the shared database (kept in the file: a
+    ///   cache opened so once stays so).
     /// - Throws: GRDB's `DatabaseError` when the file cannot be opened or migrated.
-    public init(path: String) throws {
+    public init(path: String, sharedDatabase: Bool = false) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(30)
         // Checkpoints every 4,000 log pages (16 MB) rather than 1,000: a large fetch (with the
@@ -50,7 +57,11 @@ public final class RecordCache: Sendable {
         try Self.migrator.migrate(writer)
         // A fetch that suspended the references-by-target index and never finished (the process
         // ended) left it out.
-        try writer.write { db in try db.execute(sql: Self.createReferenceIndexSQL) }
+        self.sharedDatabase = try writer.write { db in
+            try db.execute(sql: Self.createReferenceIndexSQL)
+            if sharedDatabase { try db.execute(sql: "INSERT OR IGNORE INTO state(key, value) VALUES ('sharedDatabase', '1')") }
+            return try Bool.fetchOne(db, sql: "SELECT 1 FROM state WHERE key = 'sharedDatabase'") ?? false
+        }
     }
 
     /// The schema, as named migrations; a shipped migration is never edited.
@@ -138,6 +149,27 @@ public final class RecordCache: Sendable {
         migrator.registerMigration("v3-parent") { db in
             try db.execute(sql: "ALTER TABLE records ADD COLUMN parent TEXT")
         }
+        // Shared zones: a zone is its name and its owner (`''` in a cache of one's own
+        // databases; two owners may share zones of one name), keeping each zone's id; and what
+        // the cache's user may do in each share it takes part in, from the share records fetched.
+        migrator.registerMigration("v4-shared") { db in
+            try db.execute(sql: """
+                CREATE TABLE zones_owned(
+                    id INTEGER PRIMARY KEY,
+                    name TEXT NOT NULL,
+                    owner TEXT NOT NULL DEFAULT '',
+                    token TEXT,
+                    UNIQUE(name, owner));
+                INSERT INTO zones_owned(id, name, token) SELECT id, name, token FROM zones;
+                DROP TABLE zones;
+                ALTER TABLE zones_owned RENAME TO zones;
+                CREATE TABLE share_permissions(
+                    zone_id INTEGER NOT NULL,
+                    share TEXT NOT NULL,
+                    permission TEXT NOT NULL,
+                    PRIMARY KEY(zone_id, share)) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 
@@ -201,9 +233,11 @@ public final class RecordCache: Sendable {
         try await writer.read { db in try Self.fetchRecord(id, in: db)?.record }
     }
 
-    /// The zones the cache knows, with records or a token.
+    /// The zones the cache knows, with records or a token (a shared zone with its owner).
     public func zoneIDs() async throws -> [ZoneID] {
-        try await writer.read { db in try String.fetchAll(db, sql: "SELECT name FROM zones ORDER BY name").map { ZoneID(zoneName: $0) } }
+        try await writer.read { db in
+            try Row.fetchAll(db, sql: "SELECT name, owner FROM zones ORDER BY name, owner").map { Self.zoneID(name: $0[0], owner: $0[1]) }
+        }
     }
 
     /// Every cached record of a zone, by name (for comparisons and export).
@@ -244,7 +278,8 @@ public final class RecordCache: Sendable {
     /// The saved change token of a zone.
     public func changeToken(for zoneID: ZoneID) async throws -> ServerChangeToken? {
         try await writer.read { db in
-            try String.fetchOne(db, sql: "SELECT token FROM zones WHERE name = ?", arguments: [zoneID.zoneName]).map(ServerChangeToken.init)
+            try String.fetchOne(db, sql: "SELECT token FROM zones WHERE name = ? AND owner = ?", arguments: [zoneID.zoneName, try Self.ownerKey(zoneID, in: db)])
+                .map(ServerChangeToken.init)
         }
     }
 
@@ -257,14 +292,27 @@ public final class RecordCache: Sendable {
         var serverRecord: RecordModel.Record?
     }
 
+    /// A zone is its name and its owner (``ownerKey(_:in:)``).
     static func zoneKey(_ zoneID: ZoneID, in db: SQLDatabase) throws -> Int64? {
-        try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM zones WHERE name = ?"), arguments: [zoneID.zoneName])
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM zones WHERE name = ? AND owner = ?"), arguments: [zoneID.zoneName, try ownerKey(zoneID, in: db)])
     }
 
     static func zoneKeyCreating(_ zoneID: ZoneID, in db: SQLDatabase) throws -> Int64 {
         if let key = try zoneKey(zoneID, in: db) { return key }
-        try db.execute(sql: "INSERT INTO zones(name) VALUES (?)", arguments: [zoneID.zoneName])
+        try db.execute(sql: "INSERT INTO zones(name, owner) VALUES (?, ?)", arguments: [zoneID.zoneName, try ownerKey(zoneID, in: db)])
         return db.lastInsertedRowID
+    }
+
+    /// The `owner` a zone ID's zone is stored with: its owner in a shared database's cache,
+    /// `''` in a cache of one's own databases, whatever the zone ID names.
+    static func ownerKey(_ zoneID: ZoneID, in db: SQLDatabase) throws -> String {
+        guard let owner = zoneID.ownerRecordName, !owner.isEmpty else { return "" }
+        return try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM state WHERE key = 'sharedDatabase'")) == true ? owner : ""
+    }
+
+    /// The zone ID of a `zones` row.
+    static func zoneID(name: String, owner: String) -> ZoneID {
+        ZoneID(zoneName: name, ownerRecordName: owner.isEmpty ? nil : owner)
     }
 
     static func fetchRecord(_ id: RecordModel.Record.ID, in db: SQLDatabase) throws -> CachedRecord? {

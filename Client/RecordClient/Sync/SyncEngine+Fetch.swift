@@ -5,8 +5,13 @@ import RecordModel
 public struct FetchReport: Sendable, Hashable {
     /// Zones whose changes were fetched.
     public var fetchedZones: [ZoneID] = []
-    /// Zones deleted on the server and purged from the cache.
+    /// Zones deleted on the server (or, in the shared database, no longer shared with the
+    /// user) and purged from the cache.
     public var purgedZones: [ZoneID] = []
+    /// The records whose queued local edits were dropped, never sent: with a purged zone, or
+    /// by a deletion on the server (the record, deleted or no longer in a share the user
+    /// takes part in, left the cache).
+    public var droppedEdits: [Record.ID] = []
     /// Changed records written to the cache.
     public var changedRecordCount = 0
     /// Tombstones applied.
@@ -31,7 +36,19 @@ extension SyncEngine {
         try await passLock.withLock { try await fetchChangesNow() }
     }
 
+    /// A zone ID as the engine's cache keeps it: with its owner in the shared database, by
+    /// name alone in one's own.
+    func cacheZone(_ zoneID: ZoneID) -> ZoneID {
+        database.scope == .shared ? zoneID : ZoneID(zoneName: zoneID.zoneName)
+    }
+
     private func fetchChangesNow() async throws -> FetchReport {
+        try checkCacheScope()
+        if database.scope == .shared, try await !cache.hasUserName() {
+            // The name the server's refusals give the user, for the cache's own.
+            let user = try await retrying("users/current") { try await database.container.currentUser() }
+            try await cache.setUserName(user.userName ?? "")
+        }
         var report = FetchReport()
         var token = try await cache.databaseToken()
         var changed: [ZoneID] = []
@@ -44,12 +61,14 @@ extension SyncEngine {
             token = page.changeToken
             if !page.moreComing { break }
         }
-        for zone in deleted where !changed.contains(where: { $0.zoneName == zone.zoneName }) {
-            try await cache.purge(zone)
+        // In the shared database a zone is its name and its owner; in one's own, its name.
+        let changedZones = changed.map(cacheZone).uniqued()
+        for zone in deleted.map(cacheZone).uniqued() where !changedZones.contains(zone) {
+            report.droppedEdits += try await cache.purge(zone)
             report.purgedZones.append(zone)
         }
-        for zone in changed {
-            try await fetchZone(ZoneID(zoneName: zone.zoneName), into: &report)
+        for zone in changedZones {
+            try await fetchZone(zone, into: &report)
         }
         if let token { try await cache.setDatabaseToken(token) }
         return report
@@ -93,7 +112,7 @@ extension SyncEngine {
         enum Step: Sendable {
             case loaded(round: Int, page: Int, Result<HTTPTransport.Answer, any Error>)
             case decoded(round: Int, page: Int, Result<ZoneChangesPage, any Error>)
-            case applied(round: Int, Result<(changed: Int, deleted: Int, moreComing: Bool), any Error>)
+            case applied(round: Int, Result<(changed: Int, deleted: Int, moreComing: Bool, dropped: [Record.ID]), any Error>)
         }
         try await withThrowingTaskGroup(of: Step.self) { stages in
             var round = 0
@@ -155,8 +174,8 @@ extension SyncEngine {
                 applying = true
                 stages.addTask { [round] in
                     do {
-                        try await cache.apply(page, to: zoneID, resetting: replacing)
-                        return .applied(round: round, .success((page.modifications.count, page.deletions.count, page.moreComing)))
+                        let dropped = try await cache.apply(page, to: zoneID, resetting: replacing)
+                        return .applied(round: round, .success((page.modifications.count, page.deletions.count, page.moreComing, dropped)))
                     } catch {
                         return .applied(round: round, .failure(error))
                     }
@@ -168,6 +187,7 @@ extension SyncEngine {
                 switch step {
                 case .applied(let stepRound, let result):
                     applying = false
+                    if case .success(let written) = result { report.droppedEdits += written.dropped }
                     guard stepRound == round else { break }  // a write of the fetch started over
                     let written = try result.get()
                     report.changedRecordCount += written.changed
@@ -198,7 +218,7 @@ extension SyncEngine {
                     stages.cancelAll()
                     // A write in progress finishes (or is cancelled) before the zone is purged.
                     while let step = try await stages.next() { _ = step }
-                    try await cache.purge(zoneID)
+                    report.droppedEdits += try await cache.purge(zoneID)
                     report.purgedZones.append(zoneID)
                     return
                 case .loaded(_, let page, .failure(let error)), .decoded(_, let page, .failure(let error)):

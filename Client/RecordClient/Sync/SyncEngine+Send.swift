@@ -30,6 +30,7 @@ extension SyncEngine {
     }
 
     private func sendChangesNow() async throws -> SendReport {
+        try checkCacheScope()
         var report = SendReport()
         for _ in 0..<configuration.maximumSendRounds {
             let pending = try await cache.pendingChanges()

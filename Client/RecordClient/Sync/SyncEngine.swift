@@ -84,6 +84,15 @@ public final class SyncEngine: Sendable {
         return merged
     }
 
+    /// Refuses a shared database's engine over a cache of one's own databases, and the reverse:
+    /// the two keep zones differently (``RecordCache/sharedDatabase``).
+    func checkCacheScope() throws {
+        guard cache.sharedDatabase != (database.scope == .shared) else { return }
+        throw RecordSyncError(.badRequest, cache.sharedDatabase
+            ? "this cache holds a shared database; sync it with container.sharedCloudDatabase"
+            : "the shared database needs a cache opened with RecordCache(path:sharedDatabase: true)")
+    }
+
     /// Saves a record locally and queues it for sending (see ``RecordCache/save(_:)``).
     @discardableResult
     public func save(_ record: Record) async throws -> Record { try await cache.save(record) }

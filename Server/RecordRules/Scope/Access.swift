@@ -92,6 +92,8 @@ struct Access: Sendable {
     private let signedIn: Bool
     /// The caller, as a refusal names it.
     private let callerDescription: String
+    /// A participant's user name (``RecordSyncError/participantRefused(_:recordName:user:share:sharePermission:)``).
+    private var participantName = ""
 
     /// Whether the caller reads every record (its own private database, or a zone shared with it
     /// as a whole).
@@ -107,8 +109,10 @@ struct Access: Sendable {
 
     /// The access of a participant of the share `participation` names, to the zone it shares.
     static func participant(_ user: User, _ participation: Participation) -> Access {
-        Access(types: nil, defaults: TypePermissions(), caller: user.userRecordName, signedIn: true,
-               callerDescription: "user \(NameRules.quoted(user.name))", participation: participation)
+        var access = Access(types: nil, defaults: TypePermissions(), caller: user.userRecordName, signedIn: true,
+                            callerDescription: "user \(NameRules.quoted(user.name))", participation: participation)
+        access.participantName = user.name
+        return access
     }
 
     /// The access of the caller of a request in `scope` (the database of container `containerKey`;
@@ -247,9 +251,11 @@ struct Access: Sendable {
         guard !may(permission, recordType, createdBy: creator, recordName: recordName) else { return }
         if let participation {
             let part = participation.part(reaching: recordName) ?? participation.parts[0]
+            if recordType != ShareInfo.recordType, permission == .create || participation.part(reaching: recordName) != nil {
+                throw RecordSyncError.participantRefused(permission, recordName: recordName, user: participantName, share: part.share, sharePermission: part.permission)
+            }
             let why = recordType == ShareInfo.recordType ? "only the owner changes a share (a participant who deletes it leaves it)"
-                : permission != .create && participation.part(reaching: recordName) == nil ? "it is not in a share \(callerDescription) takes part in"
-                : "\(callerDescription) takes part in share \(NameRules.quoted(part.share)) \(part.permission == .readOnly ? "read-only" : "with permission \(part.permission.rawValue)")"
+                : "it is not in a share \(callerDescription) takes part in"
             throw RecordSyncError(.accessDenied, "\(permission.rawValue) permission on record \(NameRules.quoted(recordName)) is not granted: \(why)", recordName: recordName)
         }
         let whose = permission == .create ? "" : " (record \(NameRules.quoted(recordName))" + (creator == caller ? ", which they created)" : ", created by another user)")

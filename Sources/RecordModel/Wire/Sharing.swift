@@ -101,6 +101,16 @@ public struct ShareInfo: Sendable, Hashable {
     public static let zoneShareName = "cloudkit.zoneshare"
 }
 
+extension RecordSyncError {
+    /// The refusal of `permission` on record `recordName` to a participant (`user`, the name it
+    /// was created with) of share `share` that may not do it there: the server's answer, and the
+    /// client cache's when it refuses a read-only participant's local edit before queueing it.
+    public static func participantRefused(_ permission: SchemaPermission, recordName: String, user: String, share: String, sharePermission: SharePermission) -> RecordSyncError {
+        RecordSyncError(.accessDenied, "\(permission.rawValue) permission on record \(NameRules.quoted(recordName)) is not granted: user \(NameRules.quoted(user)) takes part in share \(NameRules.quoted(share)) "
+                        + (sharePermission == .readOnly ? "read-only" : "with permission \(sharePermission.rawValue)"), recordName: recordName)
+    }
+}
+
 /// What a save of a share record asks for, beside its fields.
 public struct ShareEdit: Sendable, Hashable {
     /// The root of a record share (`forRecord`); `nil` for a zone share.
