@@ -206,7 +206,9 @@ struct ShareCommand: AsyncParsableCommand {
         func run() async throws {
             try await reportingErrors {
                 let database = try connection.makeDatabase()
-                try await database.deleteRecord(withID: Record.ID(recordName: name, zoneID: zone.zoneID))
+                // Only a share record: any other name would delete a record, its cascade included.
+                let (share, _) = try await ShareCommand.fetch(name, zone: zone.zoneID, from: database)
+                try await database.delete(share)
                 Console.line(database.scope == .shared ? "left \(name)" : "deleted \(name)")
             }
         }

@@ -77,6 +77,10 @@ import Testing
             #expect(await recordctl(["zones", "list"] + shared).lines.isEmpty)
             let resynced = await recordctl(["sync", "--cache", cache] + shared)
             #expect(resynced.lines.contains("zone Lists of \(aliceName) is gone (deleted, or no longer shared with you)"), "\(resynced.output) \(resynced.errors)")
+            // share delete deletes shares alone, never the record it is given by mistake.
+            let mistaken = await recordctl(["share", "delete", "groceries", "--zone", "Lists"] + alice)
+            #expect(mistaken.status == 1 && mistaken.errors.contains("not a share"), "\(mistaken.errors)")
+            #expect(await recordctl(["records", "get", "groceries", "--zone", "Lists"] + alice).status == 0)
             // The owner deletes a share.
             #expect(await recordctl(["share", "delete", "groceries-share", "--zone", "Lists"] + alice).lines == ["deleted groceries-share"])
             #expect(await recordctl(["share", "show", "groceries-share", "--zone", "Lists"] + alice).status == 1)
