@@ -2,7 +2,8 @@ import Foundation
 import RecordModel
 
 extension RecordStore {
-    /// `records/modify`: saves and deletes, targets before sources, with cascades (``ModifyBatch``).
+    /// `records/modify`: saves and deletes, targets before sources, with cascades (``ModifyBatch``);
+    /// a dry run (`recordSyncDryRun`) answers as the batch would and undoes it.
     /// The notifier is told of the zone if the batch changed it: for the owner's private
     /// database, and the shared database of each participant the change reached.
     public func modifyRecords(_ request: ModifyRecordsRequest, in scope: DatabaseScope) async throws -> RecordsResponse {
@@ -28,7 +29,7 @@ extension RecordStore {
             var batch = ModifyBatch(request: request, scope: scope, access: try Access.load(scope, zone: zone, containerKey: database.containerKey, in: transaction), zone: zone,
                                     containerKey: database.containerKey, limits: limits, transaction: transaction)
             let (response, commit) = try batch.run(request, validated: validation)
-            guard commit else { return .rollback((response, nil)) }
+            guard commit, request.recordSyncDryRun != true else { return .rollback((response, nil)) }
             return .commit((response, batch.changedZone ? (zone.zoneID, batch.participantsReached) : nil))
         }
         if let (zoneID, participants) = changed {

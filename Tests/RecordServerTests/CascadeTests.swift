@@ -20,6 +20,28 @@ import Testing
         }
     }
 
+    /// `recordSyncDryRun`: the answer names what a delete would take along, and nothing is
+    /// deleted, announced or changed in the feed.
+    @Test func aDryRunSaysWhatACascadeWouldDeleteAndDeletesNothing() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            try await alice.save([.artist("monet"), .artwork("lilies", by: "monet"), .artwork("study", by: "monet"),
+                                  Record(recordName: "note", recordType: "Note", fields: ["on": .reference(Reference(recordName: "lilies", action: .deleteSelf))])])
+            let before = try await alice.allChanges()
+            let reply = try await alice.post("records/modify", #"{"operations": [{"operationType": "forceDelete", "record": {"recordName": "monet"}}], "recordSyncDryRun": true}"#)
+            #expect(reply.status == 200, "\(reply.reason)")
+            guard case .success(_, let cascaded)? = try reply.decode(RecordsResponse.self).records.first else { Issue.record("\(reply.json)"); return }
+            #expect(cascaded == ["lilies", "note", "study"])
+            #expect(try await alice.allChanges(since: before.token).records.isEmpty)
+            let still = try await alice.post("records/lookup", LookupRecordsRequest(records: ["monet", "lilies", "note"].map { LookupRecordsRequest.Entry(recordName: $0) }))
+            #expect(try still.decode(RecordsResponse.self).records.allSatisfy { $0.error == nil })
+            // The same request without the flag deletes them.
+            let done = try await alice.post("records/modify", #"{"operations": [{"operationType": "forceDelete", "record": {"recordName": "monet"}}]}"#)
+            #expect(try done.decode(RecordsResponse.self).records.first?.error == nil)
+            #expect(try await alice.allChanges(since: before.token).records.count == 4)
+        }
+    }
+
     /// Within a level, a cascade removes a record's owners by reference field, in the order the
     /// field names were first stored; a batch stores the names its saves carry sorted by name
     /// (whatever order it saves in), so `alpha` comes before `zeta` though `zeta` is saved first.

@@ -33,6 +33,29 @@ import Testing
         }
     }
 
+    /// `query.recordSyncPredicate`: the predicate language on the wire, compiled by the server
+    /// to the filters the same format gives the client library, ANDed after `filterBy`'s.
+    @Test func aQueryMaySayItsFiltersInThePredicateLanguage() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            try await QueryTests.seed(alice)
+            let format = "year == 1901 OR (tags CONTAINS 'oil' AND NOT year < 1905)"
+            let byPredicate = try await alice.post("records/query", #"{"query": {"recordType": "Artwork", "recordSyncPredicate": "\#(format)"}}"#)
+            #expect(byPredicate.status == 200, "\(byPredicate.reason)")
+            let byFilters = try await alice.post("records/query", QueryRecordsRequest(query: Query(recordType: "Artwork", filterBy: try RecordPredicate(format: format).filters)))
+            #expect(try Self.names(byPredicate) == Self.names(byFilters) && Self.names(byFilters) == ["w1", "w6", "w9"])
+            // Beside filterBy, ANDed.
+            let both = try await alice.post("records/query", Self.query(##"[{"comparator": "EQUALS", "fieldName": "year", "fieldValue": {"value": 1901}}], "recordSyncPredicate": "year > 1900""##))
+            #expect(both.status == 200, "\(both.reason)")
+            #expect(try Self.names(both) == ["w1"])
+            // One that does not parse is named, with its token.
+            let bad = try await alice.post("records/query", #"{"query": {"recordType": "Artwork", "recordSyncPredicate": "year >> 3"}}"#)
+            #expect(bad.code == "BAD_REQUEST" && bad.reason.hasPrefix("query.recordSyncPredicate: "), "\(bad.reason)")
+            let placeholder = try await alice.post("records/query", #"{"query": {"recordType": "Artwork", "recordSyncPredicate": "year == %@"}}"#)
+            #expect(placeholder.code == "BAD_REQUEST" && placeholder.reason.contains("query.recordSyncPredicate"), "\(placeholder.reason)")
+        }
+    }
+
     /// Clients that use the schema's names send system fields as `fieldName` (`___createTime`,
     /// `___modTime`, `___createdBy`, `___modifiedBy`, `___recordID`, the last three compared as
     /// references): the same answers as `systemFieldName`.

@@ -92,7 +92,7 @@ extension ModifyRecordsRequest: Codable, JSONDirectWritable, JSONDirectDecodable
     public init(from decoder: any Decoder) throws { self = try JSONWire.decode(Self.self, from: decoder) }
     public func encode(to encoder: any Encoder) throws { try JSONWire.encode(self, to: encoder) }
 
-    /// `{"atomic"?, "desiredKeys"?, "numbersAsStrings"?, "operations", "zoneID"?}`.
+    /// `{"atomic"?, "desiredKeys"?, "numbersAsStrings"?, "operations", "recordSyncDryRun"?, "zoneID"?}`.
     func write(to writer: inout JSONWriter) throws {
         var first = true
         writer.open()
@@ -101,12 +101,13 @@ extension ModifyRecordsRequest: Codable, JSONDirectWritable, JSONDirectDecodable
         if let numbersAsStrings { writer.key("numbersAsStrings", first: &first); writer.writeBool(numbersAsStrings) }
         writer.key("operations", first: &first)
         try writer.array(operations) { try $1.write(to: &$0) }
+        if let recordSyncDryRun { writer.key("recordSyncDryRun", first: &first); writer.writeBool(recordSyncDryRun) }
         if let zoneID { writer.key("zoneID", first: &first); zoneID.write(to: &writer) }
         writer.close()
     }
 
     init(direct parser: inout JSONParser) throws {
-        var operations: [RecordOperation]?, zoneID: ZoneID?, atomic: Bool?, desiredKeys: [String]?, numbersAsStrings: Bool?
+        var operations: [RecordOperation]?, zoneID: ZoneID?, atomic: Bool?, desiredKeys: [String]?, numbersAsStrings: Bool?, dryRun: Bool?
         try parser.forEachMember { parser, key in
             switch key {
             case "operations": operations = try parser.directArray(of: RecordOperation.self)
@@ -114,12 +115,14 @@ extension ModifyRecordsRequest: Codable, JSONDirectWritable, JSONDirectDecodable
             case "atomic": atomic = try parser.directOptionalBool()
             case "desiredKeys": desiredKeys = try parser.directOptionalStrings()
             case "numbersAsStrings": numbersAsStrings = try parser.directOptionalBool()
+            case "recordSyncDryRun": dryRun = try parser.directOptionalBool()
             default: try parser.skipValue()
             }
         }
         guard let operations else { throw DecodingError.missing("operations") }
         self.init(operations: operations, zoneID: zoneID, atomic: atomic, desiredKeys: desiredKeys)
         self.numbersAsStrings = numbersAsStrings
+        self.recordSyncDryRun = dryRun
     }
 }
 

@@ -105,6 +105,9 @@ public struct ModifyRecordsRequest: Sendable, Hashable {
     /// CloudKit JS's option: `INT64` and `DOUBLE` values in the answer's fields are written as
     /// strings (``WireForm/numbersAsStrings``).
     public var numbersAsStrings: Bool?
+    /// Extension: run the batch and answer as it would, cascades included, then undo it:
+    /// nothing is stored, announced or counted.
+    public var recordSyncDryRun: Bool?
 
     /// Creates a request.
     public init(operations: [RecordOperation], zoneID: ZoneID? = nil, atomic: Bool? = nil, desiredKeys: [String]? = nil) {

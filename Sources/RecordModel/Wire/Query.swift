@@ -321,6 +321,11 @@ public struct QuerySort: Sendable, Hashable, Codable {
 }
 
 /// What a query asks for: records of one type that pass every filter, in the given order.
+///
+/// Extension: a query read from JSON may say its filters in the predicate language instead
+/// of (or beside) `filterBy`, as `recordSyncPredicate` (`"year > 1900 AND artist.name ==
+/// 'Monet'"`, ``RecordPredicate``'s format without placeholders); its filters are ANDed after
+/// `filterBy`'s, so the query holds them as if sent in `filterBy`.
 public struct Query: Sendable, Hashable, Codable {
     public var recordType: String
     public var filterBy: [QueryFilter]?
@@ -331,6 +336,33 @@ public struct Query: Sendable, Hashable, Codable {
         self.recordType = recordType
         self.filterBy = filterBy
         self.sortBy = sortBy
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case recordType, filterBy, sortBy, recordSyncPredicate
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        recordType = try container.decode(String.self, forKey: .recordType)
+        filterBy = try container.decodeIfPresent([QueryFilter].self, forKey: .filterBy)
+        sortBy = try container.decodeIfPresent([QuerySort].self, forKey: .sortBy)
+        if let format = try container.decodeIfPresent(String.self, forKey: .recordSyncPredicate) {
+            let predicate: RecordPredicate
+            do {
+                predicate = try RecordPredicate(format: format, argumentArray: [])
+            } catch let error as RecordSyncError {
+                throw DecodingError.dataCorruptedError(forKey: .recordSyncPredicate, in: container, debugDescription: error.reason)
+            }
+            if !predicate.filters.isEmpty { filterBy = (filterBy ?? []) + predicate.filters }
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(recordType, forKey: .recordType)
+        try container.encodeIfPresent(filterBy, forKey: .filterBy)
+        try container.encodeIfPresent(sortBy, forKey: .sortBy)
     }
 }
 
