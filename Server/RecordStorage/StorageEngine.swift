@@ -127,12 +127,34 @@ public protocol StorageTransaction: AnyObject {
     func storedOperators() throws -> [StoredOperator]
     /// Removes the operator named `name`; `false` if there was none.
     func deleteOperator(named name: String) throws -> Bool
+    /// Stores a console session (its token's hash known to be new).
+    func insertConsoleSession(_ session: StoredConsoleSession) throws
+    /// The console session whose token's SHA-256 is `tokenHash`, with its operator as stored
+    /// now, or `nil` (no such session, or its operator revoked).
+    func consoleSession(tokenHash: Data) throws -> (session: StoredConsoleSession, operator: StoredOperator)?
+    /// Sets when a console session was last used.
+    func touchConsoleSession(tokenHash: Data, at: Int64) throws
+    /// Removes a console session; `false` if there was none.
+    func deleteConsoleSession(tokenHash: Data) throws -> Bool
+    /// Removes the console sessions that ended before `now` or were idle since before
+    /// `idleSince`, and every session of `operatorName` when given; how many went.
+    func deleteConsoleSessions(endedBefore now: Int64, idleSince: Int64, ofOperator operatorName: String?) throws -> Int
+    /// Adds requests to the request log.
+    func insertRequests(_ requests: [StoredRequest]) throws
+    /// The newest requests of the log that `filter` matches, newest first.
+    func requests(matching filter: RequestLogFilter) throws -> [StoredRequest]
+    /// Removes the requests answered before `before`, and the oldest beyond the newest
+    /// `keepingAtMost`; how many went.
+    func deleteRequests(before: Int64, keepingAtMost: Int64) throws -> Int
     /// Records what an operator did.
     func insertAuditEntry(_ entry: AuditEntry) throws
     /// The newest `limit` entries of the audit log, newest first.
     func auditEntries(limit: Int) throws -> [AuditEntry]
     /// The key of a container in an environment, or `nil` when nothing was ever stored in it.
     func containerKey(named name: String, environment: String) throws -> Int64?
+    /// Every container in each environment something was stored in, by name, and whether its
+    /// schema is locked.
+    func containerNames() throws -> [(name: String, environment: String, locked: Bool)]
     /// A number that grows whenever a token stops being valid before its expiry (revoked, or its
     /// user deleted), so that servers holding tokens in memory know to read them again.
     func revocationSequence() throws -> Int64
@@ -941,6 +963,94 @@ public struct StoredAccountCode: Sendable, Hashable {
 }
 
 /// A named operator as stored (its secret only as a SHA-256).
+/// A request in the request log (docs/console.md, "The request log").
+public struct StoredRequest: Sendable, Hashable, Codable {
+    /// Its place in the log (0 until stored).
+    public var id: Int64 = 0
+    /// When it was answered, in milliseconds since 1970.
+    public var at: Int64
+    /// The node that answered it.
+    public var node: String
+    public var requestID: String
+    public var method: String
+    /// Without its query.
+    public var path: String
+    /// The route's pattern (`/database/1/{container}/{environment}/{database}/records/modify`).
+    public var endpoint: String
+    /// The user it was sent as (`""`: none, or a signed-out visitor).
+    public var userRecordName: String
+    public var userName: String
+    /// The operator who sent it (acting as the user, or on the operators' API), or `""`.
+    public var operatorName: String
+    public var status: Int
+    /// The error its answer carries (`CONFLICT`), or for a batch the errors of its records, or `""`.
+    public var errorCode: String
+    /// From the request's arrival to its answer's head.
+    public var micros: Int64
+
+    public init(id: Int64 = 0, at: Int64, node: String, requestID: String, method: String, path: String, endpoint: String, userRecordName: String,
+                userName: String, operatorName: String, status: Int, errorCode: String, micros: Int64) {
+        self.id = id
+        self.at = at
+        self.node = node
+        self.requestID = requestID
+        self.method = method
+        self.path = path
+        self.endpoint = endpoint
+        self.userRecordName = userRecordName
+        self.userName = userName
+        self.operatorName = operatorName
+        self.status = status
+        self.errorCode = errorCode
+        self.micros = micros
+    }
+}
+
+/// Which requests of the log to read: each condition given must hold.
+public struct RequestLogFilter: Sendable, Hashable {
+    /// A user's name or record name.
+    public var user: String?
+    /// A substring of the path.
+    public var path: String?
+    /// The status, or its class (`4` for 4xx).
+    public var status: Int?
+    /// An error code the answer carries.
+    public var errorCode: String?
+    /// Only requests before this one in the log (paging back).
+    public var before: Int64?
+    public var limit: Int
+
+    public init(user: String? = nil, path: String? = nil, status: Int? = nil, errorCode: String? = nil, before: Int64? = nil, limit: Int = 100) {
+        self.user = user
+        self.path = path
+        self.status = status
+        self.errorCode = errorCode
+        self.before = before
+        self.limit = limit
+    }
+}
+
+/// A web console's session (docs/console.md, "Signing in").
+public struct StoredConsoleSession: Sendable, Hashable {
+    /// The SHA-256 of the session's cookie.
+    public var tokenHash: Data
+    public var operatorName: String
+    /// In milliseconds since 1970, as the next three.
+    public var createdAt: Int64
+    /// When a request last used it.
+    public var seenAt: Int64
+    /// When it ends however it is used.
+    public var expiresAt: Int64
+
+    public init(tokenHash: Data, operatorName: String, createdAt: Int64, seenAt: Int64, expiresAt: Int64) {
+        self.tokenHash = tokenHash
+        self.operatorName = operatorName
+        self.createdAt = createdAt
+        self.seenAt = seenAt
+        self.expiresAt = expiresAt
+    }
+}
+
 public struct StoredOperator: Sendable, Hashable {
     public var name: String
     public var secretHash: Data

@@ -192,6 +192,77 @@ extension SQLStorageTransaction {
         try run("DELETE FROM operators WHERE name = \(name)") > 0
     }
 
+    public func insertConsoleSession(_ session: StoredConsoleSession) throws {
+        try run("""
+            INSERT INTO console_sessions(token_hash, operator, created_at, seen_at, expires_at)
+            VALUES (\(session.tokenHash), \(session.operatorName), \(session.createdAt), \(session.seenAt), \(session.expiresAt))
+            """)
+    }
+
+    public func consoleSession(tokenHash: Data) throws -> (session: StoredConsoleSession, operator: StoredOperator)? {
+        try fetch("""
+            SELECT s.operator, s.created_at, s.seen_at, s.expires_at, o.secret_hash, o.scopes, o.created_at
+            FROM console_sessions s JOIN operators o ON o.name = s.operator WHERE s.token_hash = \(tokenHash)
+            """).first.map {
+            (StoredConsoleSession(tokenHash: tokenHash, operatorName: try $0.string(0), createdAt: try $0.int64(1), seenAt: try $0.int64(2), expiresAt: try $0.int64(3)),
+             StoredOperator(name: try $0.string(0), secretHash: try $0.data(4), scopes: try $0.string(5).split(separator: " ").map(String.init), createdAt: try $0.int64(6)))
+        }
+    }
+
+    public func touchConsoleSession(tokenHash: Data, at: Int64) throws {
+        try run("UPDATE console_sessions SET seen_at = \(at) WHERE token_hash = \(tokenHash)")
+    }
+
+    public func deleteConsoleSession(tokenHash: Data) throws -> Bool {
+        try run("DELETE FROM console_sessions WHERE token_hash = \(tokenHash)") > 0
+    }
+
+    public func deleteConsoleSessions(endedBefore now: Int64, idleSince: Int64, ofOperator operatorName: String?) throws -> Int {
+        let ended = try run("DELETE FROM console_sessions WHERE expires_at < \(now) OR seen_at < \(idleSince)")
+        guard let operatorName else { return ended }
+        return ended + (try run("DELETE FROM console_sessions WHERE operator = \(operatorName)"))
+    }
+
+    public func insertRequests(_ requests: [StoredRequest]) throws {
+        for request in requests {
+            try run("""
+                INSERT INTO request_log(at, node, request_id, method, path, endpoint, user_record, user_name, operator, status, error_code, micros)
+                VALUES (\(request.at), \(request.node), \(request.requestID), \(request.method), \(request.path), \(request.endpoint), \(request.userRecordName),
+                        \(request.userName), \(request.operatorName), \(request.status), \(request.errorCode), \(request.micros))
+                """)
+        }
+    }
+
+    public func requests(matching filter: RequestLogFilter) throws -> [StoredRequest] {
+        var statement: SQLStatement = """
+            SELECT id, at, node, request_id, method, path, endpoint, user_record, user_name, operator, status, error_code, micros FROM request_log
+            WHERE id < \(filter.before ?? Int64.max)
+            """
+        if let user = filter.user { statement = "\(statement) AND (user_name = \(user) OR user_record = \(user))" }
+        if let path = filter.path { statement = "\(statement) AND path LIKE \("%" + Self.likeEscaped(path) + "%") ESCAPE '!'" }
+        if let status = filter.status {
+            statement = status < 10 ? "\(statement) AND status >= \(status * 100) AND status < \(status * 100 + 100)" : "\(statement) AND status = \(status)"
+        }
+        if let code = filter.errorCode { statement = "\(statement) AND error_code LIKE \("%" + Self.likeEscaped(code) + "%") ESCAPE '!'" }
+        statement = "\(statement) ORDER BY id DESC LIMIT \(filter.limit)"
+        return try fetch(statement).map {
+            StoredRequest(id: try $0.int64(0), at: try $0.int64(1), node: try $0.string(2), requestID: try $0.string(3), method: try $0.string(4), path: try $0.string(5),
+                          endpoint: try $0.string(6), userRecordName: try $0.string(7), userName: try $0.string(8), operatorName: try $0.string(9),
+                          status: Int(try $0.int64(10)), errorCode: try $0.string(11), micros: try $0.int64(12))
+        }
+    }
+
+    /// `text` with `LIKE`'s wildcards and the escape `!` escaped by `!`.
+    static func likeEscaped(_ text: String) -> String {
+        text.replacingOccurrences(of: "!", with: "!!").replacingOccurrences(of: "%", with: "!%").replacingOccurrences(of: "_", with: "!_")
+    }
+
+    public func deleteRequests(before: Int64, keepingAtMost: Int64) throws -> Int {
+        let old = try run("DELETE FROM request_log WHERE at < \(before)")
+        guard let top = try fetch("SELECT max(id) FROM request_log").first?.optionalInt64(0) else { return old }
+        return old + (try run("DELETE FROM request_log WHERE id <= \(top - keepingAtMost)"))
+    }
+
     public func insertAuditEntry(_ entry: AuditEntry) throws {
         try run("INSERT INTO operator_audit(operator, at, action, target) VALUES (\(entry.operatorName), \(entry.at), \(entry.action), \(entry.target))")
     }
@@ -206,7 +277,14 @@ extension SQLStorageTransaction {
         try fetch("SELECT id FROM containers WHERE name = \(name) AND environment = \(environment)").first?.int64(0)
     }
 
+    public func containerNames() throws -> [(name: String, environment: String, locked: Bool)] {
+        try fetch("SELECT name, environment, schema_locked FROM containers ORDER BY name, environment").map {
+            (try $0.string(0), try $0.string(1), try $0.bool(2))
+        }
+    }
+
     public func deleteUser(_ key: Int64) throws {
+        try run("DELETE FROM request_log WHERE user_record = (SELECT record_name FROM users WHERE id = \(key))")
         try run("DELETE FROM user_usage WHERE user_record = (SELECT record_name FROM users WHERE id = \(key))")
         try run("DELETE FROM tokens WHERE user_id = \(key)")
         try run("DELETE FROM identities WHERE user_id = \(key)")

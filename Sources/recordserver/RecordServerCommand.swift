@@ -185,12 +185,27 @@ extension RecordServerCommand {
         @Option(help: "Failed attempts, and mails asked for, from one client address within 15 minutes before THROTTLED.")
         var addressFailures: Int = 50
 
+        @Flag(help: "Serve the web console at /console, for named operators (their name and secret sign them in; docs/console.md).")
+        var console = false
+
+        @Option(help: "Hours a console session lasts however it is used (with --console).")
+        var consoleSessionHours: Int = 12
+
+        @Option(help: "Minutes a console session may stay unused before it ends (with --console).")
+        var consoleIdleMinutes: Int = 30
+
+        @Option(help: "Hours the request log keeps a request (with --console; at most a million requests are kept).")
+        var requestLogHours: Int = 24
+
         @Option(help: "scrypt's N for new password hashes (a power of two from 1024 to 1048576).")
         var passwordHashRounds: Int = PasswordHashing.standard.rounds
 
         func validate() throws {
             guard (1...3650).contains(sessionDays) else { throw ValidationError("--session-days must be between 1 and 3650") }
             if let problem = PasswordHashing.problem(withRounds: passwordHashRounds) { throw ValidationError("--password-hash-rounds: \(problem)") }
+            guard (1...720).contains(consoleSessionHours) else { throw ValidationError("--console-session-hours must be between 1 and 720") }
+            guard (1...1440).contains(consoleIdleMinutes) else { throw ValidationError("--console-idle-minutes must be between 1 and 1440") }
+            guard (1...720).contains(requestLogHours) else { throw ValidationError("--request-log-hours must be between 1 and 720") }
             guard signInFailures > 0, addressFailures > 0 else { throw ValidationError("--sign-in-failures and --address-failures must be positive") }
             if smtp != nil, mailDirectory != nil { throw ValidationError("--smtp and --mail-directory are two places for the same mails: give one") }
             if signUp != .closed, smtp == nil, mailDirectory == nil {
@@ -240,6 +255,10 @@ extension RecordServerCommand {
             configuration.accounts.throttle.failuresPerAccount = signInFailures
             configuration.accounts.throttle.failuresPerAddress = addressFailures
             configuration.mailFrom = mailFrom
+            if console {
+                configuration.console = ConsoleSessionLimits(lifetime: .seconds(consoleSessionHours * 3600), idle: .seconds(consoleIdleMinutes * 60))
+                configuration.requestLogRetention = .seconds(requestLogHours * 3600)
+            }
             do {
                 configuration.identityProviders = try IdentityProviderSettings.read(file: identityProviders, signInWithApple: signInWithApple)
                 configuration.trustedProxies = try TrustedProxies(trustedProxy)

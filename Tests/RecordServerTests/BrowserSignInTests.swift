@@ -15,7 +15,7 @@ import TestSupport
 /// `form_post`); a site the app's token does not list, and one naming another callback, get
 /// nothing. The server, the app and the other site are three sites (`rs.test`, `localhost`,
 /// `evil.test`), as in the wild.
-@Suite(.serialized) struct BrowserSignInTests {
+@Suite(.serialized, .enabled(if: WebDriver.isAvailable, Comment(rawValue: WebDriver.missing))) struct BrowserSignInTests {
     static let container = "iCloud.test.Gallery"
 
     /// The test's web app. `app.html?server=S&api=A` signs in as CloudKit JS does, then saves a

@@ -29,14 +29,29 @@ public final class WebDriver: @unchecked Sendable {
         candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
+    /// chromedriver's and Chromium's executables, or `nil` when either is missing.
+    static var executables: (driver: String, browser: String)? {
+        let environment = ProcessInfo.processInfo.environment
+        guard let driver = executable([environment["RECORDSYNC_TEST_CHROMEDRIVER"], "/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver"].compactMap { $0 }),
+              let browser = executable([environment["RECORDSYNC_TEST_CHROMIUM"], "/usr/bin/chromium", "/usr/bin/chromium-browser"].compactMap { $0 }) else {
+            return nil
+        }
+        return (driver, browser)
+    }
+
+    /// Whether the machine has Chromium and chromedriver: the browser suites run only then, and
+    /// are reported skipped otherwise, saying why (``missing``).
+    public static let isAvailable = executables != nil
+
+    /// Why the browser suites are skipped on a machine without a browser.
+    public static let missing = "no chromium and chromedriver on this machine: install Debian's chromium and chromium-driver (.ci/run does) to run the browser tests"
+
     /// Starts chromedriver and a headless Chromium session with a window of `width`×`height`
     /// (`javascript` false: with JavaScript turned off). Every host name ending `.test`
     /// resolves to 127.0.0.1, so that a test's sites can be different sites on one machine
     /// (cookies and `SameSite` tell sites by host, not by port).
     public static func start(width: Int = 1280, height: Int = 800, javascript: Bool = true) async throws -> WebDriver {
-        let environment = ProcessInfo.processInfo.environment
-        guard let driver = executable([environment["RECORDSYNC_TEST_CHROMEDRIVER"], "/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver"].compactMap { $0 }),
-              let browser = executable([environment["RECORDSYNC_TEST_CHROMIUM"], "/usr/bin/chromium", "/usr/bin/chromium-browser"].compactMap { $0 }) else {
+        guard let (driver, browser) = executables else {
             throw WebDriverError("no chromium and chromedriver: install Debian's chromium and chromium-driver (.ci/run does)")
         }
         let client = HTTPClient(eventLoopGroupProvider: .singleton)

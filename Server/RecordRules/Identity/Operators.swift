@@ -17,6 +17,19 @@ public enum OperatorScope: String, Sendable, Hashable, CaseIterable, Codable {
     case all
 }
 
+/// How long a web console's session lasts (docs/console.md, "Signing in").
+public struct ConsoleSessionLimits: Sendable, Hashable {
+    /// However it is used, a session ends this long after the sign-in.
+    public var lifetime: Duration = .seconds(12 * 60 * 60)
+    /// A session unused this long ends.
+    public var idle: Duration = .seconds(30 * 60)
+
+    public init(lifetime: Duration = .seconds(12 * 60 * 60), idle: Duration = .seconds(30 * 60)) {
+        self.lifetime = lifetime
+        self.idle = idle
+    }
+}
+
 /// An operator, as a request's secret proved it.
 public struct Operator: Sendable, Hashable {
     public var name: String
@@ -75,6 +88,7 @@ extension RecordStore {
             guard try transaction.deleteOperator(named: name) else {
                 throw RecordSyncError(.notFound, "there is no operator \(NameRules.quoted(name))")
             }
+            _ = try transaction.deleteConsoleSessions(endedBefore: Self.now(), idleSince: 0, ofOperator: name)
             return .commit(())
         }
     }
@@ -82,6 +96,55 @@ extension RecordStore {
     /// The operator holding the secret whose SHA-256 is `secretHash`, or `nil`.
     public func checkOperator(secretHash: Data) async throws -> Operator? {
         try await engine.read { transaction in try transaction.storedOperator(secretHash: secretHash).map(Self.operatorValue) }
+    }
+
+    // MARK: Console sessions
+
+    /// Signs an operator in to the web console: when `name` holds the secret whose SHA-256 is
+    /// `secretHash`, stores a session for the cookie whose SHA-256 is `tokenHash` (ending after
+    /// `limits.lifetime`, or `limits.idle` unused), records the sign-in in the audit log and
+    /// answers the operator; else `nil`, storing nothing. Sessions that ended are removed on
+    /// the way.
+    public func openConsoleSession(operatorName name: String, secretHash: Data, tokenHash: Data, limits: ConsoleSessionLimits) async throws -> Operator? {
+        let now = Self.now()
+        return try await engine.write { transaction in
+            guard let stored = try transaction.storedOperator(secretHash: secretHash), stored.name == name else { return .rollback(nil) }
+            _ = try transaction.deleteConsoleSessions(endedBefore: now, idleSince: now - limits.idle.milliseconds, ofOperator: nil)
+            try transaction.insertConsoleSession(StoredConsoleSession(tokenHash: tokenHash, operatorName: name, createdAt: now, seenAt: now,
+                                                                      expiresAt: now + limits.lifetime.milliseconds))
+            try transaction.insertAuditEntry(AuditEntry(operatorName: name, at: now, action: "console sign-in", target: ""))
+            return .commit(Self.operatorValue(stored))
+        }
+    }
+
+    /// The operator a console session signed in, as stored now (its scopes of this moment), or
+    /// `nil` when the session is unknown, ended, idle past `limits.idle` or its operator revoked.
+    /// A session used more than a minute after its last use is marked used now.
+    public func consoleOperator(tokenHash: Data, limits: ConsoleSessionLimits) async throws -> Operator? {
+        let now = Self.now()
+        guard let (session, stored) = try await engine.read({ transaction in try transaction.consoleSession(tokenHash: tokenHash) }),
+              session.expiresAt > now, session.seenAt > now - limits.idle.milliseconds else { return nil }
+        if session.seenAt < now - 60_000 {
+            try await engine.write { transaction in
+                try transaction.touchConsoleSession(tokenHash: tokenHash, at: now)
+                return .commit(())
+            }
+        }
+        return Self.operatorValue(stored)
+    }
+
+    /// Ends a console session (signing out), recording it in the audit log; `false` when there
+    /// was none.
+    @discardableResult
+    public func closeConsoleSession(tokenHash: Data) async throws -> Bool {
+        let now = Self.now()
+        return try await engine.write { transaction in
+            guard let (session, _) = try transaction.consoleSession(tokenHash: tokenHash), try transaction.deleteConsoleSession(tokenHash: tokenHash) else {
+                return .rollback(false)
+            }
+            try transaction.insertAuditEntry(AuditEntry(operatorName: session.operatorName, at: now, action: "console sign-out", target: ""))
+            return .commit(true)
+        }
     }
 
     /// Records what an operator did through the API.
@@ -96,6 +159,12 @@ extension RecordStore {
     /// The newest `limit` entries of the audit log, newest first.
     public func auditLog(limit: Int) async throws -> [AuditEntry] {
         try await engine.read { transaction in try transaction.auditEntries(limit: max(1, min(limit, 10_000))) }
+    }
+
+    /// Every container in each environment something was stored in, by name, and whether its
+    /// schema is locked.
+    public func containers() async throws -> [(name: String, environment: String, locked: Bool)] {
+        try await engine.read { transaction in try transaction.containerNames() }
     }
 
     /// The schema of a container in an environment: each record type's fields and their types,

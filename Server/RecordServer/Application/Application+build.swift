@@ -94,16 +94,24 @@ public func buildApplication(
     let router = Router(context: RequestContextWithAddress.self)
     let metrics = ServerMetrics()
     // Outermost: it sees the answer the client gets, errors turned into answers included.
-    router.add(middleware: RequestLogMiddleware(logger: configuration.logger, metrics: metrics))
+    // The console's request log, kept on every node that serves the console.
+    let journal = configuration.console.map { _ in
+        RequestJournal(store: store, node: RequestJournal.nodeName(), retention: configuration.requestLogRetention,
+                       maximum: configuration.requestLogMaximum, logger: configuration.logger)
+    }
+    router.add(middleware: RequestLogMiddleware(logger: configuration.logger, metrics: metrics, journal: journal))
     let apiTokens = APITokenCache()
     // Outside the error middleware, so that error answers carry its headers too.
     router.add(middleware: CORSMiddleware(store: store, apiTokens: apiTokens))
     router.add(middleware: ErrorMiddleware())
+    let console = configuration.console.map {
+        ConsoleSessions(store: store, limits: $0, trustedProxies: configuration.trustedProxies, publicURL: configuration.publicURL, scheme: scheme)
+    }
     let readAhead = ChangePageReadAhead<PreparedResponse>()
     DatabaseRoutes(store: store, limits: configuration.limits, maximumBodyBytes: configuration.maximumBodyBytes, readAhead: readAhead,
                    publicURL: configuration.publicURL, scheme: scheme, webcourierWait: configuration.webcourierWait, metrics: metrics,
                    rateLimiter: configuration.rateLimit.map { RateLimiter($0) }, apiTokens: apiTokens,
-                   userTokensAsAPIToken: configuration.userTokensAsAPIToken)
+                   userTokensAsAPIToken: configuration.userTokensAsAPIToken, console: console)
         .register(on: router)
     let providers = try IdentityRoutes.providers(configuration.identityProviders)
     IdentityRoutes(store: store, providers: providers, sessionLifetime: configuration.sessionLifetime)
@@ -113,7 +121,8 @@ public func buildApplication(
     }
     let accounts = Accounts(store: store, settings: configuration.accounts)
     let mailer = configuration.mail.map { Mailer(settings: $0, from: configuration.mailFrom) }
-    AdminRoutes(store: store, accounts: accounts).register(on: router)
+    AdminRoutes(store: store, accounts: accounts, console: console, journal: journal).register(on: router)
+    if let console { ConsoleRoutes(sessions: console, accounts: accounts).register(on: router) }
     AccountRoutes(accounts: accounts, mailer: mailer, sessionLifetime: configuration.sessionLifetime, trustedProxies: configuration.trustedProxies)
         .register(on: router)
     SignInPage(store: store, apiTokens: apiTokens, accounts: accounts, mailer: mailer, providers: providers.filter { $0.settings.web != nil },
@@ -150,14 +159,17 @@ public func buildApplication(
     var frameworkLogger = logger
     frameworkLogger.logLevel = max(logger.logLevel, .warning)
     let host = configuration.host
+    var services: [any Service] = [
+        KeepAlive(notifier: store.notifier, interval: configuration.keepAliveInterval), readAhead,
+        Collector(store: store, interval: configuration.assetCollectionInterval, notificationRetention: configuration.notificationRetention, logger: logger),
+        SearchIndexBuilder(store: store, interval: configuration.searchIndexBuildInterval, logger: logger),
+    ]
+    if let journal { services.append(journal) }
     return Application(
         router: router,
         server: server,
         configuration: .init(address: .hostname(host, port: configuration.port), serverName: "recordserver"),
-        services: [KeepAlive(notifier: store.notifier, interval: configuration.keepAliveInterval), readAhead,
-                   Collector(store: store, interval: configuration.assetCollectionInterval, notificationRetention: configuration.notificationRetention,
-                             logger: logger),
-                   SearchIndexBuilder(store: store, interval: configuration.searchIndexBuildInterval, logger: logger)],
+        services: services,
         onServerRunning: { channel in
             let port = channel.localAddress?.port ?? configuration.port
             logger.notice("listening on \(scheme)://\(host):\(port)")

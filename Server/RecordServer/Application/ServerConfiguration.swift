@@ -77,6 +77,13 @@ public struct ServerConfiguration: Sendable {
     /// The proxies whose `X-Forwarded-For` gives a client's address (what sign-ins are
     /// throttled by); none: the peer's address.
     public var trustedProxies = try! TrustedProxies([])
+    /// The web console at `/console` for named operators (docs/console.md), with how long its
+    /// sessions last; `nil` (unless `--console`): no console, and no cookie opens anything.
+    public var console: ConsoleSessionLimits?
+    /// How long the request log keeps a request (with the console only; docs/console.md, "The
+    /// request log"), and the most requests it keeps.
+    public var requestLogRetention: Duration = .seconds(24 * 60 * 60)
+    public var requestLogMaximum: Int64 = 1_000_000
     /// The logger for the server's own messages.
     public var logger = Logger(label: "recordserver")
 

@@ -5,18 +5,41 @@ import RecordModel
 import RecordRules
 
 /// The operators' API (docs/protocol.md, "Operators"), under `/admin/1/`, for a named
-/// operator's secret (`Authorization: Bearer rsop_…`) only; each request is checked against the
-/// operator's scopes and recorded in the audit log with its name. (On the database API an
-/// operator acts as a user: ``DatabaseRoutes``.)
+/// operator's secret (`Authorization: Bearer rsop_…`) or a web console's session
+/// (``ConsoleSessions``) only; each request is checked against the operator's scopes and
+/// recorded in the audit log with its name. (On the database API an operator acts as a user:
+/// ``DatabaseRoutes``.)
 struct AdminRoutes: Sendable {
     let store: RecordStore
     let accounts: Accounts
+    /// The console's sessions, when the console is on.
+    let console: ConsoleSessions?
+    /// The request log this node writes, when the console is on.
+    let journal: RequestJournal?
 
     func register(on router: Router<RequestContextWithAddress>) {
         route(router, .get, "operator", needs: nil) { caller, _, _ in
             try JSONBody.response(OperatorInfo(name: caller.name, scopes: caller.scopes.map(\.rawValue).sorted()))
         }
-        route(router, .get, "users", needs: .users) { _, _, _ in
+        route(router, .get, "containers", needs: nil) { _, _, _ in
+            let containers = try await store.containers().map { AdminContainer(name: $0.name, environment: $0.environment, schemaLocked: $0.locked) }
+            return try JSONBody.response(["containers": containers])
+        }
+        // The request log (with the console): the newest requests of every node, filtered.
+        route(router, .get, "requests", needs: .read) { _, _, request in
+            guard let journal else {
+                throw RecordSyncError(.badRequest, "this server keeps no request log: it is kept with the console (recordserver serve --console)")
+            }
+            // What this node holds yet is written first, so that a request just answered is found.
+            await journal.flush()
+            let query = request.uri.queryParameters
+            let text = { (name: String) -> String? in query.get(name).flatMap { $0.isEmpty ? nil : $0 } }
+            let filter = RequestLogFilter(user: text("user"), path: text("path"), status: text("status").flatMap { Int($0) }, errorCode: text("code"),
+                                          before: text("before").flatMap { Int64($0) }, limit: text("limit").flatMap { Int($0) } ?? 100)
+            return try JSONBody.response(AdminRequests(node: journal.node, requests: try await store.requestLog(matching: filter)))
+        }
+        // Who there is to act as: for reading as a user (`read`) as for managing users.
+        route(router, .get, "users", needs: .users, or: .read) { _, _, _ in
             var users: [AdminUser] = []
             for (user, createdAt, tokens) in try await store.users() {
                 users.append(AdminUser(name: user.name, userRecordName: user.userRecordName, createdAt: createdAt, tokens: tokens,
@@ -44,7 +67,8 @@ struct AdminRoutes: Sendable {
             let entries = try await store.auditLog(limit: limit).map { AdminAuditEntry(operator: $0.operatorName, at: $0.at, action: $0.action, target: $0.target) }
             return try JSONBody.response(["entries": entries])
         }
-        route(router, .get, ":container/:environment/schema", needs: .schema) { _, _, request in
+        // The schema as it is: for reading records (`read`) as for changing it.
+        route(router, .get, ":container/:environment/schema", needs: .schema, or: .read) { _, _, request in
             let (container, environment) = try Self.containerAndEnvironment(of: request)
             // `?format=ckdb`: the schema in CloudKit's schema language, as cktool exports it.
             if request.uri.queryParameters.get("format") == "ckdb" {
@@ -139,21 +163,26 @@ struct AdminRoutes: Sendable {
                  body: ResponseBody(byteBuffer: ByteBuffer(string: schema.written)))
     }
 
-    /// A route for operators holding `scope` (`nil`: any operator), recorded in the audit log.
+    /// A route for operators holding `scope` (`nil`: any operator), or `orScope` beside it,
+    /// recorded in the audit log.
     private func route(_ router: Router<RequestContextWithAddress>, _ method: HTTPRequest.Method, _ path: String, needs scope: OperatorScope?,
-                       maximumBody: Int = 64 * 1024, _ handle: @escaping @Sendable (Operator, Data, Request) async throws -> Response) {
-        router.on(RouterPath("/admin/1/\(path)"), method: method) { request, _ in
+                       or orScope: OperatorScope? = nil, maximumBody: Int = 64 * 1024,
+                       _ handle: @escaping @Sendable (Operator, Data, Request) async throws -> Response) {
+        router.on(RouterPath("/admin/1/\(path)"), method: method) { request, context in
             let body = Data(buffer: try await request.body.collect(upTo: maximumBody))
-            let caller = try await Self.caller(of: request, store: store)
-            if let scope { try caller.require(scope, for: "\(method.rawValue) /admin/1/\(path)") }
+            let caller = try await Self.caller(of: request, peer: context.remoteAddress?.ipAddress, store: store, console: console)
+            RequestNotes.sender(operator: caller.name)
+            if let scope, !(orScope.map(caller.allows) ?? false) { try caller.require(scope, for: "\(method.rawValue) /admin/1/\(path)") }
             try await store.audit(caller.name, action: "\(method.rawValue) \(request.uri.path)", target: Self.target(of: body))
             return try await handle(caller, body, request)
         }
     }
 
-    /// The operator whose secret the request carries.
-    static func caller(of request: Request, store: RecordStore) async throws -> Operator {
+    /// The operator whose secret the request carries, else whose console session (with the
+    /// console's CSRF header) it carries.
+    static func caller(of request: Request, peer: String?, store: RecordStore, console: ConsoleSessions?) async throws -> Operator {
         guard let header = request.headers[.authorization] else {
+            if let console, let found = try await console.caller(of: request, peer: peer) { return found }
             throw RecordSyncError(.authenticationRequired, "the operators' API needs an operator's secret: 'Authorization: Bearer rsop_…' (recordserver operator add)")
         }
         let parts = header.split(separator: " ", maxSplits: 1)
@@ -182,6 +211,8 @@ struct AdminRoutes: Sendable {
 
 struct OperatorInfo: Codable { var name: String; var scopes: [String] }
 struct AdminUser: Codable { var name, userRecordName: String; var createdAt: Int64; var tokens: Int; var signsInWith: [String] }
+struct AdminRequests: Encodable { var node: String; var requests: [StoredRequest] }
+struct AdminContainer: Codable { var name, environment: String; var schemaLocked: Bool }
 struct AdminNamedRequest: Codable { var name: String }
 struct AdminRoleRequest: Codable { var name, role: String }
 struct AdminInviteRequest: Codable { var email: String?; var days: Int? }

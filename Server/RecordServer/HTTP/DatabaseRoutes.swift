@@ -30,6 +30,9 @@ struct DatabaseRoutes: Sendable {
     /// Whether a `ckAPIToken` that is no API token is taken as a user's token (the documented
     /// choice of earlier releases, on by default).
     let userTokensAsAPIToken: Bool
+    /// The console's sessions, when the console is on: an operator signed in to it acts as
+    /// users as its secret would.
+    let console: ConsoleSessions?
 
     /// The URL the request reached this server at, for the asset URLs an answer carries.
     static var base: String { JSONBody.context.base }
@@ -44,6 +47,9 @@ struct DatabaseRoutes: Sendable {
         ("records/modify", [.post], false, { routes, body, scope in
             let request = try JSONBody.decode(ModifyRecordsRequest.self, from: body)
             let answer = try await routes.store.modifyRecords(request, in: scope)
+            // The request log names the errors of the batch's records (answered with 200).
+            let failures = answer.records.compactMap { $0.error?.code.rawValue }
+            if !failures.isEmpty { RequestNotes.failed(Set(failures).sorted().joined(separator: " ")) }
             return try JSONBody.response(answer, numbersAsStrings: request.numbersAsStrings == true)
         }),
         ("records/lookup", [.post], true, { routes, body, scope in
@@ -166,6 +172,7 @@ struct DatabaseRoutes: Sendable {
         router.get("/database/1/:container/:environment/:database/notifications") { request, context in
             do {
                 let scope = try await self.scope(of: request, context: context, visitors: false)
+                RequestNotes.sender(scope.user)
                 // The request read to its end: a connection whose request is still being read
                 // counts as idle, and would be closed under a stream that goes on.
                 try await Self.drain(request)
@@ -219,6 +226,7 @@ struct DatabaseRoutes: Sendable {
                 throw RecordSyncError(.limitExceeded, "the request body is larger than the limit of \(maximumBodyBytes) bytes")
             }
             let scope = try await self.scope(of: request, context: context, database: database, body: body, visitors: visitors, writes: writes)
+            RequestNotes.sender(scope.user)
             if let rateLimiter, scope.user != .visitor, let wait = rateLimiter.admit(scope.user.id) {
                 throw RecordSyncError(.throttled, "too many requests: at most \(rateLimiter.limit.rate.formatted()) a second per user; try again in \(wait.formatted(.number.precision(.fractionLength(0...2)))) s",
                                       retryAfter: wait)
@@ -316,6 +324,9 @@ struct DatabaseRoutes: Sendable {
             }
             return scope
         }
+        if request.headers[.authorization] == nil, let console, let found = try await console.caller(of: request, peer: context.remoteAddress?.ipAddress) {
+            return try scope(of: context, user: try await actingUser(request, operator: found, writes: writes), database: given)
+        }
         let (token, apiToken) = try Credentials.token(in: request, userTokensAsAPIToken: userTokensAsAPIToken)
         var app: StoredAPIToken?
         if let apiToken {
@@ -339,7 +350,10 @@ struct DatabaseRoutes: Sendable {
         }
         let hash = Credentials.hash(token)
         if Credentials.isOperatorSecret(token) {
-            return try scope(of: context, user: try await actingUser(request, operatorSecretHash: hash, writes: writes), database: given)
+            guard let found = try await store.checkOperator(secretHash: hash) else {
+                throw RecordSyncError(.authenticationFailed, "the operator's secret is not valid (never issued, or revoked)")
+            }
+            return try scope(of: context, user: try await actingUser(request, operator: found, writes: writes), database: given)
         }
         let user: User
         switch try await tokens.check(hash, revocations: { try await store.revocationSequence() }, revoked: { await store.notifier.endStreams() },
@@ -360,12 +374,10 @@ struct DatabaseRoutes: Sendable {
 
     /// The user an operator acts as (`X-RecordSync-Act-As: NAME`), once its scope is checked
     /// (`write` for an endpoint that writes, else `read`) and the request is in the audit log
-    /// under its name. An operator's secret is read from the store at every request, so a
-    /// revoked one is refused at once on every server.
-    private func actingUser(_ request: Request, operatorSecretHash hash: Data, writes: Bool) async throws -> User {
-        guard let found = try await store.checkOperator(secretHash: hash) else {
-            throw RecordSyncError(.authenticationFailed, "the operator's secret is not valid (never issued, or revoked)")
-        }
+    /// under its name. An operator's secret (or console session) is read from the store at
+    /// every request, so a revoked one is refused at once on every server.
+    private func actingUser(_ request: Request, operator found: Operator, writes: Bool) async throws -> User {
+        RequestNotes.sender(operator: found.name)
         try found.require(writes ? .write : .read, for: writes ? "write as a user" : "read as a user")
         guard let name = request.headers[Credentials.actAsHeader], !name.isEmpty else {
             throw RecordSyncError(.badRequest, "an operator acts as a user on the database API: name them in X-RecordSync-Act-As")

@@ -130,6 +130,7 @@ enum JSONBody {
 
     /// The JSON error response for `error`, with the HTTP status of its code.
     static func response(for error: RecordSyncError) -> Response {
+        RequestNotes.failed(error.code.rawValue)
         let data = (try? JSONValueEncoder().encode(ErrorBody(error))) ?? Data()
         var headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
         if let retryAfter = error.retryAfter { headers[.retryAfter] = String(Int(retryAfter.rounded(.up))) }

@@ -77,6 +77,7 @@ extension StorageSchema {
                         postgres: ["DROP FUNCTION recordsync_change_page(BIGINT, BIGINT, BIGINT, TEXT[], INT)", changePageFunction,
                                    usageInsertedFunction, usageUpdatedFunction, usageDeletedFunction]),
         ]),
+        SchemaMigration("console", [.createTable(consoleSessions), .createTable(requestLog)]),
     ]
 
     /// What the schema held before `schema-lifecycle`, in its terms (docs/deploying.md,

@@ -114,6 +114,45 @@ public enum StorageSchema {
         IndexDefinition("operator_audit_by_time", ["at"]),
     ])
 
+    /// The web console's sessions (docs/console.md, "Signing in"): each cookie kept as its
+    /// SHA-256, the operator it signed in (by name: revoking the operator removes them), when
+    /// it began, when it was last used (for the idle limit) and when it ends at the latest.
+    public static let consoleSessions = TableDefinition("console_sessions", [
+        ColumnDefinition("token_hash", .bytes),
+        .name("operator"),
+        ColumnDefinition("created_at", .int64),
+        ColumnDefinition("seen_at", .int64),
+        ColumnDefinition("expires_at", .int64),
+    ], primaryKey: ["token_hash"], indexes: [
+        IndexDefinition("console_sessions_by_operator", ["operator"]),
+        IndexDefinition("console_sessions_by_expiry", ["expires_at"]),
+    ])
+
+    /// The request log (docs/console.md, "The request log"): each request every node answered
+    /// lately, kept `--request-log-hours` (24) and at most a million rows: when, which node,
+    /// its request id, method and path (never its query), the route's pattern, who sent it (the
+    /// user, and the operator acting as them), its status and error code, its time in
+    /// microseconds.
+    public static let requestLog = TableDefinition("request_log", [
+        ColumnDefinition("id", .int64, generated: .rowid),
+        ColumnDefinition("at", .int64),
+        ColumnDefinition("node", .text),
+        ColumnDefinition("request_id", .text),
+        ColumnDefinition("method", .text),
+        ColumnDefinition("path", .text),
+        ColumnDefinition("endpoint", .text),
+        .name("user_record"),
+        .name("user_name"),
+        .name("operator"),
+        ColumnDefinition("status", .int32),
+        .name("error_code"),
+        ColumnDefinition("micros", .int64),
+    ], primaryKey: ["id"], indexes: [
+        IndexDefinition("request_log_by_time", ["at"]),
+        IndexDefinition("request_log_by_user", ["user_name", "id"]),
+        IndexDefinition("request_log_by_user_record", ["user_record", "id"]),
+    ])
+
     /// Counts revocations (its single row), so that servers holding tokens in memory notice one.
     public static let tokenRevocations = TableDefinition("token_revocations", [
         ColumnDefinition("id", .int32, check: "id = 1"),
@@ -574,7 +613,7 @@ public enum StorageSchema {
 
     /// Every table, targets of foreign keys first (the order `data copy` fills them in).
     public static let tables: [TableDefinition] = [
-        users, tokens, identities, accounts, accountCodes, signInAttempts, operators, operatorAudit, tokenRevocations, serverKeys, signaturesSeen, apiTokens, signInFlows, userUsage,
+        users, tokens, identities, accounts, accountCodes, signInAttempts, operators, operatorAudit, consoleSessions, requestLog, tokenRevocations, serverKeys, signaturesSeen, apiTokens, signInFlows, userUsage,
         containers, databases, zones, zoneIncarnations, schemaFields, schemaTypes, schemaGrants, schemaRoles, userRoles, schemaHistory,
         refFields, records, refs, searchTokens, searchBlocks, searchPostings, searchMembers, searchLocations, searchTypes, searchBuilds, tombstones,
         shares, shareParticipants, shareDepartures,

@@ -10,6 +10,20 @@ import NIOCore
 enum SignInHTML {
     /// A page: `title`, then `body` (HTML, its text escaped by the caller) in the page's card.
     static func page(title: String, body: String) -> String {
+        document(title: title, head: """
+            <link rel="stylesheet" href="/signin/assets/signin.css">
+            <script src="/signin/assets/signin.js" defer></script>
+            """, body: """
+            <main class="card">
+            \(body)
+            </main>
+            """)
+    }
+
+    /// An HTML document of the server's pages (the sign-in page's, the console's): `title`
+    /// (escaped here), `head` (its style sheet and script) and `body` (HTML, its text escaped by
+    /// the caller), the body of class `bodyClass`.
+    static func document(title: String, head: String, bodyClass: String? = nil, body: String) -> String {
         """
         <!doctype html>
         <html lang="en">
@@ -18,29 +32,29 @@ enum SignInHTML {
         <meta name="viewport" content="width=device-width, initial-scale=1">
         <meta name="referrer" content="no-referrer">
         <title>\(escaped(title))</title>
-        <link rel="stylesheet" href="/signin/assets/signin.css">
-        <script src="/signin/assets/signin.js" defer></script>
+        \(head)
         </head>
-        <body>
-        <main class="card">
+        <body\(bodyClass.map { " class=\"\(escaped($0))\"" } ?? "")>
         \(body)
-        </main>
         </body>
         </html>
 
         """
     }
 
-    /// The headers of every page: no framing (`frame-ancestors 'none'`), scripts, styles and
-    /// images from this server only, forms sent to this server or to `formTargets` (a form's
-    /// redirect counts: a provider's sign-in page, the app's callback), nothing kept.
-    static func headers(formTargets: [String] = []) -> HTTPFields {
+    /// The headers of every page of the server's (the sign-in page's, the console's): no
+    /// framing (`frame-ancestors 'none'`), no plug-ins (`object-src 'none'`), scripts, styles
+    /// and images from this server only (no inline script), requests of scripts to this server
+    /// only when `connect` (else none), forms sent to this server or to `formTargets` (a
+    /// form's redirect counts: a provider's sign-in page, the app's callback), nothing kept.
+    static func headers(formTargets: [String] = [], connect: Bool = false) -> HTTPFields {
         let forms = (["'self'"] + formTargets).joined(separator: " ")
         return [
             .contentType: "text/html; charset=utf-8",
             .cacheControl: "no-store",
             .init("Content-Security-Policy")!: "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-                + "form-action \(forms); frame-ancestors 'none'; base-uri 'none'",
+                + (connect ? "connect-src 'self'; " : "")
+                + "form-action \(forms); frame-ancestors 'none'; object-src 'none'; base-uri 'none'",
             .init("X-Content-Type-Options")!: "nosniff",
             .init("X-Frame-Options")!: "DENY",
             .init("Referrer-Policy")!: "no-referrer",

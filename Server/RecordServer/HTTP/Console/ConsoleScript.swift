@@ -1,0 +1,645 @@
+/// The web console's script (docs/console.md): each view is drawn from the answers of the
+/// server's documented APIs, requested with the console's session (its cookie, and its CSRF
+/// token in `X-RecordSync-CSRF`). Every value from the server is set as text (`textContent`,
+/// attribute values), never as HTML. Views are addressed by the URL's fragment (`#/users`), so
+/// that the browser's back and forward buttons and links work.
+enum ConsoleScript {
+    static let script = #"""
+        "use strict";
+        (function () {
+          const view = document.getElementById("view");
+          const csrf = view.dataset.csrf;
+
+          // An element: attributes (on… are listeners), then children (strings become text).
+          function el(tag, attributes, ...children) {
+            const element = document.createElement(tag);
+            for (const [name, value] of Object.entries(attributes || {})) {
+              if (value === null || value === undefined || value === false) { continue; }
+              if (name === "class") { element.className = value; }
+              else if (name.startsWith("on")) { element.addEventListener(name.slice(2), value); }
+              else { element.setAttribute(name, value === true ? "" : String(value)); }
+            }
+            for (const child of children.flat()) {
+              if (child === null || child === undefined || child === false) { continue; }
+              element.append(child instanceof Node ? child : String(child));
+            }
+            return element;
+          }
+
+          class APIError extends Error {
+            constructor(code, reason, status) { super(reason); this.code = code; this.status = status; }
+          }
+
+          // A request of the server's APIs with the session; the JSON answer, or an APIError.
+          async function api(method, path, body, headers) {
+            const init = { method: method, credentials: "same-origin", cache: "no-store",
+                           headers: Object.assign({ "X-RecordSync-CSRF": csrf }, headers || {}) };
+            if (body !== undefined) { init.headers["Content-Type"] = "application/json"; init.body = JSON.stringify(body); }
+            let response;
+            try { response = await fetch(path, init); }
+            catch (error) { throw new APIError("NETWORK", "the server did not answer (" + error.message + ")", 0); }
+            const text = await response.text();
+            let json = null;
+            try { json = JSON.parse(text); } catch (error) { json = null; }
+            if (!response.ok) {
+              throw new APIError((json && json.serverErrorCode) || "HTTP " + response.status, (json && json.reason) || text.slice(0, 300), response.status);
+            }
+            return json;
+          }
+
+          // What went wrong and what to do about it.
+          function failure(error) {
+            const code = error.code || "ERROR";
+            const todo = {
+              AUTHENTICATION_FAILED: ["Your session ended. ", el("a", { href: "/console" }, "Sign in again"), "."],
+              AUTHENTICATION_REQUIRED: ["Your session ended. ", el("a", { href: "/console" }, "Sign in again"), "."],
+              ACCESS_DENIED: ["Your operator's scopes do not allow this: ask for an operator with the scope the reason names."],
+              NETWORK: ["Check that the server is running, then reload the page."],
+              THROTTLED: ["Wait a little, then try again."],
+            }[code] || ["Check what the reason names and try again; if it keeps failing, the server's log has the request."];
+            return el("div", { class: "error", role: "alert" }, el("strong", {}, code), ": ", error.message || String(error), el("br"), ...todo);
+          }
+
+          function date(milliseconds) {
+            return milliseconds ? new Date(milliseconds).toLocaleString() : "";
+          }
+
+          // Shows a view: its title, then its content; the focus moves to it.
+          function show(title, ...content) {
+            document.title = title + " · RecordSync console";
+            view.replaceChildren(el("h1", {}, title), ...content.flat(Infinity).filter((child) => child !== null && child !== undefined));
+            view.focus({ preventScroll: true });
+          }
+
+          // A table of `rows` (arrays of cells: strings or elements) under `headings`, or
+          // `empty` when there are none.
+          function table(headings, rows, empty, numeric) {
+            if (rows.length === 0) { return el("div", { class: "scroll" }, el("p", { class: "empty" }, empty)); }
+            const isNumeric = (index) => (numeric || []).includes(index);
+            const headed = headings.some((heading) => heading !== "");
+            return el("div", { class: "scroll" }, el("table", {},
+              headed ? el("thead", {}, el("tr", {}, headings.map((heading) => el("th", { scope: "col" }, heading)))) : null,
+              el("tbody", {}, rows.map((row) => el("tr", {}, row.map((cell, index) => el("td", { class: isNumeric(index) ? "num" : null }, cell)))))));
+          }
+
+          function path(...parts) { return parts.map(encodeURIComponent).join("/"); }
+
+          // MARK: Views
+
+          // A view's address: `#/NAME?QUERY`.
+          function href(name, parameters) {
+            const query = new URLSearchParams();
+            for (const [key, value] of Object.entries(parameters || {})) {
+              if (value !== null && value !== undefined && value !== "") { query.set(key, String(value)); }
+            }
+            const text = query.toString();
+            return "#/" + name + (text ? "?" + text : "");
+          }
+
+          function go(name, parameters) { location.hash = href(name, parameters); }
+
+          // The database a view reads, as its address names it: container, environment,
+          // database, the user acted as, and (in a zone) the zone and its owner.
+          function where(query) {
+            return { c: query.get("c"), e: query.get("e"), db: query.get("db"), as: query.get("as"), zone: query.get("zone"), owner: query.get("owner") };
+          }
+
+          function zoneID(context) {
+            const zone = { zoneName: context.zone || "_defaultZone" };
+            if (context.owner) { zone.ownerRecordName = context.owner; }
+            return zone;
+          }
+
+          // A request of the database API, acting as the view's user.
+          function database(context, endpoint, body) {
+            return api("POST", "/database/1/" + path(context.c, context.e, context.db) + "/" + endpoint, body, { "X-RecordSync-Act-As": context.as });
+          }
+
+          function crumbs(context, ...last) {
+            const parts = [el("a", { href: "#/data" }, "Data"), " › ", context.c + " (" + context.e + ")"];
+            if (context.db) { parts.push(" › ", el("a", { href: href("zones", { c: context.c, e: context.e, db: context.db, as: context.as }) }, context.db + " as " + context.as)); }
+            if (context.zone) { parts.push(" › ", el("a", { href: href("records", context) }, context.zone)); }
+            for (const part of last) { parts.push(" › ", part); }
+            return el("p", { class: "crumbs" }, parts);
+          }
+
+          async function data() {
+            const answer = await api("GET", "/admin/1/containers");
+            show("Data",
+              el("p", { class: "crumbs" }, "Containers, in each environment something was saved in."),
+              table(["Container", "Environment", ""],
+                answer.containers.map((container) => [
+                  el("a", { href: href("databases", { c: container.name, e: container.environment }) }, container.name),
+                  container.environment,
+                  el("a", { href: href("schema", { c: container.name, e: container.environment }) }, container.schemaLocked ? "Schema (locked)" : "Schema"),
+                ]),
+                "Nothing is stored yet: a container appears here once something is saved in it."));
+          }
+
+          // Reading a database is acting as a user: pick one, then the database.
+          async function databases(query) {
+            const context = where(query);
+            const answer = await api("GET", "/admin/1/users");
+            if (answer.users.length === 0) {
+              show("Databases", crumbs(context), el("p", { class: "empty" }, "There are no users: each database is read as a user. 'recordserver user add NAME' makes one."));
+              return;
+            }
+            const select = el("select", { id: "act-as", name: "as" }, answer.users.map((user) => el("option", { value: user.name, selected: user.name === context.as }, user.name)));
+            const open = (kind) => (event) => { event.preventDefault(); go("zones", { c: context.c, e: context.e, db: kind, as: select.value }); };
+            show("Databases", crumbs(context),
+              el("p", {}, "Each database is read as a user, as that user reads it: the public database, their private one, or the zones shared with them."),
+              el("form", { class: "row", onsubmit: open("private") },
+                el("label", { for: "act-as" }, "Act as"), select,
+                el("button", { type: "button", onclick: open("public") }, "Public database"),
+                el("button", { type: "submit" }, "Private database"),
+                el("button", { type: "button", onclick: open("shared") }, "Shared database")));
+          }
+
+          async function zones(query) {
+            const context = where(query);
+            const answer = await database(context, "zones/list", {});
+            show("Zones", crumbs(context),
+              table(["Zone", "Owner", ""], answer.zones.map((zone) => {
+                const inZone = Object.assign({}, context, { zone: zone.zoneID.zoneName, owner: context.db === "shared" ? zone.zoneID.ownerRecordName : null });
+                return [
+                  el("a", { href: href("records", inZone) }, zone.zoneID.zoneName),
+                  el("span", { class: "mono" }, zone.zoneID.ownerRecordName || ""),
+                  el("a", { href: href("live", inZone) }, "Live changes"),
+                ];
+              }), context.db === "shared" ? "Nobody shares a zone with this user." : "No zones."));
+          }
+
+          // A field's value as text, or a link (references, assets).
+          function value(context, field, short) {
+            if (!field || field.value === null || field.value === undefined) { return ""; }
+            const type = field.type || "";
+            if (type.endsWith("_LIST") && Array.isArray(field.value)) {
+              const items = field.value.slice(0, short ? 5 : 1000).map((item) => value(context, { value: item, type: type.slice(0, -5) }, short));
+              const parts = [];
+              items.forEach((item, index) => { if (index > 0) { parts.push(", "); } parts.push(item); });
+              if (field.value.length > items.length) { parts.push(" … (" + field.value.length + ")"); }
+              return el("span", {}, parts);
+            }
+            const v = field.value;
+            switch (type) {
+              case "TIMESTAMP": return date(v);
+              case "REFERENCE":
+                return el("a", { href: href("record", Object.assign({}, context, { name: v.recordName })) }, v.recordName);
+              case "ASSETID":
+                return v.downloadURL ? el("a", { href: v.downloadURL, download: "" }, "asset, " + (v.size || 0) + " bytes") : "asset, " + (v.size || 0) + " bytes";
+              case "LOCATION": return v.latitude + ", " + v.longitude;
+              case "BYTES": return Math.floor(String(v).length * 3 / 4) + " bytes";
+            }
+            const text = typeof v === "object" ? JSON.stringify(v) : String(v);
+            return short && text.length > 80 ? text.slice(0, 79) + "…" : text;
+          }
+
+          async function records(query) {
+            const context = where(query);
+            const schema = await api("GET", "/admin/1/" + path(context.c, context.e) + "/schema");
+            const types = schema.recordTypes.filter((type) => !type.name.startsWith("cloudkit."));
+            const type = query.get("type") || (types[0] && types[0].name);
+            if (!type) { show("Records", crumbs(context), el("p", { class: "empty" }, "The schema has no record types yet.")); return; }
+            const fields = ((types.find((t) => t.name === type) || { fields: [] }).fields).map((f) => f.name);
+            const sort = query.get("sort") || "___modTime", ascending = query.get("order") === "asc";
+            const filter = query.get("where") || "";
+            const base = Object.assign({}, context, { type: type, sort: query.get("sort"), order: query.get("order"), where: filter });
+            const body = { zoneID: zoneID(context), resultsLimit: 50, continuationMarker: query.get("marker") || undefined,
+                           query: { recordType: type, sortBy: [{ fieldName: sort, ascending: ascending }] } };
+            if (filter) { body.query.recordSyncPredicate = filter; }
+            const typeSelect = el("select", { id: "type", onchange: () => go("records", Object.assign({}, base, { type: typeSelect.value, sort: null, order: null, where: null })) },
+              types.map((t) => el("option", { value: t.name, selected: t.name === type }, t.name)));
+            const input = el("input", { id: "where", type: "search", value: filter, placeholder: "year > 1900 AND artist.name == 'Monet'", spellcheck: "false" });
+            const controls = el("form", { class: "row", role: "search", onsubmit: (event) => { event.preventDefault(); go("records", Object.assign({}, base, { where: input.value.trim() })); } },
+              el("label", { for: "type" }, "Type"), typeSelect,
+              el("label", { for: "where" }, "Filter"), input, el("button", { type: "submit" }, "Filter"),
+              el("a", { href: href("live", context), id: "live-link" }, "Live changes"));
+            let answer;
+            try {
+              answer = await database(context, "records/query", body);
+            } catch (error) {
+              show("Records", crumbs(context), controls, failure(error));
+              return;
+            }
+            // A column's heading sorts by it (again: the other way).
+            const heading = (label, key) => el("button", { type: "button", class: "sort",
+              "aria-sort": key === sort ? (ascending ? "ascending" : "descending") : null,
+              onclick: () => go("records", Object.assign({}, base, { sort: key, order: key === sort && !ascending ? "asc" : "desc", marker: null })) },
+              label + (key === sort ? (ascending ? " ▲" : " ▼") : ""));
+            const columns = fields.slice(0, 8);
+            const rows = answer.records.map((record) => [
+              el("a", { href: href("record", Object.assign({}, context, { name: record.recordName })), class: "mono" }, record.recordName),
+              ...columns.map((name) => value(context, record.fields[name], true)),
+              date(record.modified && record.modified.timestamp),
+            ]);
+            const pages = [];
+            if (query.get("marker")) { pages.push(el("a", { href: href("records", base) }, "First page")); }
+            if (answer.continuationMarker) { pages.push(el("a", { href: href("records", Object.assign({}, base, { marker: answer.continuationMarker })) }, "Next page")); }
+            show(type, crumbs(context, type), modeSwitch(), controls,
+              editing() ? el("p", {}, el("button", { type: "button", id: "new", onclick: () => create(context, type, (types.find((t) => t.name === type) || { fields: [] }).fields) }, "New " + type + "…")) : null,
+              table([heading("Record", "___recordID"), ...columns.map((name) => heading(name, name)), heading("Modified", "___modTime")], rows,
+                filter ? "No record of this type matches the filter." : "No records of this type in this zone."),
+              el("p", { class: "pages" }, pages));
+          }
+
+          // MARK: Editing
+
+          // Whether the operator may write as users, and whether it switched this tab to editing.
+          const scopes = (view.dataset.scopes || "").split(", ");
+          const mayWrite = scopes.includes("write") || scopes.includes("all");
+          function editing() { return mayWrite && sessionStorage.getItem("recordsync-editing") === "on"; }
+
+          // The switch between reading and editing as the user, in a database's views.
+          function modeSwitch() {
+            if (!mayWrite) { return el("p", { class: "mode muted" }, "Read-only: editing needs an operator with the write scope."); }
+            const on = editing();
+            return el("p", { class: "mode" }, el("span", { class: on ? "tag editing" : "tag" }, on ? "Editing as the user" : "Read-only"), " ",
+              el("button", { type: "button", class: "quiet", id: "mode", onclick: () => { sessionStorage.setItem("recordsync-editing", on ? "off" : "on"); route(); } },
+                on ? "Stop editing" : "Switch to editing"));
+          }
+
+          // Asks to confirm `what` (elements) in a modal dialog; resolves true when confirmed.
+          function confirmDialog(title, what, action) {
+            return new Promise((resolve) => {
+              const dialog = el("dialog", { "aria-labelledby": "dialog-title" });
+              const finish = (answer) => { dialog.close(); dialog.remove(); resolve(answer); };
+              dialog.append(el("h2", { id: "dialog-title" }, title), el("div", {}, what),
+                el("form", { method: "dialog", class: "buttons" },
+                  el("button", { type: "button", class: "quiet", onclick: () => finish(false) }, "Cancel"),
+                  el("button", { type: "button", id: "confirm", class: action.startsWith("Delete") ? "danger" : null, onclick: () => finish(true) }, action)));
+              dialog.addEventListener("cancel", () => finish(false));
+              document.body.append(dialog);
+              dialog.showModal();
+            });
+          }
+
+          function pad(number, width) { return String(number).padStart(width || 2, "0"); }
+          function localTime(milliseconds) {
+            const d = new Date(milliseconds);
+            return d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + "T" + pad(d.getHours()) + ":" + pad(d.getMinutes()) + ":" + pad(d.getSeconds()) + "." + pad(d.getMilliseconds(), 3);
+          }
+
+          // An input for a field of `type` holding `value` (undefined: none yet), and how to
+          // read it back; `null` for a type the console does not edit (assets).
+          function fieldInput(id, type, value) {
+            const has = value !== undefined && value !== null;
+            switch (type) {
+              case "ASSETID": case "ASSETID_LIST": return null;
+              case "STRING": {
+                const input = el("textarea", { id: id, rows: has && String(value).length > 60 ? 4 : 1 });
+                input.value = has ? value : "";
+                return { input: input, read: () => input.value };
+              }
+              case "INT64": case "DOUBLE": {
+                const input = el("input", { id: id, type: "number", step: type === "INT64" ? "1" : "any", value: has ? String(value) : "" });
+                return { input: input, read: () => {
+                  if (input.value.trim() === "") { return undefined; }
+                  const number = Number(input.value);
+                  if (!Number.isFinite(number) || (type === "INT64" && !Number.isInteger(number))) { throw new Error("is not " + (type === "INT64" ? "a whole number" : "a number")); }
+                  return number;
+                } };
+              }
+              case "TIMESTAMP": {
+                const input = el("input", { id: id, type: "datetime-local", step: "0.001", value: has ? localTime(value) : "" });
+                return { input: input, read: () => {
+                  if (input.value === "") { return undefined; }
+                  const time = new Date(input.value).getTime();
+                  if (!Number.isFinite(time)) { throw new Error("is not a date and time"); }
+                  return time;
+                } };
+              }
+              case "REFERENCE": {
+                const input = el("input", { id: id, type: "text", class: "mono", value: has ? value.recordName : "", spellcheck: "false", placeholder: "record name" });
+                return { input: input, read: () => input.value.trim() === "" ? undefined
+                  : Object.assign({}, has ? value : { action: "NONE" }, { recordName: input.value.trim() }) };
+              }
+              default: {
+                const input = el("textarea", { id: id, class: "mono", rows: 2, placeholder: "JSON" });
+                input.value = has ? JSON.stringify(value) : "";
+                return { input: input, read: () => {
+                  if (input.value.trim() === "") { return undefined; }
+                  try { return JSON.parse(input.value); } catch (error) { throw new Error("is not JSON: " + error.message); }
+                } };
+              }
+            }
+          }
+
+          // A form of `fields` ([{name, type, value}]), and the fields whose values changed
+          // (`null` for one emptied), or an Error naming the field that does not read.
+          function fieldEditor(fields) {
+            const inputs = [];
+            const rows = fields.map((field, index) => {
+              const made = fieldInput("field-" + index, field.type, field.value);
+              if (made) { inputs.push({ field: field, made: made }); }
+              return [el("label", { for: "field-" + index, class: "mono" }, field.name), field.type, made ? made.input : el("span", { class: "muted" }, "not editable here")];
+            });
+            return {
+              element: table(["Field", "Type", "Value"], rows, "The type has no fields yet."),
+              changes: () => {
+                const changed = {};
+                for (const { field, made } of inputs) {
+                  let next;
+                  try { next = made.read(); } catch (error) { throw new Error(field.name + " " + error.message); }
+                  if (JSON.stringify(next) === JSON.stringify(field.value)) { continue; }
+                  if (next === undefined && field.value === undefined) { continue; }
+                  changed[field.name] = next === undefined ? null : { value: next, type: field.type };
+                }
+                return changed;
+              },
+            };
+          }
+
+          // What a change list says, for a confirmation.
+          function changeList(fields, changed) {
+            const before = Object.fromEntries(fields.map((field) => [field.name, field]));
+            return el("ul", {}, Object.entries(changed).map(([name, next]) => el("li", {}, el("span", { class: "mono" }, name), ": ",
+              before[name] && before[name].value !== undefined ? value({}, before[name], true) : el("span", { class: "muted" }, "none"), " → ",
+              next === null ? el("span", { class: "muted" }, "removed") : value({}, next, true))));
+          }
+
+          async function record(query, notice) {
+            const context = where(query);
+            const name = query.get("name");
+            const answer = await database(context, "records/lookup", { zoneID: zoneID(context), records: [{ recordName: name }] });
+            const found = answer.records[0];
+            if (!found || found.serverErrorCode) {
+              show(name, crumbs(context, name), modeSwitch(), failure({ code: found ? found.serverErrorCode : "NOT_FOUND", message: found ? found.reason : "no such record" }));
+              return;
+            }
+            const links = await database(context, "records/backlinks", { zoneID: zoneID(context), recordName: name });
+            const schema = editing() ? await api("GET", "/admin/1/" + path(context.c, context.e) + "/schema") : null;
+            const who = (stamp) => stamp ? [date(stamp.timestamp), " by ", el("span", { class: "mono" }, stamp.userRecordName || "")] : "";
+            const fieldNames = Object.keys(found.fields || {}).sort();
+            let fieldsPart;
+            const actions = [];
+            if (editing()) {
+              const known = ((schema.recordTypes.find((type) => type.name === found.recordType) || { fields: [] }).fields);
+              const fields = known.map((field) => ({ name: field.name, type: field.type, value: found.fields[field.name] ? found.fields[field.name].value : undefined }));
+              for (const name of fieldNames) { if (!known.some((field) => field.name === name)) { fields.push({ name: name, type: found.fields[name].type, value: found.fields[name].value }); } }
+              const editor = fieldEditor(fields);
+              const problem = el("div", { id: "edit-problem" });
+              const save = async (event) => {
+                event.preventDefault();
+                problem.replaceChildren();
+                let changed;
+                try { changed = editor.changes(); } catch (error) { problem.replaceChildren(failure({ code: "BAD_REQUEST", message: error.message })); return; }
+                if (Object.keys(changed).length === 0) { problem.replaceChildren(el("p", { class: "notice" }, "Nothing changed.")); return; }
+                if (!await confirmDialog("Save " + name + "?", [el("p", {}, "As " + context.as + ", who will be its last modifier:"), changeList(fields, changed)], "Save changes")) { return; }
+                const result = (await database(context, "records/modify", { zoneID: zoneID(context), operations: [{ operationType: "update",
+                  record: { recordName: name, recordType: found.recordType, recordChangeTag: found.recordChangeTag, fields: changed } }] })).records[0];
+                if (result.serverErrorCode === "CONFLICT") {
+                  const theirs = result.serverRecord;
+                  problem.replaceChildren(el("div", { class: "error", role: "alert" }, el("strong", {}, "CONFLICT"),
+                    ": someone saved this record after you opened it" + (theirs && theirs.modified ? " (" + date(theirs.modified.timestamp) + ")" : "") + ", so your change was not saved. ",
+                    "Load their version, then make your change again. ",
+                    el("button", { type: "button", id: "reload", onclick: () => route() }, "Load their version")));
+                  return;
+                }
+                if (result.serverErrorCode) { problem.replaceChildren(failure({ code: result.serverErrorCode, message: result.reason })); return; }
+                await record(query, "Saved: change tag " + result.recordChangeTag + ".");
+              };
+              fieldsPart = el("form", { id: "edit", onsubmit: save }, editor.element, problem,
+                el("p", { class: "buttons" }, el("button", { type: "submit", id: "save" }, "Save…")));
+              actions.push(el("button", { type: "button", id: "delete", class: "danger", onclick: () => remove(context, found) }, "Delete…"));
+            } else {
+              fieldsPart = table(["Field", "Type", "Value"], fieldNames.map((field) => [
+                el("span", { class: "mono" }, field), found.fields[field].type || "", el("div", { class: "value" }, value(context, found.fields[field], false)),
+              ]), "No fields.");
+            }
+            show(name, crumbs(context, el("a", { href: href("records", Object.assign({}, context, { type: found.recordType })) }, found.recordType), name),
+              modeSwitch(),
+              notice ? el("p", { class: "notice", role: "status" }, notice) : null,
+              el("h2", {}, "Fields"), fieldsPart,
+              el("h2", {}, "System fields"),
+              table(["", ""], [
+                ["Type", found.recordType],
+                ["Change tag", el("span", { class: "mono" }, found.recordChangeTag || "")],
+                ["Created", who(found.created)],
+                ["Modified", who(found.modified)],
+                ["Share", found.share ? el("a", { href: href("record", Object.assign({}, context, { name: found.share.recordName })) }, found.share.recordName) : "none"],
+              ], ""),
+              el("h2", {}, "Referred to by"),
+              table(["Record", "Field", "Action"], links.backlinks.map((link) => [
+                el("a", { href: href("record", Object.assign({}, context, { name: link.recordName })), class: "mono" }, link.recordName),
+                el("span", { class: "mono" }, link.fieldName), link.action,
+              ]), "No record of this zone refers to this one."),
+              links.continuationMarker ? el("p", { class: "muted" }, "More records refer to this one than shown.") : null,
+              actions.length ? el("p", { class: "buttons" }, actions) : null);
+          }
+
+          // Deletes a record once its dry run has said what the cascade takes along.
+          async function remove(context, found) {
+            const operation = { operationType: "delete", record: { recordName: found.recordName, recordChangeTag: found.recordChangeTag } };
+            const body = { zoneID: zoneID(context), operations: [operation] };
+            const trial = (await database(context, "records/modify", Object.assign({ recordSyncDryRun: true }, body))).records[0];
+            if (trial.serverErrorCode) { show(found.recordName, crumbs(context, found.recordName), failure({ code: trial.serverErrorCode, message: trial.reason })); return; }
+            const cascaded = trial.cascadedRecordNames || [];
+            const what = cascaded.length
+              ? [el("p", {}, "Records whose DELETE_SELF references lead to it go with it: " + cascaded.length + " more."), el("ul", { class: "mono" }, cascaded.map((name) => el("li", {}, name)))]
+              : [el("p", {}, "No other record goes with it.")];
+            if (!await confirmDialog("Delete " + found.recordName + "?", what, "Delete " + (1 + cascaded.length) + (cascaded.length ? " records" : " record"))) { return; }
+            const result = (await database(context, "records/modify", body)).records[0];
+            if (result.serverErrorCode) {
+              show(found.recordName, crumbs(context, found.recordName), failure({ code: result.serverErrorCode,
+                message: result.reason + (result.serverErrorCode === "CONFLICT" ? " (someone saved it after you opened it: open it again before deleting)" : "") }));
+              return;
+            }
+            location.hash = href("records", Object.assign({}, context, { type: found.recordType }));
+          }
+
+          // A new record of the records view's type, its fields from the schema.
+          async function create(context, type, fields) {
+            const editor = fieldEditor(fields.map((field) => ({ name: field.name, type: field.type, value: undefined })));
+            const nameInput = el("input", { id: "new-name", type: "text", class: "mono", spellcheck: "false", placeholder: "left empty: a new UUID" });
+            const problem = el("div", {});
+            show("New " + type, crumbs(context, type, "new"), modeSwitch(),
+              el("form", { id: "create", onsubmit: async (event) => {
+                event.preventDefault();
+                let changed;
+                try { changed = editor.changes(); } catch (error) { problem.replaceChildren(failure({ code: "BAD_REQUEST", message: error.message })); return; }
+                const recordName = nameInput.value.trim() || crypto.randomUUID();
+                if (!await confirmDialog("Create " + recordName + "?", [el("p", {}, "As " + context.as + ", who will own it:"), changeList([], changed)], "Create record")) { return; }
+                const result = (await database(context, "records/modify", { zoneID: zoneID(context), operations: [{ operationType: "create",
+                  record: { recordName: recordName, recordType: type, fields: changed } }] })).records[0];
+                if (result.serverErrorCode) { problem.replaceChildren(failure({ code: result.serverErrorCode, message: result.reason })); return; }
+                location.hash = href("record", Object.assign({}, context, { name: recordName }));
+              } },
+                el("label", { for: "new-name" }, "Record name"), nameInput, editor.element, problem,
+                el("p", { class: "buttons" }, el("button", { type: "submit", id: "save" }, "Create…"))));
+          }
+
+          // MARK: Live
+
+          // The open push stream of the live view, ended when the view changes.
+          let live = null;
+
+          // A zone's changes as they commit: the zone's current token, then on each push for
+          // the zone (the database's notification stream) its changes since, newest on top.
+          async function liveView(query) {
+            const context = where(query);
+            const zone = zoneID(context);
+            const found = (await database(context, "zones/lookup", { zones: [zone] })).zones[0];
+            if (!found || found.serverErrorCode) { show("Live changes", crumbs(context, "live"), failure({ code: found ? found.serverErrorCode : "NOT_FOUND", message: found ? found.reason : "no such zone" })); return; }
+            let token = found.syncToken;
+            const status = el("p", { id: "live-status", class: "muted", role: "status" }, "Connecting…");
+            const rows = el("tbody", { id: "live-rows" });
+            const empty = el("p", { class: "empty" }, "No change yet: changes appear here as they commit.");
+            show("Live changes", crumbs(context, "live"), status,
+              el("div", { class: "scroll" }, el("table", {}, el("thead", {}, el("tr", {}, ["Seen", "Record", "Type", "Change", "Tag", "By"].map((h) => el("th", { scope: "col" }, h)))), rows), empty));
+            const controller = new AbortController();
+            live = controller;
+            let reading = Promise.resolve();
+            // Reads the changes since the token, one read at a time.
+            const catchUp = () => {
+              reading = reading.then(async () => {
+                let page;
+                do {
+                  page = await database(context, "records/changes", { zoneID: zone, syncToken: token, resultsLimit: 200 });
+                  token = page.syncToken;
+                  const seen = new Date().toLocaleTimeString();
+                  for (const change of page.records) {
+                    empty.remove();
+                    rows.prepend(el("tr", { class: "fresh" },
+                      el("td", {}, seen),
+                      el("td", {}, change.deleted ? el("span", { class: "mono" }, change.recordName) : el("a", { class: "mono", href: href("record", Object.assign({}, context, { name: change.recordName })) }, change.recordName)),
+                      el("td", {}, change.recordType || ""),
+                      el("td", {}, change.deleted ? "deleted" : "saved"),
+                      el("td", { class: "mono" }, change.recordChangeTag || ""),
+                      el("td", { class: "mono" }, change.modified ? change.modified.userRecordName : "")));
+                  }
+                } while (page.moreComing && !controller.signal.aborted);
+              }).catch((error) => { status.replaceChildren(failure(error)); });
+              return reading;
+            };
+            const listen = async () => {
+              while (!controller.signal.aborted) {
+                try {
+                  const response = await fetch("/database/1/" + path(context.c, context.e, context.db) + "/notifications", { signal: controller.signal, cache: "no-store",
+                    credentials: "same-origin", headers: { "X-RecordSync-CSRF": csrf, "X-RecordSync-Act-As": context.as } });
+                  if (!response.ok || !response.body) { throw new APIError("HTTP " + response.status, "the push stream did not open", response.status); }
+                  const reader = response.body.getReader();
+                  const decoder = new TextDecoder();
+                  let text = "";
+                  status.textContent = "Listening: changes to " + (context.zone || "_defaultZone") + " appear as they commit.";
+                  catchUp();
+                  for (;;) {
+                    const { value, done } = await reader.read();
+                    if (done) { break; }
+                    text += decoder.decode(value, { stream: true });
+                    let end;
+                    while ((end = text.indexOf("\n\n")) >= 0) {
+                      const event = text.slice(0, end);
+                      text = text.slice(end + 2);
+                      const data = event.split("\n").find((line) => line.startsWith("data: "));
+                      if (!event.startsWith("event: zones") || !data) { continue; }
+                      const zones = JSON.parse(data.slice(6)).zones || [];
+                      if (zones.some((z) => z.zoneName === zone.zoneName && (!zone.ownerRecordName || !z.ownerRecordName || z.ownerRecordName === zone.ownerRecordName))) { catchUp(); }
+                    }
+                  }
+                } catch (error) {
+                  if (controller.signal.aborted) { return; }
+                  status.textContent = "The push stream closed (" + (error.message || error) + "); reconnecting…";
+                }
+                await new Promise((resolve) => setTimeout(resolve, 2000));
+              }
+            };
+            listen();
+          }
+
+          // MARK: The request log
+
+          async function requests(query) {
+            const filters = {};
+            for (const name of ["user", "path", "status", "code"]) { if (query.get(name)) { filters[name] = query.get(name); } }
+            const answer = await api("GET", "/admin/1/requests?" + new URLSearchParams(Object.assign({ limit: "200" }, filters)).toString());
+            const input = (name, label, placeholder, size) => [el("label", { for: "log-" + name }, label),
+              el("input", { id: "log-" + name, name: name, type: "search", value: filters[name] || "", placeholder: placeholder, size: size, spellcheck: "false" })];
+            const form = el("form", { class: "row", role: "search", onsubmit: (event) => {
+              event.preventDefault();
+              const given = {};
+              for (const name of ["user", "path", "status", "code"]) { given[name] = document.getElementById("log-" + name).value.trim(); }
+              if (href("requests", given) === location.hash) { route(); } else { go("requests", given); }
+            } },
+              input("user", "User", "name or record name", 14), input("path", "Path", "records/modify", 14), input("status", "Status", "4 or 409", 6),
+              input("code", "Error", "CONFLICT", 12), el("button", { type: "submit" }, "Filter"));
+            const ms = (micros) => (micros / 1000).toFixed(micros < 10000 ? 2 : 0);
+            show("Request log",
+              el("p", { class: "crumbs" }, "The newest requests of every node (the latest 200 that match), newest first; this node is ", el("span", { class: "mono" }, answer.node), "."),
+              form,
+              table(["When", "Request", "User", "Method", "Path", "Status", "Error", "ms", "Node"], answer.requests.map((entry) => [
+                new Date(entry.at).toLocaleTimeString(),
+                el("span", { class: "mono" }, entry.requestID),
+                entry.userName ? el("a", { href: href("requests", Object.assign({}, filters, { user: entry.userName })) }, entry.userName + (entry.operatorName ? " (" + entry.operatorName + ")" : ""))
+                  : (entry.operatorName ? entry.operatorName : el("span", { class: "muted" }, "none")),
+                entry.method,
+                el("span", { class: "mono wrap" }, entry.path),
+                el("span", { class: entry.status >= 400 ? "status bad" : "status" }, String(entry.status)),
+                entry.errorCode ? el("span", { class: "mono" }, entry.errorCode) : "",
+                ms(entry.micros),
+                el("span", { class: "mono small" }, entry.node),
+              ]), "No request matches.", [7]));
+          }
+
+          async function schema(query) {
+            const container = query.get("c"), environment = query.get("e");
+            const answer = await api("GET", "/admin/1/" + path(container, environment) + "/schema");
+            const sections = answer.recordTypes.map((type) => [
+              el("h2", {}, type.name),
+              table(["Field", "Type"], type.fields.map((field) => [el("span", { class: "mono" }, field.name), field.type]), "No fields yet."),
+            ]);
+            show("Schema of " + container,
+              el("p", { class: "crumbs" }, el("a", { href: "#/data" }, "Data"), " › ", container, " › ", environment),
+              sections.length ? sections : el("p", { class: "empty" }, "No record types yet."));
+          }
+
+          async function users() {
+            const answer = await api("GET", "/admin/1/users");
+            show("Users",
+              table(["Name", "User record name", "Signs in with", "Tokens", "Since"],
+                answer.users.map((user) => [
+                  user.name, el("span", { class: "mono" }, user.userRecordName),
+                  user.signsInWith.length ? user.signsInWith.join(", ") : el("span", { class: "muted" }, "tokens only"),
+                  String(user.tokens), date(user.createdAt),
+                ]), "No users yet.", [3]));
+          }
+
+          async function audit() {
+            const answer = await api("GET", "/admin/1/audit?limit=200");
+            show("Audit log",
+              el("p", { class: "crumbs" }, "What operators did, newest first (the latest 200)."),
+              table(["When", "Operator", "Action", "On"],
+                answer.entries.map((entry) => [date(entry.at), entry.operator, el("span", { class: "mono" }, entry.action), entry.target]),
+                "Nothing yet."));
+          }
+
+          const views = { data: data, databases: databases, zones: zones, records: records, record: record, live: liveView, schema: schema, users: users,
+                          requests: requests, audit: audit };
+          // The link of the views' list each view belongs under.
+          const sections = { databases: "data", zones: "data", records: "data", record: "data", live: "data", schema: "data" };
+
+          async function route() {
+            if (live) { live.abort(); live = null; }
+            const hash = location.hash.startsWith("#/") ? location.hash : "#/data";
+            const [name, text] = hash.slice(2).split("?");
+            const section = "#/" + (sections[name] || name);
+            for (const link of document.querySelectorAll("nav a")) {
+              if (link.getAttribute("href") === section) { link.setAttribute("aria-current", "page"); } else { link.removeAttribute("aria-current"); }
+            }
+            const handler = views[name];
+            if (!handler) {
+              show("No such view", el("p", {}, "The console has no view at this address. ", el("a", { href: "#/data" }, "Go to the data"), "."));
+              return;
+            }
+            try {
+              await handler(new URLSearchParams(text || ""));
+            } catch (error) {
+              show("Something went wrong", failure(error));
+            }
+          }
+
+          window.addEventListener("hashchange", route);
+          route();
+        })();
+
+        """#
+}

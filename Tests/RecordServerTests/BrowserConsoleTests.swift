@@ -1,0 +1,324 @@
+import Foundation
+import RecordModel
+import RecordRules
+@testable import RecordServer
+import Testing
+import TestSupport
+
+/// The web console in a real browser (headless Chromium through WebDriver), on each engine:
+/// signing in (and refused with a user's token or a forged cookie), the views drawn from the
+/// server's APIs, signing out. Screenshots of each view at 1280×800 and 390×844 go to
+/// `RECORDSYNC_CONSOLE_SCREENSHOTS` (docs/console/ holds the current ones), else to a
+/// temporary directory.
+@Suite(.serialized, .enabled(if: WebDriver.isAvailable, Comment(rawValue: WebDriver.missing))) struct BrowserConsoleTests {
+    static let container = "iCloud.test.Gallery"
+    static let sizes = [(width: 1280, height: 800), (width: 390, height: 844)]
+
+    /// Where screenshots go.
+    static let screenshots: URL = {
+        let directory = ProcessInfo.processInfo.environment["RECORDSYNC_CONSOLE_SCREENSHOTS"].map { URL(fileURLWithPath: $0) }
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent("recordsync-console-screenshots")
+        try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        return directory
+    }()
+
+    /// Saves the browser's viewport as `name-WIDTHxHEIGHT.png` (from the SQLite run only: both
+    /// engines draw the same pages).
+    static func screenshot(_ browser: WebDriver, _ server: TestServer, _ name: String, width: Int, height: Int) async throws {
+        guard server.backend.description == "SQLite" else { return }
+        try await browser.screenshot().write(to: screenshots.appendingPathComponent("\(name)-\(width)x\(height).png"))
+    }
+
+    /// Signs in through the form as `name` with `secret`.
+    static func signIn(_ browser: WebDriver, _ base: String, _ name: String, _ secret: String) async throws {
+        try await browser.go(to: "\(base)/console")
+        try await browser.type(name, into: "#name")
+        try await browser.type(secret, into: "#secret")
+        try await browser.click("main.card button[type=submit]")
+    }
+
+    /// Waits for the view's title to be `title`.
+    static func waitForView(_ browser: WebDriver, _ title: String) async throws {
+        _ = try await browser.waitFor("the view \(title)") { try await browser.text("#view h1") == title ? true : nil }
+    }
+
+    /// A console that `ops` (holding `scopes`) signs in to, alice's artists and artworks in
+    /// her private database: `body` gets the server, its URL, the operator's secret and alice.
+    static func withConsole(scopes: Set<OperatorScope>, _ body: @escaping @Sendable (TestServer, String, String, Session) async throws -> Void) async throws {
+        try await withServer(configure: { $0.console = ConsoleSessionLimits() }) { server in
+            let secret = Credentials.newOperatorSecret()
+            try await server.store.createOperator(named: "ops", secretHash: Credentials.hash(secret), scopes: scopes)
+            let alice = try await server.user("alice")
+            try await Self.seed(alice)
+            try await body(server, "http://127.0.0.1:\(try #require(server.client.port))", secret, alice)
+        }
+    }
+
+    /// The window sizes to drive on `server`'s engine: both on SQLite, the desktop's alone on the
+    /// others (the pages do not depend on the engine; the phone's layout is checked once).
+    static func sizes(on server: TestServer) -> [(width: Int, height: Int)] {
+        server.backend.description == "SQLite" ? sizes : [sizes[0]]
+    }
+
+    @Test func anOperatorSignsInBrowsesTheViewsAndSignsOut() async throws {
+        try await Self.withConsole(scopes: [.all]) { server, base, secret, alice in
+            for size in Self.sizes(on: server) {
+                try await withBrowser(width: size.width, height: size.height) { browser in
+                    try await browser.go(to: "\(base)/console")
+                    _ = try await browser.element("#name")
+                    try await Self.screenshot(browser, server, "sign-in", width: size.width, height: size.height)
+                    try await Self.signIn(browser, base, "ops", secret)
+                    try await Self.waitForView(browser, "Data")
+                    let data = try await browser.text("#view table")
+                    #expect(data.contains(Self.container) && data.contains("development"), "\(data)")
+                    #expect(try await browser.text("header.bar").contains("ops"))
+                    try await Self.screenshot(browser, server, "data", width: size.width, height: size.height)
+                    try await browser.click("#view table td:nth-child(3) a")
+                    try await Self.waitForView(browser, "Schema of \(Self.container)")
+                    let schema = try await browser.text("#view")
+                    #expect(schema.contains("Artwork") && schema.contains("year") && schema.contains("INT64") && schema.contains("REFERENCE"), "\(schema)")
+                    try await Self.screenshot(browser, server, "schema", width: size.width, height: size.height)
+                    try await Self.browseRecords(browser, server, width: size.width, height: size.height)
+                    try await browser.click("nav a[href='#/users']")
+                    try await Self.waitForView(browser, "Users")
+                    #expect(try await browser.text("#view table").contains(alice.userRecordName))
+                    #expect(try await browser.run("return document.querySelector(\"nav a[aria-current='page']\").textContent") == .string("Users"))
+                    try await Self.screenshot(browser, server, "users", width: size.width, height: size.height)
+                    try await browser.click("nav a[href='#/audit']")
+                    try await Self.waitForView(browser, "Audit log")
+                    #expect(try await browser.text("#view table").contains("console sign-in"))
+                    try await Self.screenshot(browser, server, "audit", width: size.width, height: size.height)
+                    // The browser's back button goes back a view.
+                    try await browser.command("POST", "/back")
+                    try await Self.waitForView(browser, "Users")
+                    // Signing out ends the session: the page is the form again, and the API refuses.
+                    try await browser.click("header.bar button")
+                    _ = try await browser.element("#secret")
+                    let after = try await browser.run("""
+                        return fetch("/admin/1/users", { headers: { "X-RecordSync-CSRF": "anything" } }).then((r) => r.json()).then((j) => j.serverErrorCode);
+                        """)
+                    #expect(after == .string("AUTHENTICATION_FAILED"))
+                }
+            }
+        }
+    }
+
+    /// Alice's artists and artworks; one artwork's title is a script.
+    static func seed(_ alice: Session) async throws {
+        let monet = Reference(recordName: "monet", action: .deleteSelf)
+        try await alice.save([
+            Record(recordName: "monet", recordType: "Artist", fields: ["name": .string("Claude Monet")]),
+            Record(recordName: "renoir", recordType: "Artist", fields: ["name": .string("Pierre-Auguste Renoir")]),
+        ])
+        // One save each, a few milliseconds apart: the newest first is dance, study, lilies.
+        for record in [
+            Record(recordName: "lilies", recordType: "Artwork", fields: ["title": .string("Water Lilies"), "artist": .reference(monet), "year": .int64(1906)]),
+            Record(recordName: "study", recordType: "Artwork", fields: ["title": .string("<script>window.pwned = 1</script><b>bold</b>"), "artist": .reference(monet), "year": .int64(1880)]),
+            Record(recordName: "dance", recordType: "Artwork", fields: ["title": .string("Dance at Bougival"), "artist": .reference(Reference(recordName: "renoir", action: .none)),
+                                                                      "year": .int64(1883)]),
+        ] {
+            try await Task.sleep(for: .milliseconds(5))
+            try await alice.save([record])
+        }
+    }
+
+    /// From the data view to alice's private database, her artworks (newest first), a key-path
+    /// filter, a record, its reference, and back through the backlink.
+    static func browseRecords(_ browser: WebDriver, _ server: TestServer, width: Int, height: Int) async throws {
+        try await browser.click("nav a[href='#/data']")
+        try await waitForView(browser, "Data")
+        try await browser.click("#view table td:first-child a")
+        try await waitForView(browser, "Databases")
+        try await screenshot(browser, server, "databases", width: width, height: height)
+        try await browser.click("#view form button[type=submit]")
+        try await waitForView(browser, "Zones")
+        try await browser.click("#view table a")
+        try await waitForView(browser, "Artist")
+        try await browser.run("const s = document.getElementById('type'); s.value = 'Artwork'; s.dispatchEvent(new Event('change'));")
+        try await waitForView(browser, "Artwork")
+        // Newest first: the last saved on top; the script's title is text.
+        let names = { () async throws -> [String] in
+            guard case .array(let names) = try await browser.run("return Array.from(document.querySelectorAll('#view tbody td:first-child')).map((cell) => cell.textContent)") else { return [] }
+            return names.compactMap { if case .string(let name) = $0 { name } else { nil } }
+        }
+        #expect(try await names() == ["dance", "study", "lilies"])
+        #expect(try await browser.text("#view tbody").contains("<script>window.pwned = 1</script><b>bold</b>"))
+        #expect(try await browser.run("return window.pwned === undefined && document.querySelectorAll('#view b, #view script').length === 0") == .bool(true))
+        try await screenshot(browser, server, "records", width: width, height: height)
+        // A key path through the reference, with OR and NOT.
+        try await browser.type("artist.name == 'Claude Monet' AND NOT (year < 1900 OR title BEGINSWITH 'X')", into: "#where")
+        try await browser.click("#view form.row button[type=submit]")
+        _ = try await browser.waitFor("the filtered table") { try await names() == ["lilies"] ? true : nil }
+        // A filter that does not parse says why.
+        try await browser.run("document.getElementById('where').value = 'year >> 3'; document.querySelector('#view form.row button[type=submit]').click();")
+        let refusal = try await browser.waitFor("the filter's error") { try? await browser.text("#view .error") }
+        #expect(refusal.contains("BAD_REQUEST") && refusal.contains("recordSyncPredicate"), "\(refusal)")
+        try await browser.command("POST", "/back")
+        _ = try await browser.waitFor("the filtered table again") { try await names() == ["lilies"] ? true : nil }
+        // The record, its reference, and back through the backlink.
+        try await browser.click("#view tbody td:first-child a")
+        try await waitForView(browser, "lilies")
+        let page = try await browser.text("#view")
+        #expect(page.contains("Water Lilies") && page.contains("1906") && page.contains("Change tag") && page.contains("Referred to by"), "\(page)")
+        try await screenshot(browser, server, "record", width: width, height: height)
+        try await browser.click("#view a[href*='name=monet']")
+        try await waitForView(browser, "monet")
+        guard case .array(let referrers) = try await browser.run("return Array.from(document.querySelectorAll('#view .scroll:last-of-type tbody td:first-child')).map((cell) => cell.textContent)") else {
+            Issue.record("no backlinks table")
+            return
+        }
+        #expect(referrers == [.string("lilies"), .string("study")])
+        try await browser.click("#view .scroll:last-of-type a[href*='name=study']")
+        try await waitForView(browser, "study")
+        #expect(try await browser.text("#view").contains("<script>window.pwned = 1</script>"))
+        #expect(try await browser.run("return window.pwned === undefined") == .bool(true))
+    }
+
+    /// The id of the editor's input for `field`.
+    static func input(_ browser: WebDriver, for field: String) async throws -> String {
+        let id = try await browser.waitFor("the input of \(field)") { () async throws -> String? in
+            let found = try await browser.run("const label = Array.from(document.querySelectorAll('#view label')).find((l) => l.textContent === arguments[0]); return label ? label.htmlFor : null",
+                                               [.string(field)])
+            if case .string(let id) = found { return id }
+            return nil
+        }
+        return "#" + id
+    }
+
+    /// Replaces what an input holds.
+    static func fill(_ browser: WebDriver, _ selector: String, _ text: String) async throws {
+        try await browser.run("document.querySelector(arguments[0]).value = ''", [.string(selector)])
+        try await browser.type(text, into: selector)
+    }
+
+    @Test func anOperatorEditsAsAUserMeetsAConflictAndDeletesWithItsCascadeShown() async throws {
+        try await Self.withConsole(scopes: [.all]) { server, base, secret, alice in
+            let place = "c=\(Self.container)&e=development&db=private&as=alice"
+            func title(_ name: String) async throws -> String? {
+                let found = try await alice.post("records/lookup", LookupRecordsRequest(records: [.init(recordName: name)])).decode(RecordsResponse.self).records.first?.record
+                if case .string(let title)? = found?.fields["title"] { return title }
+                return nil
+            }
+            try await withBrowser { browser in
+                try await Self.signIn(browser, base, "ops", secret)
+                try await Self.waitForView(browser, "Data")
+                try await browser.go(to: "\(base)/console#/record?\(place)&name=lilies")
+                try await Self.waitForView(browser, "lilies")
+                // Read-only until the operator switches to editing.
+                #expect(try await browser.run("return document.querySelector('#edit') === null") == .bool(true))
+                try await browser.click("#mode")
+                let field = try await Self.input(browser, for: "title")
+                try await Self.fill(browser, field, "Water Lilies (1906)")
+                try await browser.click("#save")
+                _ = try await browser.element("dialog[open] #confirm")
+                #expect(try await browser.text("dialog[open]").contains("Water Lilies (1906)"))
+                try await Self.screenshot(browser, server, "confirm-save", width: 1280, height: 800)
+                try await browser.click("dialog[open] #confirm")
+                _ = try await browser.waitFor("the saved notice") { try? await browser.text("#view .notice") }
+                #expect(try await title("lilies") == "Water Lilies (1906)")
+                // The edit is alice's; the audit log names the operator.
+                let saved = try await alice.post("records/lookup", LookupRecordsRequest(records: [.init(recordName: "lilies")])).decode(RecordsResponse.self).records.first?.record
+                #expect(saved?.modified?.userRecordName == alice.userRecordName)
+                #expect(try await server.store.auditLog(limit: 50).contains { $0.operatorName == "ops" && $0.target == "as alice" && $0.action.hasSuffix("/private/records/modify") })
+                // Another client saves lilies while the operator edits: a conflict, shown as one.
+                try await Self.fill(browser, try await Self.input(browser, for: "title"), "Mine")
+                let tag = try #require(saved?.recordChangeTag)
+                _ = try await alice.modify([RecordOperation(.update, RecordPayload(recordName: "lilies", recordType: "Artwork", recordChangeTag: tag,
+                                                                                   fields: ["title": RawFieldValue(FieldValue.string("Theirs"))]))])
+                try await browser.click("#save")
+                try await browser.click("dialog[open] #confirm")
+                let conflict = try await browser.waitFor("the conflict") { try? await browser.text("#edit-problem .error") }
+                #expect(conflict.contains("CONFLICT") && conflict.contains("not saved"), "\(conflict)")
+                try await Self.screenshot(browser, server, "conflict", width: 1280, height: 800)
+                #expect(try await title("lilies") == "Theirs")
+                try await browser.click("#reload")
+                _ = try await browser.waitFor("their version") { () async throws -> Bool? in
+                    let id = try await Self.input(browser, for: "title")
+                    return try await browser.run("return document.querySelector(arguments[0]).value", [.string(id)]) == .string("Theirs") ? true : nil
+                }
+                // Deleting monet says first what its cascade takes along.
+                try await browser.go(to: "\(base)/console#/record?\(place)&name=monet")
+                try await Self.waitForView(browser, "monet")
+                try await browser.click("#delete")
+                let dialog = try await browser.waitFor("the delete's confirmation") { try? await browser.text("dialog[open]") }
+                #expect(dialog.contains("2 more") && dialog.contains("lilies") && dialog.contains("study") && dialog.contains("Delete 3 records"), "\(dialog)")
+                try await Self.screenshot(browser, server, "confirm-delete", width: 1280, height: 800)
+                // Nothing is gone before the confirmation.
+                #expect(try await title("study") != nil)
+                try await browser.click("dialog[open] #confirm")
+                try await Self.waitForView(browser, "Artist")
+                let lilies = try await title("lilies"), study = try await title("study"), dance = try await title("dance")
+                #expect(lilies == nil && study == nil && dance == "Dance at Bougival")
+                // A new artwork, its fields from the schema.
+                try await browser.go(to: "\(base)/console#/records?\(place)&zone=_defaultZone&type=Artwork")
+                try await Self.waitForView(browser, "Artwork")
+                try await browser.click("#new")
+                try await Self.waitForView(browser, "New Artwork")
+                try await browser.type("olympia", into: "#new-name")
+                try await Self.fill(browser, try await Self.input(browser, for: "title"), "Olympia")
+                try await Self.fill(browser, try await Self.input(browser, for: "year"), "1863")
+                try await browser.click("#save")
+                try await browser.click("dialog[open] #confirm")
+                try await Self.waitForView(browser, "olympia")
+                #expect(try await title("olympia") == "Olympia")
+            }
+        }
+    }
+
+    @Test func theLiveFeedShowsAnotherClientsChangeAndTheRequestLogAUsersFailedSave() async throws {
+        try await Self.withConsole(scopes: [.read]) { server, base, secret, alice in
+            for size in Self.sizes(on: server) {
+                try await withBrowser(width: size.width, height: size.height) { browser in
+                    try await Self.signIn(browser, base, "ops", secret)
+                    try await Self.waitForView(browser, "Data")
+                    try await browser.go(to: "\(base)/console#/live?c=\(Self.container)&e=development&db=private&as=alice&zone=_defaultZone")
+                    _ = try await browser.waitFor("the stream") { try await browser.text("#live-status").hasPrefix("Listening") ? true : nil }
+                    // Another client's save shows within two seconds.
+                    let name = "fresh-\(size.width)"
+                    let saved = ContinuousClock.now
+                    try await alice.save([Record(recordName: name, recordType: "Artwork", fields: ["title": .string("Impression, Sunrise")])])
+                    _ = try await browser.waitFor("the change", timeout: .seconds(5)) { try await browser.text("#live-rows").contains(name) ? true : nil }
+                    let shown = ContinuousClock.now - saved
+                    #expect(shown < .seconds(2), "the change showed after \(shown)")
+                    try await Self.screenshot(browser, server, "live", width: size.width, height: size.height)
+                    // Alice's save with a stale tag fails; the request log finds it.
+                    let stale = try await alice.post("records/modify", ModifyRecordsRequest(operations: [RecordOperation(.update, RecordPayload(
+                        recordName: name, recordType: "Artwork", recordChangeTag: "stale", fields: ["title": RawFieldValue(FieldValue.string("x"))]))]))
+                    #expect(stale.status == 200)
+                    try await browser.click("nav a[href='#/requests']")
+                    try await Self.waitForView(browser, "Request log")
+                    try await browser.type("alice", into: "#log-user")
+                    try await browser.type("CONFLICT", into: "#log-code")
+                    try await browser.click("#view form.row button[type=submit]")
+                    let found = try await browser.waitFor("alice's failed save") { () async throws -> String? in
+                        let text = try await browser.text("#view table")
+                        return text.contains("CONFLICT") ? text : nil
+                    }
+                    #expect(found.contains("records/modify") && found.contains("alice") && found.contains("200"), "\(found)")
+                    #expect(try await browser.run("return document.querySelectorAll('#view tbody tr').length") == .int(Int64(Self.sizes.firstIndex { $0.width == size.width }! + 1)))
+                    try await Self.screenshot(browser, server, "requests", width: size.width, height: size.height)
+                }
+            }
+        }
+    }
+
+    @Test func aUsersTokenAndAForgedCookieOpenNothing() async throws {
+        try await withServer(configure: { $0.console = ConsoleSessionLimits() }) { server in
+            let alice = try await server.user("alice")
+            let base = "http://127.0.0.1:\(try #require(server.client.port))"
+            try await withBrowser { browser in
+                try await Self.signIn(browser, base, "alice", alice.token)
+                let refusal = try await browser.text("main.card .error")
+                #expect(refusal.contains("never a user's token"), "\(refusal)")
+                try await Self.screenshot(browser, server, "sign-in-refused", width: 1280, height: 800)
+                // A cookie of the console's name that no sign-in made.
+                try await browser.command("POST", "/cookie", .object(["cookie": .object([
+                    "name": .string("recordsync_console"), "value": .string(Credentials.newToken()), "path": .string("/"),
+                ])]))
+                try await browser.go(to: "\(base)/console")
+                _ = try await browser.element("#secret")
+                #expect(try await browser.run("return document.querySelector('#view') === null") == .bool(true))
+            }
+        }
+    }
+}
