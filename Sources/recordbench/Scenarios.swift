@@ -24,6 +24,10 @@ struct Scale: Sendable {
     var initialSyncRecords = 100_000
     /// The `index-build` scenario: the records whose words are indexed.
     var indexBuildRecords = 1_000_000
+    /// The fewest rounds of the scenarios that pair two timings round by round (changes,
+    /// public-reads, shared-reads, key-path): enough for a stable median; at the tiny scale, which
+    /// checks the harness only, a few.
+    var pairedRounds = 15
 
     static let small = Scale(saveRecords: 4_000, changesBigZone: 20_000, changesSmallZone: 1_000, cascadeChildren: 1_000,
                              cascadeGrandchildrenPerChild: 9, queryBigZone: 20_000, querySmallZone: 2_000,
@@ -35,7 +39,7 @@ struct Scale: Sendable {
                             cascadeGrandchildrenPerChild: 9, queryBigZone: 2_000, querySmallZone: 1_000,
                             cacheApplyRecords: 500, propagationRounds: 5, memoryRecords: 2_000,
                             assetCount: 3, assetBytes: 256 << 10, bigAssetBytes: 1 << 20, nullifySources: 300,
-                            initialSyncRecords: 1_000, indexBuildRecords: 2_000)
+                            initialSyncRecords: 1_000, indexBuildRecords: 2_000, pairedRounds: 3)
     static let full = Scale(saveRecords: 100_000, changesBigZone: 1_000_000, changesSmallZone: 1_000, cascadeChildren: 10_000,
                             cascadeGrandchildrenPerChild: 9, queryBigZone: 1_000_000, querySmallZone: 10_000,
                             cacheApplyRecords: 100_000, propagationRounds: 200, memoryRecords: 1_000_000)
@@ -82,7 +86,7 @@ enum Scenarios {
             }
             try await server.storage.analyze()
             var times: [ZoneID: [Double]] = [:], ratios: [Double] = []
-            for round in 0..<max(15, repetitions) {
+            for round in 0..<max(scale.pairedRounds, repetitions) {
                 var time: [ZoneID: Double] = [:]
                 // Alternate which zone goes first, so neither always meets a warmer cache.
                 for zone in round % 2 == 0 ? [big, small] : [small, big] {
@@ -317,7 +321,7 @@ enum Scenarios {
             try await server.storage.analyze()
             let query = RecordQuery(recordType: "Artwork", predicate: try RecordPredicate(format: "artist == %@", Reference(recordName: "a7")))
             var times: [[Double]] = [[], []], ratios: [Double] = []
-            for round in 0..<max(15, repetitions) {
+            for round in 0..<max(scale.pairedRounds, repetitions) {
                 var time = [0.0, 0.0]
                 for index in round % 2 == 0 ? [0, 1] : [1, 0] {
                     let database = databases[index]
@@ -380,7 +384,7 @@ enum Scenarios {
                 }
             }
             var bigTimes: [Double] = [], smallTimes: [Double] = [], ratios: [Double] = []
-            for round in 0..<max(9, repetitions) {
+            for round in 0..<max(min(9, scale.pairedRounds), repetitions) {
                 var time: [ZoneID: Double] = [:]
                 for zone in round % 2 == 0 ? [big, small] : [small, big] {
                     var found = 0

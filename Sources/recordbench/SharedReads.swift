@@ -71,7 +71,7 @@ enum SharedReads {
                 }
             }
             var times: [[Double]] = [[], []], ratios: [Double] = []
-            for round in 0..<max(15, repetitions) {
+            for round in 0..<max(scale.pairedRounds, repetitions) {
                 // The owner edits the 100 shared records; both then read them.
                 try await Workload.save(database, count: shared, zone: zone) { range in
                     range.map { i in
