@@ -141,9 +141,11 @@ extension RecordStore {
     /// created in public databases stay, still naming them as creator, and no user's token can
     /// change them any more.
     ///
+    /// A dry run (`dryRun`) answers what the deletion would remove and undoes it.
+    ///
     /// - Throws: `NOT_FOUND` if there is no such user.
     @discardableResult
-    public func deleteUser(named name: String) async throws -> UserDeletion {
+    public func deleteUser(named name: String, dryRun: Bool = false) async throws -> UserDeletion {
         let gone = try await engine.write { transaction in
             let user = try Self.existingUser(named: name, in: transaction)
             var deletion = UserDeletion(user: user)
@@ -160,9 +162,9 @@ extension RecordStore {
             deletion.databases = databases.count
             deletion.zones = zones.count
             deletion.assets = try transaction.collectUnheldAssetBlobs(checksums)
-            return .commit(deletion)
+            return dryRun ? .rollback(deletion) : .commit(deletion)
         }
-        if !gone.assets.isEmpty { try await engine.assetBytes.removeCollected(gone.assets) }
+        if !dryRun, !gone.assets.isEmpty { try await engine.assetBytes.removeCollected(gone.assets) }
         return gone
     }
 

@@ -146,6 +146,22 @@ public protocol StorageTransaction: AnyObject {
     /// Removes the requests answered before `before`, and the oldest beyond the newest
     /// `keepingAtMost`; how many went.
     func deleteRequests(before: Int64, keepingAtMost: Int64) throws -> Int
+    /// Adds a node's minutes of requests (each node, minute and route written once).
+    func insertMetricMinutes(_ minutes: [StoredMetricMinute]) throws
+    /// Every node's minutes of requests from `minute` on.
+    func metricMinutes(since minute: Int64) throws -> [StoredMetricMinute]
+    /// What the users' records hold now: records and bytes.
+    func storedTotals() throws -> (records: Int64, bytes: Int64)
+    /// Sets the sample of `minute` (any node may; the last one stays).
+    func setStorageSample(minute: Int64, records: Int64, bytes: Int64) throws
+    /// The samples from `minute` on, oldest first.
+    func storageSamples(since minute: Int64) throws -> [(minute: Int64, records: Int64, bytes: Int64)]
+    /// Notes that `node` runs (started at `startedAt`), seen at `now`.
+    func seeNode(_ node: String, startedAt: Int64, now: Int64) throws
+    /// Every node seen since `since`, most recently seen first.
+    func nodes(seenSince since: Int64) throws -> [(name: String, startedAt: Int64, seenAt: Int64)]
+    /// Removes minutes, samples and nodes older than `before` (milliseconds since 1970).
+    func deleteMetrics(before: Int64) throws
     /// Records what an operator did.
     func insertAuditEntry(_ entry: AuditEntry) throws
     /// The newest `limit` entries of the audit log, newest first.
@@ -963,6 +979,53 @@ public struct StoredAccountCode: Sendable, Hashable {
 }
 
 /// A named operator as stored (its secret only as a SHA-256).
+/// A node's requests to one route in one minute (docs/console.md, "Health").
+public struct StoredMetricMinute: Sendable, Hashable {
+    public var node: String
+    /// Minutes since 1970.
+    public var minute: Int64
+    public var endpoint: String
+    public var requests: Int64
+    /// How many answers carried each error code.
+    public var errors: [String: Int64]
+    /// How many took each bucket of ``LatencyBuckets/bounds`` (one more: the slower ones).
+    public var latency: [Int64]
+
+    public init(node: String, minute: Int64, endpoint: String, requests: Int64, errors: [String: Int64], latency: [Int64]) {
+        self.node = node
+        self.minute = minute
+        self.endpoint = endpoint
+        self.requests = requests
+        self.errors = errors
+        self.latency = latency
+    }
+}
+
+/// The buckets of the charts' latency histograms: upper bounds in microseconds, doubling from
+/// 250 µs to about 4 s; a last bucket holds what is slower.
+public enum LatencyBuckets {
+    public static let bounds: [Int64] = (0..<15).map { 250 << $0 }
+
+    /// The bucket of `micros`.
+    public static func bucket(_ micros: Int64) -> Int {
+        bounds.firstIndex { micros <= $0 } ?? bounds.count
+    }
+
+    /// The upper bound of the bucket where `fraction` of `counts` is reached (the last bound
+    /// doubled for the slower ones), in microseconds; `nil` for no requests.
+    public static func quantile(_ fraction: Double, of counts: [Int64]) -> Int64? {
+        let total = counts.reduce(0, +)
+        guard total > 0 else { return nil }
+        let wanted = Int64((Double(total) * fraction).rounded(.up))
+        var seen: Int64 = 0
+        for (index, count) in counts.enumerated() {
+            seen += count
+            if seen >= wanted { return index < bounds.count ? bounds[index] : bounds[bounds.count - 1] * 2 }
+        }
+        return bounds[bounds.count - 1] * 2
+    }
+}
+
 /// A request in the request log (docs/console.md, "The request log").
 public struct StoredRequest: Sendable, Hashable, Codable {
     /// Its place in the log (0 until stored).

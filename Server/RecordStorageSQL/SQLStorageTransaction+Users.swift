@@ -263,6 +263,63 @@ extension SQLStorageTransaction {
         return old + (try run("DELETE FROM request_log WHERE id <= \(top - keepingAtMost)"))
     }
 
+    public func insertMetricMinutes(_ minutes: [StoredMetricMinute]) throws {
+        for minute in minutes {
+            let errors = String(decoding: (try? JSONEncoder().encode(minute.errors)) ?? Data("{}".utf8), as: UTF8.self)
+            let latency = "[" + minute.latency.map(String.init).joined(separator: ",") + "]"
+            try run("""
+                INSERT INTO metric_minutes(node, minute, endpoint, requests, errors, latency)
+                VALUES (\(minute.node), \(minute.minute), \(minute.endpoint), \(minute.requests), \(errors), \(latency))
+                ON CONFLICT (node, minute, endpoint) DO UPDATE SET requests = excluded.requests, errors = excluded.errors, latency = excluded.latency
+                """)
+        }
+    }
+
+    public func metricMinutes(since minute: Int64) throws -> [StoredMetricMinute] {
+        try fetch("SELECT node, minute, endpoint, requests, errors, latency FROM metric_minutes WHERE minute >= \(minute) ORDER BY minute").map {
+            StoredMetricMinute(node: try $0.string(0), minute: try $0.int64(1), endpoint: try $0.string(2), requests: try $0.int64(3),
+                               errors: (try? JSONDecoder().decode([String: Int64].self, from: Data(try $0.string(4).utf8))) ?? [:],
+                               latency: (try? JSONDecoder().decode([Int64].self, from: Data(try $0.string(5).utf8))) ?? [])
+        }
+    }
+
+    public func storedTotals() throws -> (records: Int64, bytes: Int64) {
+        let row = try fetch("SELECT CAST(coalesce(sum(records), 0) AS BIGINT), CAST(coalesce(sum(bytes), 0) AS BIGINT) FROM user_usage").first
+        return (try row?.int64(0) ?? 0, try row?.int64(1) ?? 0)
+    }
+
+    public func setStorageSample(minute: Int64, records: Int64, bytes: Int64) throws {
+        try run("""
+            INSERT INTO storage_samples(minute, records, bytes) VALUES (\(minute), \(records), \(bytes))
+            ON CONFLICT (minute) DO UPDATE SET records = excluded.records, bytes = excluded.bytes
+            """)
+    }
+
+    public func storageSamples(since minute: Int64) throws -> [(minute: Int64, records: Int64, bytes: Int64)] {
+        try fetch("SELECT minute, records, bytes FROM storage_samples WHERE minute >= \(minute) ORDER BY minute").map {
+            (try $0.int64(0), try $0.int64(1), try $0.int64(2))
+        }
+    }
+
+    public func seeNode(_ node: String, startedAt: Int64, now: Int64) throws {
+        try run("""
+            INSERT INTO nodes(name, started_at, seen_at) VALUES (\(node), \(startedAt), \(now))
+            ON CONFLICT (name) DO UPDATE SET seen_at = excluded.seen_at
+            """)
+    }
+
+    public func nodes(seenSince since: Int64) throws -> [(name: String, startedAt: Int64, seenAt: Int64)] {
+        try fetch("SELECT name, started_at, seen_at FROM nodes WHERE seen_at >= \(since) ORDER BY seen_at DESC, name").map {
+            (try $0.string(0), try $0.int64(1), try $0.int64(2))
+        }
+    }
+
+    public func deleteMetrics(before: Int64) throws {
+        try run("DELETE FROM metric_minutes WHERE minute < \(before / 60_000)")
+        try run("DELETE FROM storage_samples WHERE minute < \(before / 60_000)")
+        try run("DELETE FROM nodes WHERE seen_at < \(before)")
+    }
+
     public func insertAuditEntry(_ entry: AuditEntry) throws {
         try run("INSERT INTO operator_audit(operator, at, action, target) VALUES (\(entry.operatorName), \(entry.at), \(entry.action), \(entry.target))")
     }

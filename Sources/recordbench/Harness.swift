@@ -37,6 +37,8 @@ struct BenchServer: Sendable {
     var storage: BenchStorage
     /// The bearer tokens of the other users made with the server (``withBenchServer(nodes:otherUsers:_:)``).
     var otherTokens: [String] = []
+    /// The first node's store (to make what no API makes, such as an operator).
+    var store: RecordStore
 
     /// A container signed in on node `index`.
     func container(onNode index: Int) -> Container {
@@ -48,12 +50,14 @@ struct BenchServer: Sendable {
 /// (``benchBackend``: a fresh SQLite data directory, or a fresh PostgreSQL schema), with one
 /// user (and `otherUsers` more). With PostgreSQL, `nodes` servers share the schema, each with an
 /// engine of its own.
-func withBenchServer<T: Sendable>(nodes: Int = 1, otherUsers: Int = 0, _ body: @escaping @Sendable (BenchServer) async throws -> T) async throws -> T {
+func withBenchServer<T: Sendable>(nodes: Int = 1, otherUsers: Int = 0, configure: @escaping @Sendable (inout ServerConfiguration) -> Void = { _ in },
+                                  _ body: @escaping @Sendable (BenchServer) async throws -> T) async throws -> T {
     try await BenchStorage.with { storage in
         var configuration = ServerConfiguration()
         configuration.port = 0
         configuration.dataDirectory = storage.directory + "/server"
         configuration.logger.logLevel = .critical
+        configure(&configuration)
         var stores: [RecordStore] = []
         for _ in 0..<(storage.databaseURL == nil ? 1 : nodes) {
             stores.append(RecordStore(engine: try await storage.engine(), limits: configuration.limits))
@@ -72,7 +76,7 @@ func withBenchServer<T: Sendable>(nodes: Int = 1, otherUsers: Int = 0, _ body: @
             if index == allStores.count {
                 let container = Container(serverURL: urls[0], identifier: "iCloud.bench", credentials: .bearerToken(token))
                 return try await body(BenchServer(container: container, url: urls[0], token: token, directory: storage.directory, urls: urls, storage: storage,
-                                                  otherTokens: others))
+                                                  otherTokens: others, store: allStores[0]))
             }
             return try await withRunningServer(configuration: configured, store: allStores[index]) { url in
                 try await serve(index + 1, urls + [url])

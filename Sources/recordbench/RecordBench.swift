@@ -23,7 +23,7 @@ struct RecordBench: AsyncParsableCommand {
 
 enum Scenario: String, CaseIterable, ExpressibleByArgument {
     case save, changes, cascade, nullify, queryByReference = "query-by-reference", keyPath = "key-path", fullText = "full-text", indexBuild = "index-build", near, cacheApply = "cache-apply", propagation, memory, nodes, assets, initialSync = "initial-sync",
-         publicReads = "public-reads", sharedReads = "shared-reads"
+         publicReads = "public-reads", sharedReads = "shared-reads", console
 }
 
 enum BackendName: String, CaseIterable, ExpressibleByArgument {
@@ -99,6 +99,7 @@ extension RecordBench {
                 case .memory: result = try await Memory.run(sizes)
                 case .nodes: result = try await Scenarios.nodes(sizes)
                 case .assets: result = try await AssetsScenario.run(sizes, repetitions: repetitions)
+                case .console: result = try await ConsoleScenario.run(sizes, repetitions: repetitions)
                 case .initialSync:
                     result = try await InitialSync.run(sizes, repetitions: repetitions,
                                                        kinto: kinto ?? ProcessInfo.processInfo.environment["RECORDSYNC_BENCH_KINTO"].flatMap { $0.isEmpty ? nil : $0 })

@@ -151,6 +151,42 @@ import Testing
         }
     }
 
+    /// GETs a URL: status and the headers a browser decides by.
+    static func headers(_ url: String) async throws -> (status: Int, type: String?, disposition: String?, sniff: String?) {
+        let response = try await http.execute(HTTPClientRequest(url: reachable(url)), timeout: .seconds(60))
+        _ = try await response.body.collect(upTo: 1 << 20)
+        return (Int(response.status.code), response.headers.first(name: "Content-Type"), response.headers.first(name: "Content-Disposition"),
+                response.headers.first(name: "X-Content-Type-Options"))
+    }
+
+    @Test func anSVGIsNeverServedInlineAndOnlyRasterImagesArePreviewed() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            let svg = Data(#"<svg xmlns="http://www.w3.org/2000/svg" onload="alert(document.cookie)"><script>alert(1)</script></svg>"#.utf8)
+            let html = Data("<!doctype html><script>alert(1)</script>".utf8)
+            let png = Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) + Self.bytes(100)
+            for (name, data) in [("svg", svg), ("html", html), ("png", png)] {
+                let value = try await Self.upload(data, alice)
+                _ = try await Self.save(alice, name, fields: #""image":{"value":\#(try value.serializedString())}"#)
+            }
+            for name in ["svg", "html"] {
+                let link = try #require(try await Self.downloadURL(alice, name)).replacingOccurrences(of: "photo%20one.jpg", with: "x.\(name)")
+                for url in [link, link + "?inline=1"] {
+                    let answer = try await Self.headers(url)
+                    #expect(answer.status == 200)
+                    #expect(answer.type == "application/octet-stream" && answer.sniff == "nosniff", "\(url): \(answer)")
+                    #expect(answer.disposition == "attachment; filename=\"x.\(name)\"", "\(url): \(answer)")
+                }
+            }
+            let link = try #require(try await Self.downloadURL(alice, "png"))
+            let attached = try await Self.headers(link)
+            #expect(attached.type == "application/octet-stream" && attached.disposition == "attachment; filename=\"photo_20one.jpg\"" && attached.sniff == "nosniff")
+            let previewed = try await Self.headers(link + "?inline=1")
+            #expect(previewed.type == "image/png" && previewed.disposition == "inline" && previewed.sniff == "nosniff", "\(previewed)")
+            #expect(try await Self.get(link + "?inline=1").data == png)
+        }
+    }
+
     @Test func aDownloadURLExpires() async throws {
         try await withServer(configure: { $0.limits.assetDownloadLifetime = .seconds(1) }) { server in
             let alice = try await server.user("alice")

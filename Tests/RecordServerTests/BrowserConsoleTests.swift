@@ -297,7 +297,213 @@ import TestSupport
                     #expect(found.contains("records/modify") && found.contains("alice") && found.contains("200"), "\(found)")
                     #expect(try await browser.run("return document.querySelectorAll('#view tbody tr').length") == .int(Int64(Self.sizes.firstIndex { $0.width == size.width }! + 1)))
                     try await Self.screenshot(browser, server, "requests", width: size.width, height: size.height)
+                    // The health view: this node, and the last hour's charts drawn from the figures.
+                    try await browser.click("nav a[href='#/health']")
+                    try await Self.waitForView(browser, "Health")
+                    #expect(try await browser.text("#view .notice").contains("ready"))
+                    let lines = try await browser.waitFor("the charts") { () async throws -> Int64? in
+                        guard case .int(let count) = try await browser.run("return document.querySelectorAll('#view figure.chart svg path.line, #view figure.chart svg circle.dot').length"), count >= 5 else { return nil }
+                        return count
+                    }
+                    #expect(lines >= 5)
+                    let page = try await browser.text("#view")
+                    #expect(page.contains("Requests per second") && page.contains("records/modify"), "\(page)")
+                    try await Self.screenshot(browser, server, "health", width: size.width, height: size.height)
                 }
+            }
+        }
+    }
+
+    @Test func anAdditiveSchemaChangeDeploysAndADestructiveOneIsRefused() async throws {
+        try await Self.withConsole(scopes: [.all]) { server, base, secret, alice in
+            let production = "\(base)/console#/schema?c=\(Self.container)&e=production"
+            let typesInProduction = { () async throws -> [String: [String: FieldType]] in
+                try await server.store.schema(ofContainer: Self.container, environment: "production")
+            }
+            try await withBrowser { browser in
+                try await Self.signIn(browser, base, "ops", secret)
+                try await Self.waitForView(browser, "Data")
+                // Development's types from alice's saves: all additions.
+                try await browser.go(to: production)
+                try await Self.waitForView(browser, "Schema of \(Self.container)")
+                let plan = try await browser.waitFor("the deploy's plan") { try? await browser.text("#lifecycle table") }
+                #expect(plan.contains("Artwork") && plan.contains("adds") && !plan.contains("refused"), "\(plan)")
+                try await Self.screenshot(browser, server, "schema-deploy", width: 1280, height: 800)
+                try await browser.click("#deploy")
+                #expect(try await browser.waitFor("the confirmation") { try? await browser.text("dialog[open]") }.contains("Artwork"))
+                try await browser.click("dialog[open] #confirm")
+                _ = try await browser.waitFor("the deploy") { try? await browser.text("#lifecycle .notice") }
+                #expect(try await typesInProduction()["Artwork"]?["year"] == FieldType(.int64))
+                #expect(try await browser.text("#view").contains("Production's schema is development's"))
+                // Development drops Artwork.year (an import, through the API): deploying that is refused.
+                let file = try await server.send(.get, "/admin/1/\(Self.container)/development/schema?format=ckdb", headers: [.authorization: "Bearer \(secret)"])
+                let dropped = String(decoding: file.data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+                    .filter { !$0.trimmingCharacters(in: .whitespaces).hasPrefix("year ") }.joined(separator: "\n")
+                let imported = try await server.send(.post, "/admin/1/\(Self.container)/development/schema/import?deleteRecords=true",
+                                                     headers: [.authorization: "Bearer \(secret)"], body: dropped)
+                #expect(imported.status == 200, "\(imported.reason)")
+                try await browser.go(to: "\(base)/console#/data")
+                try await Self.waitForView(browser, "Data")
+                try await browser.go(to: production)
+                let refusedPlan = try await browser.waitFor("the refused plan") { try? await browser.text("#lifecycle table") }
+                #expect(refusedPlan.contains("year") && refusedPlan.contains("refused"), "\(refusedPlan)")
+                try await browser.click("#deploy")
+                try await browser.click("dialog[open] #confirm")
+                let refusal = try await browser.waitFor("the refusal") { try? await browser.text("#deploy-result .error") }
+                #expect(refusal.contains("BAD_REQUEST") && refusal.contains("year"), "\(refusal)")
+                try await Self.screenshot(browser, server, "deploy-refused", width: 1280, height: 800)
+                #expect(try await typesInProduction()["Artwork"]?["year"] == FieldType(.int64))
+                // The history names the operator.
+                #expect(try await browser.waitFor("the history") { try? await browser.text("#history table") }.contains("ops"))
+                _ = alice
+            }
+        }
+    }
+
+    @Test func anOperatorCreatesAUserIssuesAndRevokesATokenAndDeletesTheUser() async throws {
+        try await Self.withConsole(scopes: [.users]) { server, base, secret, alice in
+            /// `users/caller` with `token`: its HTTP status.
+            let caller = { (token: String) async throws -> Int in
+                try await server.send(.get, "/database/1/\(Self.container)/development/private/users/caller", headers: [.authorization: "Bearer \(token)"]).status
+            }
+            try await withBrowser { browser in
+                try await Self.signIn(browser, base, "ops", secret)
+                try await Self.waitForView(browser, "Data")
+                try await browser.click("nav a[href='#/users']")
+                try await Self.waitForView(browser, "Users")
+                try await browser.type("carol", into: "#new-user")
+                try await browser.click("#create-user")
+                let first = try await browser.waitFor("carol's token") { try? await browser.text("#issued-token") }
+                #expect(first.hasPrefix("rs_"))
+                #expect(try await caller(first) == 200)
+                try await browser.click("#view a[href*='name=carol']")
+                try await Self.waitForView(browser, "carol")
+                try await browser.type("laptop", into: "#token-name")
+                try await browser.click("#issue-token")
+                let laptop = try await browser.waitFor("the laptop's token") { () async throws -> String? in
+                    let text = try? await browser.text("#issued-token")
+                    return text == first ? nil : text
+                }
+                #expect(try await caller(laptop) == 200)
+                try await Self.screenshot(browser, server, "user", width: 1280, height: 800)
+                // The token shown once is nowhere in the page once it is left.
+                try await browser.click("nav a[href='#/users']")
+                try await Self.waitForView(browser, "Users")
+                try await browser.go(to: "\(base)/console#/user?name=carol")
+                try await Self.waitForView(browser, "carol")
+                _ = try await browser.element("#view button[data-token='laptop']")
+                #expect(try await browser.run("return document.body.innerHTML.includes(arguments[0])", [.string(laptop)]) == .bool(false))
+                // Revoked, the token stops working; the other still works.
+                try await browser.click("#view button[data-token='laptop']")
+                try await browser.click("dialog[open] #confirm")
+                _ = try await browser.waitFor("the revocation") { try? await browser.text("#view .notice") }
+                _ = try await browser.waitFor("the token refused", timeout: .seconds(5)) { try await caller(laptop) == 401 ? true : nil }
+                #expect(try await caller(first) == 200)
+                // Deleting alice says what goes first.
+                try await browser.go(to: "\(base)/console#/user?name=alice")
+                try await Self.waitForView(browser, "alice")
+                #expect(try await browser.text("#view").contains("Records"))
+                try await browser.click("#delete-user")
+                let dialog = try await browser.waitFor("what goes") { try? await browser.text("dialog[open]") }
+                #expect(dialog.contains("1 private database") && dialog.contains("token"), "\(dialog)")
+                #expect(try await server.store.user(named: "alice") != nil)
+                try await browser.click("dialog[open] #confirm")
+                try await Self.waitForView(browser, "Users")
+                #expect(try await server.store.user(named: "alice") == nil)
+                #expect(try await caller(alice.token) == 401)
+            }
+        }
+    }
+
+    /// Every control of the current page a person could use: visible and enabled (links,
+    /// buttons, fields, and whatever else is put in the tab order).
+    static let controls = """
+        Array.from(document.querySelectorAll('a[href], button, input, select, textarea, summary, [tabindex]'))
+          .filter((e) => !e.disabled && e.getClientRects().length > 0 && (e.matches('a[href], button, input, select, textarea, summary') || e.tabIndex >= 0))
+        """
+
+    /// Tabs from the top of the page through every control of the current view: each one must
+    /// take the focus (a control only a mouse reaches fails).
+    static func tabReachesEveryControl(_ browser: WebDriver, in view: String) async throws {
+        guard case .int(let count) = try await browser.run("""
+            if (!window.reachedByTab) {
+              window.reachedByTab = true;
+              document.addEventListener("focusin", (event) => event.target.setAttribute("data-reached", ""));
+            }
+            const controls = \(controls);
+            controls.forEach((e) => e.removeAttribute("data-reached"));
+            document.querySelector("a.brand").focus();
+            return controls.length;
+            """) else { Issue.record("no controls counted in \(view)"); return }
+        try await browser.press(String(repeating: WebDriver.tab, count: Int(count) + 1))
+        let missed = try await browser.run("return \(controls).filter((e) => !e.hasAttribute('data-reached')).map((e) => e.outerHTML.slice(0, 100))")
+        #expect(missed == .array([]), "\(view): \(count) controls, the Tab key never reached \(missed)")
+        #expect(count > 5, "\(view): \(count) controls")
+    }
+
+    /// Tabs from the top of the page to the first control `selector` finds and presses Enter.
+    static func keyboard(_ browser: WebDriver, activate selector: String) async throws {
+        try await browser.run("document.querySelector('a.brand').focus()")
+        for _ in 0..<300 {
+            try await browser.press(WebDriver.tab)
+            if try await browser.run("return document.activeElement.matches(arguments[0])", [.string(selector)]) == .bool(true) {
+                try await browser.press(WebDriver.enter)
+                return
+            }
+        }
+        Issue.record("the Tab key never reached \(selector)")
+    }
+
+    @Test func everyActionIsReachableByKeyboard() async throws {
+        try await Self.withConsole(scopes: [.all]) { server, base, secret, alice in
+            try await withBrowser { browser in
+                // Signing in: the name's field has the focus; Tab to the secret, Enter sends.
+                try await browser.go(to: "\(base)/console")
+                _ = try await browser.element("#name")
+                try await browser.press("ops" + WebDriver.tab + secret + WebDriver.enter)
+                try await Self.waitForView(browser, "Data")
+                try await Self.tabReachesEveryControl(browser, in: "Data")
+                // Down to a record and an edit, with Tab and Enter alone.
+                try await Self.keyboard(browser, activate: "#view table td:first-child a")
+                try await Self.waitForView(browser, "Databases")
+                try await Self.tabReachesEveryControl(browser, in: "Databases")
+                try await Self.keyboard(browser, activate: "#view form button[type=submit]")
+                try await Self.waitForView(browser, "Zones")
+                try await Self.keyboard(browser, activate: "#view table a")
+                try await Self.waitForView(browser, "Artist")
+                try await Self.tabReachesEveryControl(browser, in: "Records")
+                try await Self.keyboard(browser, activate: "#view tbody td:first-child a")
+                try await Self.waitForView(browser, "monet")
+                try await Self.keyboard(browser, activate: "#mode")
+                _ = try await browser.element("#save")
+                try await Self.tabReachesEveryControl(browser, in: "Record, editing")
+                let field = try await Self.input(browser, for: "name")
+                try await Self.keyboard(browser, activate: field)
+                try await browser.run("document.querySelector(arguments[0]).select()", [.string(field)])
+                try await browser.press("Claude Oscar Monet")
+                try await Self.keyboard(browser, activate: "#save")
+                _ = try await browser.element("dialog[open] #confirm")
+                // The confirmation holds the focus; Enter on its button saves.
+                #expect(try await browser.run("return document.activeElement.closest('dialog[open]') !== null") == .bool(true))
+                try await browser.run("document.querySelector('dialog[open] #confirm').focus()")
+                try await browser.press(WebDriver.enter)
+                _ = try await browser.waitFor("the saved notice") { try? await browser.text("#view .notice") }
+                let saved = try await alice.post("records/lookup", LookupRecordsRequest(records: [.init(recordName: "monet")])).decode(RecordsResponse.self).records.first?.record
+                #expect(saved?.fields["name"] == .string("Claude Oscar Monet"))
+                // The other views, each through its link in the navigation.
+                for (link, title) in [("users", "Users"), ("requests", "Request log"), ("health", "Health"), ("audit", "Audit log")] {
+                    try await Self.keyboard(browser, activate: "nav a[href='#/\(link)']")
+                    try await Self.waitForView(browser, title)
+                    try await Self.tabReachesEveryControl(browser, in: title)
+                }
+                try await Self.keyboard(browser, activate: "nav a[href='#/users']")
+                try await Self.waitForView(browser, "Users")
+                try await Self.keyboard(browser, activate: "#view table td:first-child a")
+                _ = try await browser.waitFor("a user's page") { try await browser.text("#view h1") == "alice" ? true : nil }
+                try await Self.tabReachesEveryControl(browser, in: "User")
+                // Signing out is a button like any other.
+                try await Self.keyboard(browser, activate: "header.bar button")
+                _ = try await browser.element("#secret")
             }
         }
     }

@@ -246,14 +246,15 @@ import Testing
             try await server.store.revokeOperator(named: "ops")
             #expect(try await server.send(.get, "/admin/1/users", headers: again.header + [ConsoleSessionsHeader.csrf: second]).code == "AUTHENTICATION_FAILED")
         }
-        for limits in [ConsoleSessionLimits(lifetime: .milliseconds(600), idle: .seconds(60)), ConsoleSessionLimits(lifetime: .seconds(60), idle: .milliseconds(600))] {
+        // Short limits, but not so short that a busy machine's sign-in outlives them.
+        for limits in [ConsoleSessionLimits(lifetime: .seconds(3), idle: .seconds(60)), ConsoleSessionLimits(lifetime: .seconds(60), idle: .seconds(3))] {
             try await withServer(configure: { $0.console = limits }) { server in
                 let secret = try await Self.makeOperator(server, "ops", [.all])
                 var browser = Browser()
                 _ = try await Self.signIn(server, &browser, "ops", secret)
                 let token = try #require(Self.pageToken(in: try await server.send(.get, "/console", headers: browser.header)))
                 #expect(try await server.send(.get, "/admin/1/users", headers: browser.header + [ConsoleSessionsHeader.csrf: token]).status == 200)
-                try await Task.sleep(for: .milliseconds(900))
+                try await Task.sleep(for: .milliseconds(3500))
                 let late = try await server.send(.get, "/admin/1/users", headers: browser.header + [ConsoleSessionsHeader.csrf: token])
                 #expect(late.code == "AUTHENTICATION_FAILED" && late.reason.contains("sign in again"), "\(late.reason)")
             }
@@ -348,5 +349,54 @@ enum ConsoleSessionsHeader {
             #expect(reply.code == "BAD_REQUEST" && reply.reason.contains("--console"))
             #expect(try await server.store.requestLog(matching: RequestLogFilter()).isEmpty)
         }
+    }
+}
+
+/// The console's charts' figures through HTTP (docs/console.md, "Health"), on both engines.
+@Suite struct ConsoleMetricsTests {
+    @Test func theLastHoursFiguresSumEveryNodeAndKeepEachRoutesLatency() async throws {
+        try await withServer(configure: ConsoleSecurityTests.console) { server in
+            let secret = try await ConsoleSecurityTests.makeOperator(server, "ops", [.read])
+            let alice = try await server.user("alice")
+            try await alice.save([Record(recordName: "note", recordType: "Note", fields: ["text": .string("v1")])])
+            _ = try await alice.post("records/modify", ModifyRecordsRequest(operations: [RecordOperation(.update, RecordPayload(
+                recordName: "note", recordType: "Note", recordChangeTag: "stale", fields: ["text": RawFieldValue(FieldValue.string("v2"))]))]))
+            // This node's name for the route, as its figures say.
+            let first = try await server.send(.get, "/admin/1/metrics?minutes=5", headers: [.authorization: "Bearer \(secret)"])
+            let route = try #require(try JSONDecoder().decode(MetricsSeries.self, from: first.data).endpoints.first { $0.endpoint.hasSuffix("records/modify") }?.endpoint)
+            #expect(route.hasPrefix("POST /database/1/"), "\(route)")
+            // Another node's finished minute, written as its journal writes it.
+            let minute = Int64(Date().timeIntervalSince1970 / 60) - 1
+            var latency = [Int64](repeating: 0, count: LatencyBuckets.bounds.count + 1)
+            latency[2] = 98
+            latency[10] = 2
+            try await server.store.recordMetrics([StoredMetricMinute(node: "other/1", minute: minute, endpoint: route,
+                                                                     requests: 100, errors: ["CONFLICT": 3], latency: latency)],
+                                                 node: "other/1", startedAt: 1, sample: true)
+            let reply = try await server.send(.get, "/admin/1/metrics?minutes=60", headers: [.authorization: "Bearer \(secret)"])
+            #expect(reply.status == 200, "\(reply.reason)")
+            let metrics = try JSONDecoder().decode(MetricsSeries.self, from: reply.data)
+            #expect(metrics.minutes.count == 60)
+            let last = try #require(metrics.minutes.last), before = metrics.minutes[58]
+            #expect(last.requests >= 2 && last.errors["CONFLICT"] == 1, "\(last)")
+            #expect(before.requests >= 100 && before.errors["CONFLICT"] == 3, "\(before)")
+            let modify = try #require(metrics.endpoints.first { $0.endpoint == route })
+            #expect(modify.requests >= 102 && modify.p50.count == 60)
+            // 98 of the other node's 100 in the 1 ms bucket, 2 in the 256 ms one.
+            #expect(modify.p50[58] == LatencyBuckets.bounds[2] && modify.p99[58] == LatencyBuckets.bounds[10], "\(modify.p50[58] ?? -1) \(modify.p99[58] ?? -1)")
+            #expect(modify.p50[59] != nil && modify.p50[0] == nil)
+            #expect(metrics.nodes.contains { $0.name == "other/1" })
+            #expect(metrics.storage.last?.records == 1)
+            // Pruned past the retention.
+            try await server.store.pruneMetrics(retention: .seconds(0))
+            let pruned = try await server.store.metrics(lastMinutes: 60)
+            #expect(pruned.minutes.allSatisfy { $0.requests == 0 } && pruned.storage.allSatisfy { $0.minute == pruned.minutes.last?.minute })
+        }
+    }
+
+    @Test func latencyQuantilesAreTheBoundsOfTheirBuckets() {
+        #expect(LatencyBuckets.bucket(1) == 0 && LatencyBuckets.bucket(250) == 0 && LatencyBuckets.bucket(251) == 1 && LatencyBuckets.bucket(10_000_000) == LatencyBuckets.bounds.count)
+        #expect(LatencyBuckets.quantile(0.5, of: [0, 0, 0]) == nil)
+        #expect(LatencyBuckets.quantile(0.5, of: [1, 1, 2]) == 500 && LatencyBuckets.quantile(0.99, of: [1, 1, 2]) == 1000)
     }
 }

@@ -161,6 +161,18 @@ public final class WebDriver: @unchecked Sendable {
         try await command("POST", "/element/\(try await element(selector))/value", .object(["text": .string(text)]))
     }
 
+    /// WebDriver's codes of the keys tests press.
+    public static let tab = "\u{E004}", enter = "\u{E007}", shift = "\u{E008}"
+
+    /// Presses the keys of `text` one after another in the focused element, as a person typing
+    /// would (``tab``, ``enter``: WebDriver's key codes).
+    public func press(_ text: String) async throws {
+        let actions = text.unicodeScalars.flatMap { key -> [JSONValue] in
+            [.object(["type": .string("keyDown"), "value": .string(String(key))]), .object(["type": .string("keyUp"), "value": .string(String(key))])]
+        }
+        try await command("POST", "/actions", .object(["actions": .array([.object(["type": .string("key"), "id": .string("keyboard"), "actions": .array(actions)])])]))
+    }
+
     /// The visible text of the element `selector` finds.
     public func text(_ selector: String) async throws -> String {
         if case .string(let text) = try await command("GET", "/element/\(try await element(selector))/text") { return text }

@@ -38,6 +38,15 @@ struct AdminRoutes: Sendable {
                                           before: text("before").flatMap { Int64($0) }, limit: text("limit").flatMap { Int($0) } ?? 100)
             return try JSONBody.response(AdminRequests(node: journal.node, requests: try await store.requestLog(matching: filter)))
         }
+        // The charts' figures (with the console): the last `minutes` (60) minutes of every node.
+        route(router, .get, "metrics", needs: .read) { _, _, request in
+            guard let journal else {
+                throw RecordSyncError(.badRequest, "this server keeps no figures for charts: they are kept with the console (recordserver serve --console)")
+            }
+            let minutes = request.uri.queryParameters.get("minutes").flatMap { Int($0) } ?? 60
+            guard (1...1440).contains(minutes) else { throw RecordSyncError(.badRequest, "minutes must be between 1 and 1440, not \(minutes)") }
+            return try JSONBody.response(try await store.metrics(lastMinutes: minutes, current: journal.currentMinutes()))
+        }
         // Who there is to act as: for reading as a user (`read`) as for managing users.
         route(router, .get, "users", needs: .users, or: .read) { _, _, _ in
             var users: [AdminUser] = []
@@ -47,10 +56,49 @@ struct AdminRoutes: Sendable {
             }
             return try JSONBody.response(["users": users])
         }
-        route(router, .post, "users/delete", needs: .users) { _, body, _ in
-            let request = try JSONBody.decode(AdminNamedRequest.self, from: body)
-            let deletion = try await store.deleteUser(named: request.name)
-            return try JSONBody.response(["deleted": deletion.user.userRecordName])
+        // One user: how they sign in, their tokens and keys, what they store against the quota.
+        route(router, .get, "users/detail", needs: .users) { _, _, request in
+            guard let name = request.uri.queryParameters.get("name"), let user = try await store.user(named: name) else {
+                throw RecordSyncError(.notFound, "there is no user \(NameRules.quoted(request.uri.queryParameters.get("name") ?? ""))")
+            }
+            let usage = try await store.usage(ofUserNamed: name)
+            let quota = store.limits.quota
+            return try JSONBody.response(AdminUserDetail(
+                name: user.name, userRecordName: user.userRecordName, signsInWith: try await store.signInMethods(of: user),
+                identities: try await store.identities(of: user).map { AdminIdentity(provider: $0.provider, email: $0.email, emailVerified: $0.emailVerified, createdAt: $0.createdAt) },
+                tokens: try await store.tokens(ofUserNamed: name).map { AdminToken(name: $0.name, createdAt: $0.createdAt, expiresAt: $0.expiresAt) },
+                serverKeys: try await store.serverKeys(ofUserNamed: name).map { AdminServerKey(id: $0.id, name: $0.name, createdAt: $0.createdAt) },
+                usage: AdminUsage(records: usage.records, bytes: usage.bytes), quota: AdminQuota(records: quota.records, bytes: quota.bytes)))
+        }
+        // A new user, and their first token (shown once, in this answer only).
+        route(router, .post, "users/create", needs: .users) { _, body, _ in
+            let request = try JSONBody.decode(AdminTokenRequest.self, from: body)
+            let token = Credentials.newToken()
+            let user = try await store.createUser(named: request.name, tokenHash: Credentials.hash(token), tokenName: request.tokenName,
+                                                  expiresAt: try Self.expiry(days: request.days))
+            return try JSONBody.response(AdminIssuedToken(name: user.name, userRecordName: user.userRecordName, tokenName: request.tokenName ?? "token-1", token: token))
+        }
+        // Another named token (shown once), and revoking one: it stops working on every node.
+        route(router, .post, "users/tokens/create", needs: .users) { _, body, _ in
+            let request = try JSONBody.decode(AdminTokenRequest.self, from: body)
+            let token = Credentials.newToken()
+            let tokenName = try await store.addToken(forUserNamed: request.name, tokenHash: Credentials.hash(token), tokenName: request.tokenName,
+                                                     expiresAt: try Self.expiry(days: request.days))
+            guard let user = try await store.user(named: request.name) else { throw RecordSyncError(.notFound, "there is no user \(NameRules.quoted(request.name))") }
+            return try JSONBody.response(AdminIssuedToken(name: user.name, userRecordName: user.userRecordName, tokenName: tokenName, token: token))
+        }
+        route(router, .post, "users/tokens/revoke", needs: .users) { _, body, _ in
+            let request = try JSONBody.decode(AdminTokenRequest.self, from: body)
+            guard let tokenName = request.tokenName else { throw RecordSyncError(.badRequest, "missing field tokenName") }
+            try await store.revokeToken(named: tokenName, ofUserNamed: request.name)
+            return try JSONBody.response(["revoked": tokenName])
+        }
+        // `?dryRun=true`: what would go, nothing deleted.
+        route(router, .post, "users/delete", needs: .users) { _, body, request in
+            let given = try JSONBody.decode(AdminNamedRequest.self, from: body)
+            let deletion = try await store.deleteUser(named: given.name, dryRun: Self.flag("dryRun", of: request))
+            return try JSONBody.response(AdminUserDeletion(deleted: deletion.user.userRecordName, databases: deletion.databases, zones: deletion.zones,
+                                                           assets: deletion.assets.count, applied: !Self.flag("dryRun", of: request)))
         }
         route(router, .post, "accounts/invite", needs: .users) { _, body, _ in
             let request = try JSONBody.decode(AdminInviteRequest.self, from: body)
@@ -127,6 +175,13 @@ struct AdminRoutes: Sendable {
             let limit = request.uri.queryParameters.get("limit").flatMap { Int($0) } ?? 100
             return try JSONBody.response(["history": try await store.schemaHistory(ofContainer: container, environment: environment, limit: limit)])
         }
+    }
+
+    /// When a token given `days` ends (`nil`: never).
+    static func expiry(days: Int?) throws -> Int64? {
+        guard let days else { return nil }
+        guard (1...3650).contains(days) else { throw RecordSyncError(.badRequest, "days must be between 1 and 3650, not \(days)") }
+        return Int64((Date().timeIntervalSince1970 + Double(days) * 86_400) * 1000)
     }
 
     /// The largest schema file taken (a few thousand types).
@@ -214,6 +269,23 @@ struct AdminUser: Codable { var name, userRecordName: String; var createdAt: Int
 struct AdminRequests: Encodable { var node: String; var requests: [StoredRequest] }
 struct AdminContainer: Codable { var name, environment: String; var schemaLocked: Bool }
 struct AdminNamedRequest: Codable { var name: String }
+struct AdminUserDeletion: Codable { var deleted: String; var databases, zones, assets: Int; var applied: Bool }
+struct AdminTokenRequest: Codable { var name: String; var tokenName: String?; var days: Int? }
+struct AdminIssuedToken: Codable { var name, userRecordName, tokenName, token: String }
+struct AdminUserDetail: Codable {
+    var name, userRecordName: String
+    var signsInWith: [String]
+    var identities: [AdminIdentity]
+    var tokens: [AdminToken]
+    var serverKeys: [AdminServerKey]
+    var usage: AdminUsage
+    var quota: AdminQuota
+}
+struct AdminIdentity: Codable { var provider: String; var email: String?; var emailVerified: Bool; var createdAt: Int64 }
+struct AdminToken: Codable { var name: String; var createdAt: Int64; var expiresAt: Int64? }
+struct AdminServerKey: Codable { var id, name: String; var createdAt: Int64 }
+struct AdminUsage: Codable { var records, bytes: Int64 }
+struct AdminQuota: Codable { var records, bytes: Int64? }
 struct AdminRoleRequest: Codable { var name, role: String }
 struct AdminInviteRequest: Codable { var email: String?; var days: Int? }
 struct AdminAuditEntry: Codable { var `operator`: String; var at: Int64; var action, target: String }

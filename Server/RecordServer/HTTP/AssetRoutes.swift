@@ -20,10 +20,10 @@ struct AssetRoutes: Sendable {
             try await self.upload(request, token: context.parameters.get("token") ?? "")
         }
         router.get("/assets/1/download/:token/:file") { request, context in
-            try await self.download(request, token: context.parameters.get("token") ?? "", head: false)
+            try await self.download(request, token: context.parameters.get("token") ?? "", file: context.parameters.get("file") ?? "", head: false)
         }
         router.head("/assets/1/download/:token/:file") { request, context in
-            try await self.download(request, token: context.parameters.get("token") ?? "", head: true)
+            try await self.download(request, token: context.parameters.get("token") ?? "", file: context.parameters.get("file") ?? "", head: true)
         }
     }
 
@@ -83,16 +83,34 @@ struct AssetRoutes: Sendable {
 
     // MARK: Download
 
-    /// The blob's bytes, whole or the one range a `Range` header asks for.
-    func download(_ request: Request, token: String, head: Bool) async throws -> Response {
+    /// The blob's bytes, whole or the one range a `Range` header asks for. Served as an
+    /// attachment of type `application/octet-stream` with `nosniff`, so that no browser runs or
+    /// renders what a user stored (an SVG or HTML asset is a file to save, never a page of this
+    /// origin); `?inline=1` serves a PNG, JPEG, GIF or WebP image (known by its first bytes, never
+    /// by a name or a type the uploader chose) inline with its image type, for previews.
+    func download(_ request: Request, token: String, file: String, head: Bool) async throws -> Response {
         let grant = try await store.downloadGrant(token)
-        guard try await store.engine.assetBytes.contains(grant.checksum) else {
+        let bytes = store.engine.assetBytes
+        guard try await bytes.contains(grant.checksum) else {
             throw RecordSyncError(.notFound, "the asset is no longer stored (no record holds it)")
         }
         let size = grant.size
         var range: Range<Int64> = 0..<size
         var status = HTTPResponse.Status.ok
-        var headers: HTTPFields = [.contentType: "application/octet-stream", .acceptRanges: "bytes", .cacheControl: "private, max-age=3600"]
+        var headers: HTTPFields = [.contentType: "application/octet-stream", .acceptRanges: "bytes", .cacheControl: "private, max-age=3600",
+                                   .init("X-Content-Type-Options")!: "nosniff"]
+        var image: String?
+        if request.uri.queryParameters["inline"] == "1" {
+            var head = Data()
+            try await bytes.read(grant.checksum, range: 0..<min(size, 12)) { head.append($0) }
+            image = RasterImage.type(of: head)
+        }
+        if let image {
+            headers[.contentType] = image
+            headers[.contentDisposition] = "inline"
+        } else {
+            headers[.contentDisposition] = "attachment; filename=\"\(Self.safeFileName(file))\""
+        }
         if let header = request.headers[.range] {
             switch ByteRange.parse(header, size: size) {
             case .whole: break
@@ -107,7 +125,6 @@ struct AssetRoutes: Sendable {
         }
         headers[.contentLength] = String(range.count)
         if head || range.isEmpty { return Response(status: status, headers: headers) }
-        let bytes = store.engine.assetBytes
         let checksum = grant.checksum
         let asked = range
         let body = ResponseBody { writer in
@@ -117,6 +134,30 @@ struct AssetRoutes: Sendable {
             try await writer.finish(nil)
         }
         return Response(status: status, headers: headers, body: body)
+    }
+}
+
+extension AssetRoutes {
+    /// The path's file name as `Content-Disposition` may carry it: letters, digits, `.`, `-`
+    /// and `_` kept, anything else (quotes, slashes, CloudKit JS's unreplaced `${f}`) made `_`.
+    static func safeFileName(_ name: String) -> String {
+        let kept = String(name.prefix(200).map { $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) ? $0 : "_" })
+        return kept.isEmpty || kept.allSatisfy({ $0 == "." }) ? "asset" : kept
+    }
+}
+
+/// The raster image formats a browser may be shown inline, known by their first bytes.
+enum RasterImage {
+    static func type(of head: Data) -> String? {
+        let b = [UInt8](head)
+        func starts(_ prefix: [UInt8], at offset: Int = 0) -> Bool {
+            b.count >= offset + prefix.count && Array(b[offset..<offset + prefix.count]) == prefix
+        }
+        if starts([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return "image/png" }
+        if starts([0xFF, 0xD8, 0xFF]) { return "image/jpeg" }
+        if starts(Array("GIF87a".utf8)) || starts(Array("GIF89a".utf8)) { return "image/gif" }
+        if starts(Array("RIFF".utf8)) && starts(Array("WEBP".utf8), at: 8) { return "image/webp" }
+        return nil
     }
 }
 

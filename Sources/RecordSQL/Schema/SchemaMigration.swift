@@ -78,6 +78,7 @@ extension StorageSchema {
                                    usageInsertedFunction, usageUpdatedFunction, usageDeletedFunction]),
         ]),
         SchemaMigration("console", [.createTable(consoleSessions), .createTable(requestLog)]),
+        SchemaMigration("console-metrics", [.createTable(metricMinutes), .createTable(storageSamples), .createTable(nodes)]),
     ]
 
     /// What the schema held before `schema-lifecycle`, in its terms (docs/deploying.md,

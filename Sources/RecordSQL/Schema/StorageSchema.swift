@@ -153,6 +153,34 @@ public enum StorageSchema {
         IndexDefinition("request_log_by_user_record", ["user_record", "id"]),
     ])
 
+    /// The console's charts (docs/console.md, "Health"): per node, minute and route, the
+    /// requests answered, their error codes (`{"CODE": count}`) and a histogram of their times
+    /// (counts per bucket of ``LatencyBuckets``), both as JSON; kept 24 hours.
+    public static let metricMinutes = TableDefinition("metric_minutes", [
+        ColumnDefinition("node", .text),
+        ColumnDefinition("minute", .int64),
+        ColumnDefinition("endpoint", .text),
+        ColumnDefinition("requests", .int64),
+        ColumnDefinition("errors", .text),
+        ColumnDefinition("latency", .text),
+    ], primaryKey: ["node", "minute", "endpoint"], indexes: [
+        IndexDefinition("metric_minutes_by_minute", ["minute"]),
+    ])
+
+    /// What the users' records hold, sampled once a minute by any node; kept 24 hours.
+    public static let storageSamples = TableDefinition("storage_samples", [
+        ColumnDefinition("minute", .int64),
+        ColumnDefinition("records", .int64),
+        ColumnDefinition("bytes", .int64),
+    ], primaryKey: ["minute"])
+
+    /// The nodes serving the console, each seen at least every minute while it runs.
+    public static let nodes = TableDefinition("nodes", [
+        ColumnDefinition("name", .text),
+        ColumnDefinition("started_at", .int64),
+        ColumnDefinition("seen_at", .int64),
+    ], primaryKey: ["name"])
+
     /// Counts revocations (its single row), so that servers holding tokens in memory notice one.
     public static let tokenRevocations = TableDefinition("token_revocations", [
         ColumnDefinition("id", .int32, check: "id = 1"),
@@ -613,7 +641,7 @@ public enum StorageSchema {
 
     /// Every table, targets of foreign keys first (the order `data copy` fills them in).
     public static let tables: [TableDefinition] = [
-        users, tokens, identities, accounts, accountCodes, signInAttempts, operators, operatorAudit, consoleSessions, requestLog, tokenRevocations, serverKeys, signaturesSeen, apiTokens, signInFlows, userUsage,
+        users, tokens, identities, accounts, accountCodes, signInAttempts, operators, operatorAudit, consoleSessions, requestLog, metricMinutes, storageSamples, nodes, tokenRevocations, serverKeys, signaturesSeen, apiTokens, signInFlows, userUsage,
         containers, databases, zones, zoneIncarnations, schemaFields, schemaTypes, schemaGrants, schemaRoles, userRoles, schemaHistory,
         refFields, records, refs, searchTokens, searchBlocks, searchPostings, searchMembers, searchLocations, searchTypes, searchBuilds, tombstones,
         shares, shareParticipants, shareDepartures,

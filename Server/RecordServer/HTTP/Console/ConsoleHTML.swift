@@ -69,6 +69,7 @@ enum ConsoleHTML {
         <a href="#/data">Data</a>
         <a href="#/users">Users</a>
         <a href="#/requests">Request log</a>
+        <a href="#/health">Health</a>
         <a href="#/audit">Audit log</a>
         </nav>
         <main id="view" tabindex="-1" data-csrf="\(SignInHTML.escaped(csrf))" data-operator="\(SignInHTML.escaped(signedIn.name))" data-scopes="\(SignInHTML.escaped(scopes))">
@@ -109,6 +110,7 @@ enum ConsoleHTML {
         html, body { margin: 0; }
         body { font: 15px/1.45 -apple-system, BlinkMacSystemFont, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; background: var(--bg); color: var(--text); }
         a { color: var(--accent); }
+        img.preview { display: block; max-width: min(240px, 100%); max-height: 240px; margin-top: .4em; border: 1px solid var(--line); }
         code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .92em; }
         :focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
         .muted { color: var(--muted); }
@@ -176,6 +178,30 @@ enum ConsoleHTML {
         .status.bad { color: var(--bad); font-weight: 600; }
         tr.fresh { animation: fresh 2s ease-out; }
         @keyframes fresh { from { background: color-mix(in srgb, var(--accent) 22%, transparent); } to { background: transparent; } }
+        #view h3 { font-size: 1rem; margin: 18px 0 6px; }
+        pre.schema-file { background: var(--card); border: 1px solid var(--line); border-radius: 10px; padding: 12px 14px; overflow: auto; max-height: 420px;
+                          font: .88rem/1.5 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
+        .effect.adds { color: #1e7d32; }
+        .effect.tightens { color: #a15c00; font-weight: 600; }
+        .effect.refused { color: var(--bad); font-weight: 600; }
+        code.secret { display: inline-block; margin: 6px 0; padding: 6px 10px; border-radius: 6px; background: var(--card); border: 1px solid var(--line);
+                      user-select: all; overflow-wrap: anywhere; }
+        .meter-line { display: inline-flex; align-items: center; gap: 8px; flex-wrap: wrap; }
+        meter { width: 160px; height: 12px; }
+        .charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(100%, 420px), 1fr)); gap: 14px; }
+        figure.chart { margin: 0; padding: 12px 14px 8px; background: var(--card); border: 1px solid var(--line); border-radius: 10px; }
+        figure.chart figcaption { font-weight: 600; margin: 0 0 6px; overflow-wrap: anywhere; }
+        figure.chart svg { width: 100%; height: auto; display: block; }
+        svg .grid { stroke: var(--line); stroke-width: 1; }
+        svg .axis { fill: var(--muted); font-size: 11px; }
+        svg .line { fill: none; stroke-width: 2; stroke-linejoin: round; }
+        svg .dot { stroke-width: 0; }
+        svg .dot.s0 { fill: #0a66d8; } svg .dot.s1 { fill: #d0452f; } svg .dot.s2 { fill: #1e7d32; }
+        svg .dot.s3 { fill: #a15c00; } svg .dot.s4 { fill: #7b3fb5; } svg .dot.s5 { fill: #0f8b8d; }
+        .s0 { stroke: #0a66d8; background: #0a66d8; } .s1 { stroke: #d0452f; background: #d0452f; } .s2 { stroke: #1e7d32; background: #1e7d32; }
+        .s3 { stroke: #a15c00; background: #a15c00; } .s4 { stroke: #7b3fb5; background: #7b3fb5; } .s5 { stroke: #0f8b8d; background: #0f8b8d; }
+        ul.legend { display: flex; flex-wrap: wrap; gap: 4px 14px; list-style: none; padding: 0; margin: 4px 0 0; font-size: .85rem; color: var(--muted); }
+        .swatch { display: inline-block; width: 12px; height: 3px; margin-right: 6px; vertical-align: middle; border-radius: 2px; }
         .tag { display: inline-block; padding: 1px 8px; border-radius: 99px; background: var(--head); font-size: .85rem; }
         @media (max-width: 700px) {
           .bar { padding: 10px 14px; gap: 10px; }

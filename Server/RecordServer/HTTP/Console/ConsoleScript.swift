@@ -19,7 +19,7 @@ enum ConsoleScript {
               else if (name.startsWith("on")) { element.addEventListener(name.slice(2), value); }
               else { element.setAttribute(name, value === true ? "" : String(value)); }
             }
-            for (const child of children.flat()) {
+            for (const child of children.flat(Infinity)) {
               if (child === null || child === undefined || child === false) { continue; }
               element.append(child instanceof Node ? child : String(child));
             }
@@ -185,8 +185,18 @@ enum ConsoleScript {
               case "TIMESTAMP": return date(v);
               case "REFERENCE":
                 return el("a", { href: href("record", Object.assign({}, context, { name: v.recordName })) }, v.recordName);
-              case "ASSETID":
-                return v.downloadURL ? el("a", { href: v.downloadURL, download: "" }, "asset, " + (v.size || 0) + " bytes") : "asset, " + (v.size || 0) + " bytes";
+              case "ASSETID": {
+                // Downloaded as a file; previewed only when the server knows it for a raster
+                // image (`?inline=1` answers anything else as an attachment, and the preview goes).
+                const label = "asset, " + (v.size || 0) + " bytes";
+                if (!v.downloadURL) { return label; }
+                const url = v.downloadURL.replace("${f}", "asset");
+                const link = el("a", { href: url, download: "" }, label);
+                if (short) { return link; }
+                const preview = el("img", { class: "preview", src: url + "?inline=1", alt: "preview of the asset",
+                                            onerror: () => preview.remove() });
+                return el("span", { class: "asset" }, link, preview);
+              }
               case "LOCATION": return v.latitude + ", " + v.longitude;
               case "BYTES": return Math.floor(String(v).length * 3 / 4) + " bytes";
             }
@@ -546,6 +556,108 @@ enum ConsoleScript {
             listen();
           }
 
+          // MARK: Health
+
+          const SVG = "http://www.w3.org/2000/svg";
+          function svg(tag, attributes, ...children) {
+            const element = document.createElementNS(SVG, tag);
+            for (const [name, value] of Object.entries(attributes || {})) { if (value !== null && value !== undefined) { element.setAttribute(name, String(value)); } }
+            for (const child of children.flat(Infinity)) { if (child !== null && child !== undefined) { element.append(child instanceof Node ? child : String(child)); } }
+            return element;
+          }
+
+          function clock(minute) {
+            const d = new Date(minute * 60000);
+            return pad(d.getHours()) + ":" + pad(d.getMinutes());
+          }
+
+          // A round top for an axis: 1, 2 or 5 times a power of ten, at least `value`.
+          function ceiling(value) {
+            if (!(value > 0)) { return 1; }
+            const power = Math.pow(10, Math.floor(Math.log10(value)));
+            for (const step of [1, 2, 5, 10]) { if (step * power >= value) { return step * power; } }
+            return 10 * power;
+          }
+
+          // A line chart (SVG) of `series` ([{label, values}], a value per minute, null: none).
+          function lineChart(title, minutes, series, format) {
+            // As wide as the view allows (a phone's is narrower), so that its text stays legible.
+            const width = Math.min(640, Math.max(300, Math.floor(view.clientWidth) - 60)), height = 180, left = 64, right = 14, top = 14, bottom = 26;
+            const values = series.flatMap((line) => line.values).filter((value) => value !== null && value !== undefined);
+            const top_ = ceiling(Math.max(0, ...values));
+            const x = (index) => left + (minutes.length <= 1 ? 0 : index * (width - left - right) / (minutes.length - 1));
+            const y = (value) => top + (height - top - bottom) * (1 - value / top_);
+            const grid = [0, top_ / 2, top_].map((value) => [
+              svg("line", { x1: left, x2: width - right, y1: y(value), y2: y(value), class: "grid" }),
+              svg("text", { x: left - 6, y: y(value) + 4, class: "axis", "text-anchor": "end" }, format(value)),
+            ]);
+            const ticks = minutes.length ? [0, Math.floor((minutes.length - 1) / 2), minutes.length - 1].map((index) =>
+              svg("text", { x: x(index), y: height - 6, class: "axis", "text-anchor": index === 0 ? "start" : index === minutes.length - 1 ? "end" : "middle" }, clock(minutes[index]))) : [];
+            const known = (value) => value !== null && value !== undefined;
+            const lines = series.map((line, number) => {
+              let d = "", drawing = false;
+              const dots = [];
+              line.values.forEach((value, index) => {
+                if (!known(value)) { drawing = false; return; }
+                d += (drawing ? " L" : " M") + x(index).toFixed(1) + " " + y(value).toFixed(1);
+                drawing = true;
+                // A value alone between gaps is a dot: a path of one point draws nothing.
+                if (!known(line.values[index - 1]) && !known(line.values[index + 1])) { dots.push(svg("circle", { cx: x(index).toFixed(1), cy: y(value).toFixed(1), r: 3.5, class: "dot s" + (number % 6) })); }
+              });
+              return [d ? svg("path", { d: d.trim(), class: "line s" + (number % 6) }) : null, dots];
+            });
+            const latest = series.map((line) => {
+              const known = line.values.filter((value) => value !== null && value !== undefined);
+              return line.label + " " + (known.length ? format(known[known.length - 1]) : "none");
+            }).join(", ");
+            return el("figure", { class: "chart" },
+              el("figcaption", {}, title),
+              svg("svg", { viewBox: "0 0 " + width + " " + height, role: "img", "aria-label": title + ": latest " + latest }, grid, ticks, lines),
+              el("ul", { class: "legend" }, series.map((line, number) => el("li", {}, el("span", { class: "swatch s" + (number % 6) }), line.label))));
+          }
+
+          async function health() {
+            const [metrics, ready] = await Promise.all([
+              api("GET", "/admin/1/metrics?minutes=60"),
+              fetch("/healthz", { cache: "no-store" }).then((response) => response.json().then((json) => ({ ok: response.ok, json: json }))).catch((error) => ({ ok: false, json: { reason: error.message } })),
+            ]);
+            const minutes = metrics.minutes.map((minute) => minute.minute);
+            const perSecond = metrics.minutes.map((minute, index) => {
+              // The current minute is still being counted: its rate so far.
+              const seconds = index === metrics.minutes.length - 1 ? Math.max(1, (metrics.now / 1000) % 60) : 60;
+              return minute.requests / seconds;
+            });
+            const codes = {};
+            for (const minute of metrics.minutes) { for (const [code, count] of Object.entries(minute.errors)) { codes[code] = (codes[code] || 0) + count; } }
+            const topCodes = Object.entries(codes).sort((a, b) => b[1] - a[1]).slice(0, 6).map((entry) => entry[0]);
+            const number = (value) => value >= 100 ? String(Math.round(value)) : value >= 10 ? value.toFixed(1) : value.toFixed(2).replace(/\.?0+$/, "") || "0";
+            const ms = (micros) => number(micros / 1000) + " ms";
+            const byMinute = {};
+            for (const sample of metrics.storage) { byMinute[sample.minute] = sample; }
+            const charts = [
+              lineChart("Requests per second", minutes, [{ label: "all nodes", values: perSecond }], number),
+              lineChart("Errors by code (per minute)", minutes, topCodes.length ? topCodes.map((code) => ({ label: code, values: metrics.minutes.map((minute) => minute.errors[code] || 0) }))
+                : [{ label: "no errors", values: metrics.minutes.map(() => 0) }], number),
+              ...metrics.endpoints.slice(0, 4).map((endpoint) => lineChart("Latency of " + endpoint.endpoint.replace("/database/1/{container}/{environment}/{database}/", "…/")
+                + " (" + endpoint.requests + " requests)", minutes,
+                [{ label: "p50", values: endpoint.p50 }, { label: "p99", values: endpoint.p99 }], ms)),
+              lineChart("Records stored", minutes, [{ label: "records", values: minutes.map((minute) => byMinute[minute] ? byMinute[minute].records : null) }], number),
+              lineChart("Bytes stored", minutes, [{ label: "bytes", values: minutes.map((minute) => byMinute[minute] ? byMinute[minute].bytes : null) }], bytes),
+            ];
+            show("Health",
+              el("p", { class: ready.ok ? "notice" : "error", role: "status" }, ready.ok ? "This node is ready: its store answers (/healthz)." : "This node is not ready: " + (ready.json.reason || "its store does not answer") + "."),
+              el("h2", {}, "Nodes"),
+              table(["Node", "Started", "Last seen"], metrics.nodes.map((node) => [el("span", { class: "mono" }, node.name), date(node.startedAt),
+                new Date(node.seenAt).toLocaleTimeString()]), "No node has noted itself yet (each does within fifteen seconds of starting)."),
+              el("h2", {}, "The last hour"),
+              el("p", { class: "muted" }, "From every node's own figures, kept a day. Latencies are the upper bounds of histogram buckets (each twice the last, from 0.25 ms)."),
+              el("div", { class: "charts" }, charts),
+              el("h2", {}, "Backups"),
+              el("p", {}, "On SQLite: ", el("code", {}, "recordserver data backup --data DIR --to FILE.tar"), " takes one consistent snapshot while the server runs, its assets included; ",
+                el("code", {}, "recordserver data restore --from FILE.tar --data DIR"), " brings it back with the servers stopped. On PostgreSQL the whole state is the database: ",
+                el("code", {}, "pg_dump --format=custom"), ", then after a restore every zone starts a new history as docs/deploying.md says. Every table is carried: records, users, console sessions, the request log, the charts' figures and the audit log (docs/deploying.md, Backups)."));
+          }
+
           // MARK: The request log
 
           async function requests(query) {
@@ -580,27 +692,213 @@ enum ConsoleScript {
               ]), "No request matches.", [7]));
           }
 
-          async function schema(query) {
-            const container = query.get("c"), environment = query.get("e");
-            const answer = await api("GET", "/admin/1/" + path(container, environment) + "/schema");
-            const sections = answer.recordTypes.map((type) => [
-              el("h2", {}, type.name),
-              table(["Field", "Type"], type.fields.map((field) => [el("span", { class: "mono" }, field.name), field.type]), "No fields yet."),
-            ]);
-            show("Schema of " + container,
-              el("p", { class: "crumbs" }, el("a", { href: "#/data" }, "Data"), " › ", container, " › ", environment),
-              sections.length ? sections : el("p", { class: "empty" }, "No record types yet."));
+          // MARK: Schema
+
+          // A text answer of the APIs (the schema file).
+          async function apiText(path) {
+            const response = await fetch(path, { credentials: "same-origin", cache: "no-store", headers: { "X-RecordSync-CSRF": csrf } });
+            const text = await response.text();
+            if (!response.ok) {
+              let json = null;
+              try { json = JSON.parse(text); } catch (error) { json = null; }
+              throw new APIError((json && json.serverErrorCode) || "HTTP " + response.status, (json && json.reason) || text.slice(0, 300), response.status);
+            }
+            return text;
           }
 
-          async function users() {
+          // A plan's changes, each with its effect on a deploy.
+          function planTable(plan, empty) {
+            return table(["Change", "On a deploy"], plan.changes.map((change) => [
+              el("span", { class: "mono wrap" }, change.change),
+              el("span", { class: "effect " + change.effect }, { adds: "adds", tightens: "takes away: needs confirming", refused: "refused: would lose data" }[change.effect] || change.effect),
+            ]), empty);
+          }
+
+          async function schema(query) {
+            const container = query.get("c"), environment = query.get("e") === "production" ? "production" : "development";
+            const base = "/admin/1/" + path(container, environment) + "/schema";
+            const [answer, file] = await Promise.all([api("GET", base), apiText(base + "?format=ckdb")]);
+            const mayChange = scopes.includes("schema") || scopes.includes("all");
+            const other = environment === "development" ? "production" : "development";
+            const sections = answer.recordTypes.map((type) => [
+              el("h3", {}, type.name),
+              table(["Field", "Type"], type.fields.map((field) => [el("span", { class: "mono" }, field.name), field.type]), "No fields yet."),
+            ]);
+            const lifecycle = el("div", { id: "lifecycle" });
+            show("Schema of " + container,
+              el("p", { class: "crumbs" }, el("a", { href: "#/data" }, "Data"), " › ", container, " › ", environment, " · ",
+                el("a", { href: href("schema", { c: container, e: other }) }, other)),
+              lifecycle,
+              el("h2", {}, "Record types"),
+              sections.length ? sections : el("p", { class: "empty" }, "No record types yet."),
+              el("h2", {}, "As a schema file"),
+              el("p", { class: "muted" }, "Fields with their indexes, grants and roles, in CloudKit's schema language (what cktool exports)."),
+              el("pre", { class: "schema-file", tabindex: "0" }, file),
+              el("h2", {}, "History"),
+              el("div", { id: "history" }, el("p", { class: "muted" }, "Loading…")));
+            if (mayChange) { await (environment === "production" ? deployPanel(lifecycle, container) : resetPanel(lifecycle, container)); }
+            const history = await api("GET", base + "/history?limit=50");
+            document.getElementById("history").replaceChildren(table(["When", "Environment", "Operator", "Action", "What changed"], history.history.map((entry) => [
+              date(entry.at), entry.environment, entry.operatorName, entry.action, el("span", { class: "mono wrap" }, entry.summary),
+            ]), "No import, deploy, reset or lock yet."));
+          }
+
+          // Production: what deploying development's schema changes, and the deploy.
+          async function deployPanel(into, container) {
+            const base = "/admin/1/" + path(container, "production") + "/schema";
+            const plan = await api("GET", base + "/diff");
+            const result = el("div", { id: "deploy-result" });
+            const deploy = async () => {
+              result.replaceChildren();
+              const tightens = plan.changes.some((change) => change.effect === "tightens");
+              const what = [el("p", {}, "Production's schema becomes development's, and stays locked:"), planTable(plan, "")];
+              if (!await confirmDialog("Deploy to production?", what, "Deploy")) { return; }
+              try {
+                const done = await api("POST", base + "/deploy" + (tightens ? "?confirm=true" : ""));
+                await schema(new URLSearchParams({ c: container, e: "production" }));
+                document.getElementById("lifecycle").prepend(el("p", { class: "notice", role: "status" }, "Deployed: " + done.changes.length + " change" + (done.changes.length === 1 ? "" : "s") + "."));
+              } catch (error) {
+                result.replaceChildren(failure(error));
+              }
+            };
+            into.replaceChildren(el("h2", {}, "Deploy from development"),
+              ...(plan.changes.length === 0 ? [el("p", { class: "muted" }, "Production's schema is development's: nothing to deploy.")]
+                : [planTable(plan, ""), el("p", { class: "buttons" }, el("button", { type: "button", id: "deploy", onclick: deploy }, "Deploy…")), result]));
+          }
+
+          // Development: resetting it to production's schema, with what the reset deletes.
+          async function resetPanel(into, container) {
+            const base = "/admin/1/" + path(container, "development") + "/schema";
+            const result = el("div", { id: "reset-result" });
+            const reset = async () => {
+              result.replaceChildren();
+              let plan;
+              try { plan = await api("POST", base + "/reset?dryRun=true"); } catch (error) { result.replaceChildren(failure(error)); return; }
+              const what = [el("p", {}, "Development's schema becomes production's."), planTable(plan, "No change to the schema.")];
+              if (plan.recordCount > 0) {
+                what.push(el("p", {}, plan.recordCount + " development record" + (plan.recordCount === 1 ? "" : "s") + " of what production lacks will be deleted:"),
+                  el("ul", { class: "mono" }, plan.records.slice(0, 50).map((record) => el("li", {}, record.recordType + " " + record.recordName + " (" + record.database + ")"))));
+              }
+              if (!await confirmDialog("Reset development?", what, plan.recordCount > 0 ? "Delete and reset" : "Reset")) { return; }
+              try {
+                await api("POST", base + "/reset");
+                await schema(new URLSearchParams({ c: container, e: "development" }));
+              } catch (error) {
+                result.replaceChildren(failure(error));
+              }
+            };
+            into.replaceChildren(el("h2", {}, "Reset"),
+              el("p", { class: "muted" }, "Make development's schema production's again; development's records of what production lacks are deleted (you see which first)."),
+              el("p", { class: "buttons" }, el("button", { type: "button", id: "reset", class: "quiet", onclick: reset }, "Reset development…")), result);
+          }
+
+          // MARK: Users
+
+          const mayManageUsers = scopes.includes("users") || scopes.includes("all");
+
+          // A token just issued: shown once, with a button copying it.
+          function issued(answer) {
+            const value = el("code", { id: "issued-token", class: "secret" }, answer.token);
+            return el("div", { class: "notice", role: "status" },
+              el("p", {}, "Token ", el("strong", {}, answer.tokenName), " of ", answer.name, ". It is shown this once: copy it now (the server keeps only its hash)."),
+              value, " ",
+              el("button", { type: "button", class: "quiet", onclick: async (event) => {
+                try { await navigator.clipboard.writeText(answer.token); event.target.textContent = "Copied"; } catch (error) { event.target.textContent = "Select it and copy"; }
+              } }, "Copy"));
+          }
+
+          function bytes(count) {
+            if (count < 1024) { return count + " B"; }
+            const units = ["KB", "MB", "GB", "TB"];
+            let value = count, unit = -1;
+            do { value /= 1024; unit += 1; } while (value >= 1024 && unit < units.length - 1);
+            return value.toFixed(value < 10 ? 1 : 0) + " " + units[unit];
+          }
+
+          // Usage against a quota (none: no limit).
+          function meter(used, limit, format) {
+            if (limit === null || limit === undefined) { return [format(used), el("span", { class: "muted" }, " (no quota)")]; }
+            const share = limit > 0 ? Math.min(1, used / limit) : 1;
+            return el("span", { class: "meter-line" }, el("meter", { min: "0", max: String(limit), value: String(used), high: String(limit * 0.9), "aria-label": "used" }),
+              " " + format(used) + " of " + format(limit) + " (" + Math.round(share * 100) + "%)");
+          }
+
+          async function users(query, notice) {
             const answer = await api("GET", "/admin/1/users");
-            show("Users",
+            const result = el("div", { id: "create-result" });
+            const name = el("input", { id: "new-user", type: "text", required: true, spellcheck: "false", autocomplete: "off", size: 16 });
+            const create = mayManageUsers ? el("form", { class: "row", onsubmit: async (event) => {
+              event.preventDefault();
+              result.replaceChildren();
+              try {
+                const made = await api("POST", "/admin/1/users/create", { name: name.value.trim() });
+                await users(query, issued(made));
+              } catch (error) { result.replaceChildren(failure(error)); }
+            } }, el("label", { for: "new-user" }, "New user"), name, el("button", { type: "submit", id: "create-user" }, "Create")) : null;
+            show("Users", notice || null, create, result,
               table(["Name", "User record name", "Signs in with", "Tokens", "Since"],
                 answer.users.map((user) => [
-                  user.name, el("span", { class: "mono" }, user.userRecordName),
+                  mayManageUsers ? el("a", { href: href("user", { name: user.name }) }, user.name) : user.name,
+                  el("span", { class: "mono" }, user.userRecordName),
                   user.signsInWith.length ? user.signsInWith.join(", ") : el("span", { class: "muted" }, "tokens only"),
                   String(user.tokens), date(user.createdAt),
                 ]), "No users yet.", [3]));
+          }
+
+          async function user(query, notice) {
+            const name = query.get("name");
+            const detail = await api("GET", "/admin/1/users/detail?" + new URLSearchParams({ name: name }).toString());
+            const result = el("div", { id: "token-result" });
+            const revoke = (tokenName) => async () => {
+              if (!await confirmDialog("Revoke " + tokenName + "?", [el("p", {}, "The token " + tokenName + " of " + name + " stops working on every node within a second; the app holding it signs in again.")], "Revoke token")) { return; }
+              try {
+                await api("POST", "/admin/1/users/tokens/revoke", { name: name, tokenName: tokenName });
+                await user(query, el("p", { class: "notice", role: "status" }, "Revoked " + tokenName + "."));
+              } catch (error) { result.replaceChildren(failure(error)); }
+            };
+            const tokenName = el("input", { id: "token-name", type: "text", spellcheck: "false", placeholder: "token-N", size: 14 });
+            const days = el("input", { id: "token-days", type: "number", min: "1", max: "3650", placeholder: "never", size: 6 });
+            const issue = el("form", { class: "row", onsubmit: async (event) => {
+              event.preventDefault();
+              result.replaceChildren();
+              const body = { name: name };
+              if (tokenName.value.trim()) { body.tokenName = tokenName.value.trim(); }
+              if (days.value) { body.days = Number(days.value); }
+              try { await user(query, issued(await api("POST", "/admin/1/users/tokens/create", body))); } catch (error) { result.replaceChildren(failure(error)); }
+            } }, el("label", { for: "token-name" }, "Name"), tokenName, el("label", { for: "token-days" }, "Days"), days,
+              el("button", { type: "submit", id: "issue-token" }, "Issue a token"));
+            const remove = async () => {
+              let trial;
+              try { trial = await api("POST", "/admin/1/users/delete?dryRun=true", { name: name }); } catch (error) { result.replaceChildren(failure(error)); return; }
+              const what = [el("p", {}, "Deleting " + name + " removes, in one transaction:"), el("ul", {},
+                el("li", {}, trial.databases + " private database" + (trial.databases === 1 ? "" : "s") + " (one per container and environment used), with their " + trial.zones + " zone" + (trial.zones === 1 ? "" : "s") + " and every record in them"),
+                el("li", {}, trial.assets + " asset" + (trial.assets === 1 ? "" : "s") + " only those held"),
+                el("li", {}, detail.tokens.length + " token" + (detail.tokens.length === 1 ? "" : "s") + ", " + detail.identities.length + " linked sign-in" + (detail.identities.length === 1 ? "" : "s") + ", " + detail.serverKeys.length + " server key" + (detail.serverKeys.length === 1 ? "" : "s") + ", subscriptions, and their requests in the request log")),
+                el("p", {}, "Records they created in public databases stay, naming them as creator.")];
+              if (!await confirmDialog("Delete " + name + "?", what, "Delete user")) { return; }
+              try {
+                await api("POST", "/admin/1/users/delete", { name: name });
+                location.hash = "#/users";
+              } catch (error) { result.replaceChildren(failure(error)); }
+            };
+            show(name,
+              el("p", { class: "crumbs" }, el("a", { href: "#/users" }, "Users"), " › ", name, " · ", el("span", { class: "mono" }, detail.userRecordName)),
+              notice || null, result,
+              el("h2", {}, "Storage"),
+              table(["", ""], [["Records", meter(detail.usage.records, detail.quota.records, String)], ["Bytes", meter(detail.usage.bytes, detail.quota.bytes, bytes)]], ""),
+              el("h2", {}, "Signing in"),
+              el("p", {}, detail.signsInWith.length ? "With " + detail.signsInWith.join(", ") + "." : "With tokens an operator issued only."),
+              table(["Provider", "Email", "Linked"], detail.identities.map((identity) => [identity.provider,
+                identity.email ? identity.email + (identity.emailVerified ? "" : " (unverified)") : "", date(identity.createdAt)]), "No identity provider linked."),
+              el("h2", {}, "Tokens"),
+              el("p", { class: "muted" }, "Each device or app signed in holds one: its session."),
+              table(["Name", "Issued", "Ends", ""], detail.tokens.map((token) => [el("span", { class: "mono" }, token.name), date(token.createdAt),
+                token.expiresAt ? date(token.expiresAt) : "never", el("button", { type: "button", class: "quiet", "data-token": token.name, onclick: revoke(token.name) }, "Revoke…")]), "No tokens."),
+              issue,
+              el("h2", {}, "Server-to-server keys"),
+              table(["Key ID", "Name", "Added"], detail.serverKeys.map((key) => [el("span", { class: "mono" }, key.id), key.name, date(key.createdAt)]), "No keys."),
+              el("h2", {}, "Delete"),
+              el("p", { class: "buttons" }, el("button", { type: "button", id: "delete-user", class: "danger", onclick: remove }, "Delete " + name + "…")));
           }
 
           async function audit() {
@@ -613,9 +911,9 @@ enum ConsoleScript {
           }
 
           const views = { data: data, databases: databases, zones: zones, records: records, record: record, live: liveView, schema: schema, users: users,
-                          requests: requests, audit: audit };
+                          user: user, requests: requests, health: health, audit: audit };
           // The link of the views' list each view belongs under.
-          const sections = { databases: "data", zones: "data", records: "data", record: "data", live: "data", schema: "data" };
+          const sections = { databases: "data", zones: "data", records: "data", record: "data", live: "data", schema: "data", user: "users" };
 
           async function route() {
             if (live) { live.abort(); live = null; }
