@@ -192,6 +192,7 @@ let package = Package(
                 "RecordRules",
                 "RecordSQLiteEngine",
                 "RecordPostgresEngine",
+                "RecordStorageSQL",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -6,6 +6,7 @@ import NIOPosix
 import PostgresNIO
 import RecordModel
 import RecordStorage
+import RecordSQL
 import RecordStorageSQL
 
 /// The PostgreSQL engine: the storage primitives as SQL on one PostgreSQL database, which any
@@ -202,6 +203,53 @@ public final class PostgresEngine: StorageEngine {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    /// Builds each missing index concurrently (writes go on) on a leased connection, outside
+    /// any transaction, holding an advisory lock of the schema's so that one server at a time
+    /// does it; an index whose concurrent build failed (left invalid) is dropped and built again.
+    /// Each index comes with statistics of its expression (`SQLDialect.fieldStatistics`),
+    /// filled by an `ANALYZE records` after a build.
+    public func settleFieldIndexes(_ wanted: Set<FieldIndexKey>) async throws -> (built: [String], dropped: [String]) {
+        let indexed = wanted.filter { SQLDialect.indexedScalars.contains($0.scalar) }
+        let specs = Dictionary(indexed.map { SQLDialect.postgres.fieldIndex($0.field, $0.scalar) }) { first, _ in first }
+        let statistics = Dictionary(indexed.compactMap { SQLDialect.postgres.fieldStatistics($0.field, $0.scalar) }) { first, _ in first }
+        let logger = logger
+        return try await leasing { connection in
+            var locked = false
+            for try await taken in try await connection.query("SELECT pg_try_advisory_lock(hashtext(current_schema() || '/field-indexes'))", logger: logger).decode(Bool.self) {
+                locked = taken
+            }
+            guard locked else { return ([], []) }
+            do {
+                var valid: Set<String> = [], invalid: Set<String> = []
+                for try await (name, isValid) in try await connection.query("""
+                    SELECT c.relname::text, i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+                    WHERE i.indrelid = 'records'::regclass AND substr(c.relname, 1, 10) = 'records_q_'
+                    """, logger: logger).decode((String, Bool).self) {
+                    if isValid { valid.insert(name) } else { invalid.insert(name) }
+                }
+                let extra = valid.union(invalid).subtracting(specs.keys).sorted()
+                let missing = specs.keys.filter { !valid.contains($0) }.sorted()
+                for name in invalid.union(extra).sorted() {
+                    try await connection.query(PostgresQuery(unsafeSQL: "DROP INDEX CONCURRENTLY IF EXISTS \(name)"), logger: logger)
+                }
+                for name in extra {
+                    try await connection.query(PostgresQuery(unsafeSQL: "DROP STATISTICS IF EXISTS records_s_\(name.dropFirst("records_q_".count))"), logger: logger)
+                }
+                for name in missing { try await connection.query(PostgresQuery(unsafeSQL: specs[name]!), logger: logger) }
+                for name in missing {
+                    if let sql = statistics["records_s_" + name.dropFirst("records_q_".count)] { try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger) }
+                }
+                // The new statistics are filled now rather than at autovacuum's next analysis.
+                if !missing.isEmpty { try await connection.query("ANALYZE records", logger: logger) }
+                try await connection.query("SELECT pg_advisory_unlock(hashtext(current_schema() || '/field-indexes'))", logger: logger)
+                return (missing, extra)
+            } catch {
+                _ = try? await connection.query("SELECT pg_advisory_unlock(hashtext(current_schema() || '/field-indexes'))", logger: logger)
+                throw error
             }
         }
     }

@@ -26,6 +26,13 @@ public protocol StorageEngine: Sendable {
     /// it (the default).
     var changeRelay: (any ChangeRelay)? { get }
 
+    /// Makes the field indexes on `records` (`SQLDialect.fieldIndex`) those of `wanted` whose
+    /// type has one (`SQLDialect.indexedScalars`):
+    /// builds the missing ones (PostgreSQL: concurrently, while writes go on; SQLite: in one
+    /// write) and drops those no schema marks any more. Answers the names built and dropped;
+    /// nothing when another server is doing it.
+    func settleFieldIndexes(_ wanted: Set<FieldIndexKey>) async throws -> (built: [String], dropped: [String])
+
     /// ``StorageTransaction/database(at:withZoneNamed:)`` as a read of its own. The default
     /// runs it in ``read(_:)``; an engine whose transactions cost round trips and a hop to a
     /// thread of their own answers it with one statement, and may answer it on the caller's
@@ -399,6 +406,11 @@ public protocol StorageTransaction: AnyObject {
     /// type without a field has an empty list), and whether the container's schema is locked:
     /// what a query plans with, in one read.
     func schemaIndexes(inContainer container: Int64) throws -> (locked: Bool, types: [String: [SchemaField]])
+
+    /// Every unencrypted field (not a system field) some container's schema, in any record
+    /// type, marks `QUERYABLE` or `SORTABLE`, with its type: what the records' field indexes
+    /// cover (``StorageEngine/settleFieldIndexes(_:)``).
+    func markedFields() throws -> [(field: String, type: FieldType)]
     /// Marks a field (of type `type`) with an index: a field the type has, or a system field
     /// of a type the schema has (nothing otherwise).
     func markIndex(_ index: SchemaIndexUse.Index, onField field: String, type: FieldType, of recordType: String, inContainer container: Int64) throws
@@ -1251,5 +1263,16 @@ public struct StoredServerKey: Sendable, Hashable {
         self.name = name
         self.publicKey = publicKey
         self.createdAt = createdAt
+    }
+}
+
+/// A field the records' indexes cover: its name and the type its values are compared as.
+public struct FieldIndexKey: Sendable, Hashable {
+    public var field: String
+    public var scalar: ScalarType
+
+    public init(field: String, scalar: ScalarType) {
+        self.field = field
+        self.scalar = scalar
     }
 }

@@ -52,6 +52,12 @@ extension SQLStorageTransaction {
         return StoredTypeSchema(locked: try rows.first?.bool(0) ?? false, exists: try rows.first?.optionalString(1) != nil, fields: fields)
     }
 
+    public func markedFields() throws -> [(field: String, type: FieldType)] {
+        try fetch("SELECT DISTINCT field, type FROM schema_fields WHERE (queryable OR sortable) AND NOT encrypted AND \(raw: Self.notSystem)").compactMap { row in
+            try FieldType(rawValue: row.string(1)).map { (try row.string(0), $0) }
+        }
+    }
+
     public func schemaIndexes(inContainer container: Int64) throws -> (locked: Bool, types: [String: [SchemaField]]) {
         let rows = try fetch("""
             SELECT c.schema_locked, t.record_type, f.field, f.type, f.queryable, f.sortable, f.searchable, f.encrypted FROM containers c

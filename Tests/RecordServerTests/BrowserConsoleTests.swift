@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import RecordModel
 import RecordRules
@@ -415,6 +416,90 @@ import TestSupport
         }
     }
 
+    @Test func anOperatorManagesAPITokensOperatorsKeysAndLinksAndSeesSharesAndSubscriptions() async throws {
+        try await Self.withConsole(scopes: [.all]) { server, base, secret, alice in
+            let bob = try await server.user("bob")
+            // Alice shares a zone with bob and subscribes to new artworks.
+            _ = try await alice.post("zones/modify", #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Trip"}}}]}"#)
+            let shared = try await alice.post("records/modify", #"{"zoneID":{"zoneName":"Trip"},"operations":[{"operationType":"create","record":{"recordName":"cloudkit.zoneshare","recordType":"cloudkit.share","fields":{"cloudkit.title":{"value":"Our trip"}},"publicPermission":"NONE","participants":[{"userIdentity":{"lookupInfo":{"userRecordName":"\#(bob.userRecordName)"}},"permission":"READ_WRITE"}]}}]}"#)
+            #expect(shared.json["records"]?[0]?["serverErrorCode"] == nil, "\(shared.json)")
+            let subscribed = try await alice.post("subscriptions/modify", #"{"operations":[{"operationType":"create","subscription":{"subscriptionID":"new-art","subscriptionType":"query","query":{"recordType":"Artwork"},"firesOn":["create"]}}]}"#)
+            #expect(subscribed.status == 200, "\(subscribed.json)")
+            /// A signed-out visitor's request with an API token: its status.
+            func visit(_ token: String) async throws -> Int {
+                try await server.send(.post, "/database/1/\(Self.container)/development/public/zones/list?ckAPIToken=\(token)", body: "{}").status
+            }
+            try await withBrowser { browser in
+                try await Self.signIn(browser, base, "ops", secret)
+                try await Self.waitForView(browser, "Data")
+                // Shares and subscriptions, as alice reads them.
+                try await browser.go(to: "\(base)/console#/zones?c=\(Self.container)&e=development&db=private&as=alice")
+                try await Self.waitForView(browser, "Zones")
+                let zones = try await browser.text("#view")
+                #expect(zones.contains("new-art") && zones.contains("query") && zones.contains("Artwork"), "\(zones)")
+                try await browser.click("#view a[href*='type=cloudkit.share']")
+                try await Self.waitForView(browser, "cloudkit.share")
+                try await browser.click("#view tbody td:first-child a")
+                try await Self.waitForView(browser, "cloudkit.zoneshare")
+                let share = try await browser.text("#view")
+                #expect(share.contains("Participants") && share.contains(bob.userRecordName) && share.contains("READ_WRITE") && share.contains("INVITED"), "\(share)")
+                try await Self.screenshot(browser, server, "share", width: 1280, height: 800)
+
+                // An API token issued (shown once; a visitor gets in with it) and revoked.
+                try await browser.click("nav a[href='#/access']")
+                try await Self.waitForView(browser, "Access")
+                #expect(try await browser.text("#view").contains("Sign-up is closed"))
+                try await browser.type(Self.container, into: "#token-container")
+                try await browser.type("http://localhost:8080", into: "#token-origins")
+                try await browser.type("web", into: "#token-label")
+                try await browser.click("#create-api-token")
+                let token = try await browser.waitFor("the API token") { try? await browser.text("#issued-api-token") }
+                #expect(try await visit(token) == 200)
+                #expect(try await browser.text("#view table").contains("http://localhost:8080"))
+                try await Self.screenshot(browser, server, "access", width: 1280, height: 800)
+                try await browser.click("#view button[data-api-token=web]")
+                try await browser.click("dialog[open] #confirm")
+                _ = try await browser.waitFor("the revocation") { try await browser.text("#view .notice").contains("Revoked web") ? true : nil }
+                _ = try await browser.waitFor("the API token refused", timeout: .seconds(5)) { try await visit(token) == 401 ? true : nil }
+                // An operator added (its secret signs in to the API) and revoked; the console's own is not revocable here.
+                try await browser.type("auditor", into: "#operator-name")
+                try await browser.click("input[name=scope][value=read]")
+                try await browser.click("#create-operator")
+                let auditor = try await browser.waitFor("the operator's secret") { try? await browser.text("#issued-secret") }
+                func operatorCall(_ secret: String) async throws -> Int {
+                    try await server.send(.get, "/admin/1/operator", headers: [.authorization: "Bearer \(secret)"]).status
+                }
+                #expect(try await operatorCall(auditor) == 200)
+                let operators = try await browser.text("#view")
+                #expect(operators.contains("auditor") && operators.contains("you"), "\(operators)")
+                try await browser.click("#view button[data-operator=auditor]")
+                try await browser.click("dialog[open] #confirm")
+                _ = try await browser.waitFor("the operator revoked") { try await browser.text("#view .notice").contains("Revoked auditor") ? true : nil }
+                #expect(try await operatorCall(auditor) == 401)
+
+                // Bob's page: a server key added and revoked; alice's sign-ins linked into bob.
+                try await browser.go(to: "\(base)/console#/user?name=bob")
+                _ = try await browser.waitFor("bob's page") { try await browser.text("#view h1") == "bob" ? true : nil }
+                let key = P256.Signing.PrivateKey().publicKey.pemRepresentation
+                try await browser.run("document.getElementById('key-pem').value = arguments[0]", [.string(key)])
+                try await browser.type("laptop", into: "#key-name")
+                try await browser.click("#add-key")
+                _ = try await browser.waitFor("the key added") { try await browser.text("#view .notice").contains("Added the key") ? true : nil }
+                #expect(try await server.store.serverKeys(ofUserNamed: "bob").map(\.name) == ["laptop"])
+                try await browser.click("#view button[data-key=laptop]")
+                try await browser.click("dialog[open] #confirm")
+                _ = try await browser.waitFor("the key revoked") { try await browser.text("#view .notice").contains("Revoked the key laptop") ? true : nil }
+                #expect(try await server.store.serverKeys(ofUserNamed: "bob").isEmpty)
+                try await browser.type("alice", into: "#link-source")
+                try await browser.click("#link-user")
+                #expect(try await browser.text("dialog[open]").contains("Link alice into bob"))
+                try await browser.click("dialog[open] #confirm")
+                _ = try await browser.waitFor("the link") { try await browser.text("#view .notice").contains("of alice into bob") ? true : nil }
+                #expect(try await server.send(.post, "/database/1/\(Self.container)/development/private/zones/list", headers: [.authorization: "Bearer \(alice.token)"], body: "{}").status == 401)
+            }
+        }
+    }
+
     /// Every control of the current page a person could use: visible and enabled (links,
     /// buttons, fields, and whatever else is put in the tab order).
     static let controls = """
@@ -491,7 +576,7 @@ import TestSupport
                 let saved = try await alice.post("records/lookup", LookupRecordsRequest(records: [.init(recordName: "monet")])).decode(RecordsResponse.self).records.first?.record
                 #expect(saved?.fields["name"] == .string("Claude Oscar Monet"))
                 // The other views, each through its link in the navigation.
-                for (link, title) in [("users", "Users"), ("requests", "Request log"), ("health", "Health"), ("audit", "Audit log")] {
+                for (link, title) in [("users", "Users"), ("access", "Access"), ("requests", "Request log"), ("health", "Health"), ("audit", "Audit log")] {
                     try await Self.keyboard(browser, activate: "nav a[href='#/\(link)']")
                     try await Self.waitForView(browser, title)
                     try await Self.tabReachesEveryControl(browser, in: title)

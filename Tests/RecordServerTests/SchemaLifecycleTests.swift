@@ -6,6 +6,7 @@ import Hummingbird
 import RecordModel
 import RecordRules
 import RecordServer
+@testable import RecordSQL
 import TestSupport
 import Testing
 
@@ -130,6 +131,39 @@ import Testing
             #expect(declared.json["records"]?[0]?["recordName"]?.stringValue == "n1", "\(declared.json)")
             // Production's schema is not changed by a refused query.
             #expect(try await server.store.cloudKitSchema(ofContainer: Self.container, environment: "production").recordType("Note")?.field("body")?.queryable == false)
+        }
+    }
+
+    @Test func markedFieldsGetIndexesThatQueriesUseAndUnmarkedOnesLoseThem() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            let secret = try await OperatorTests.makeOperator(server, "deployer", [.schema])
+            try await Self.importSchema(server, secret, Self.notes)
+            // title (STRING) and count (DOUBLE) are marked; body is not.
+            let first = try await server.store.settleFieldIndexes()
+            #expect(first.built.count == 2 && first.dropped.isEmpty, "\(first)")
+            #expect(try await server.store.settleFieldIndexes() == ([], []))
+            _ = try await alice.save((1...30).map { Record(recordName: "n\($0)", recordType: "Note", fields: ["title": .string("note \($0)"), "count": .double(Double($0 % 3)), "body": .string("b")]) })
+            let found = try await alice.post("records/query", #"{"query": {"recordType": "Note", "filterBy": [{"comparator": "EQUALS", "fieldName": "title", "fieldValue": {"value": "note 7"}}]}}"#)
+            #expect(found.json["records"]?.arrayValue?.compactMap { $0["recordName"]?.stringValue } == ["n7"], "\(found.json)")
+            let counted = try await alice.post("records/query", #"{"query": {"recordType": "Note", "filterBy": [{"comparator": "EQUALS", "fieldName": "count", "fieldValue": {"value": 2}}], "sortBy": [{"fieldName": "title"}]}}"#)
+            #expect(counted.json["records"]?.arrayValue?.count == 10, "\(counted.json)")
+            // The planner takes the index for the very expression the query compiler writes.
+            let dialect: SQLDialect = server.backend.description == "SQLite" ? .sqlite : .postgres
+            let plan = try await Backend.plan(of: "SELECT r.name FROM records r WHERE r.zone_id = 1 AND r.type = 'Note' AND \(dialect.fieldValue("title", .string)) = 'note 7'",
+                                              on: server.store.engine)
+            #expect(plan.contains(dialect.fieldIndex("title", .string).name), "\(plan)")
+            // The newest first of a type reads its index, not the zone sorted.
+            let newest = try await Backend.plan(of: "SELECT r.name FROM records r WHERE r.zone_id = 1 AND r.type = 'Note' ORDER BY r.modified_at DESC LIMIT 50", on: server.store.engine)
+            #expect(newest.contains("records_by_modified"), "\(newest)")
+            // A schema without the marks: the indexes go.
+            try await Self.importSchema(server, secret, Self.notes.replacingOccurrences(of: "STRING QUERYABLE SORTABLE SEARCHABLE", with: "STRING SEARCHABLE")
+                .replacingOccurrences(of: "DOUBLE QUERYABLE", with: "DOUBLE"))
+            let second = try await server.store.settleFieldIndexes()
+            #expect(second.built.isEmpty && second.dropped.count == 2, "\(second)")
+            let after = try await Backend.plan(of: "SELECT r.name FROM records r WHERE r.zone_id = 1 AND r.type = 'Note' AND \(dialect.fieldValue("title", .string)) = 'note 8'",
+                                               on: server.store.engine)
+            #expect(!after.contains("records_q_"), "\(after)")
         }
     }
 

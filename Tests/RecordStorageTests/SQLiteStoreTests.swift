@@ -230,7 +230,7 @@ import Testing
                     && tables[2].contains("PRIMARY KEY(name, zone_id)) WITHOUT ROWID"), "\(tables)")
             // No unique index beside the key: one B-tree fewer per save and per delete (the
             // parents' index holds only records that have one).
-            #expect(indexes == ["records_by_parent", "records_by_seq", "records_by_type"], "\(indexes)")
+            #expect(indexes == ["records_by_modified", "records_by_parent", "records_by_seq", "records_by_type"], "\(indexes)")
             // haystacks' reference was written on insert, lilies' replaced on update.
             #expect(refs.map { $0[0] as String } == ["haystacks", "lilies"] && refs.map { $0[1] as String } == ["monet", "manet"], "\(refs)")
             // The level before leads (a range of its rowids); each name is one covering search.
@@ -325,7 +325,7 @@ import Testing
             #expect(table.contains("WITHOUT ROWID"), "\(table)")
             #expect(!refColumns.contains("source_id"), "\(refColumns)")
             #expect(refs == ["1/a->b", "1/b->a", "2/a->x"])
-            #expect(indexes == ["records_by_parent", "records_by_seq", "records_by_type", "refs_by_target", "refs_validating", "tombstones_by_seq"])
+            #expect(indexes == ["records_by_modified", "records_by_parent", "records_by_seq", "records_by_type", "refs_by_target", "refs_validating", "tombstones_by_seq"])
         }
     }
 

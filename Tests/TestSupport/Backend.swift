@@ -3,6 +3,8 @@ import Logging
 import RecordPostgresEngine
 import RecordRules
 import RecordSQLiteEngine
+import RecordStorageSQL
+import RecordStorage
 
 /// A storage engine the suite runs against. Every test that goes through ``withServer`` runs
 /// once per engine, so these tests are the conformance suite of ``StorageEngine``: a new
@@ -52,4 +54,21 @@ public struct Backend: Sendable, CustomStringConvertible {
     }
 
     public static let all: [Backend] = TestPostgres.url == nil ? [.sqlite] : [.sqlite, .postgres]
+}
+
+extension Backend {
+    /// The plan the engine's database makes for `sql` (SQLite's `EXPLAIN QUERY PLAN` details,
+    /// PostgreSQL's `EXPLAIN` with sequential scans discouraged, so that a usable index shows
+    /// even in a table of a few rows), a line per step.
+    public static func plan(of sql: String, on engine: any StorageEngine) async throws -> String {
+        let postgres = engine is PostgresEngine
+        return try await engine.read { transaction in
+            guard let session = transaction as? any SQLSession else { return "" }
+            // SQLite checks its schema is current only when a statement reads: a plan alone
+            // could be made from an index another connection dropped.
+            _ = try session.fetch(postgres ? "SET LOCAL enable_seqscan = off" : "SELECT count(*) FROM sqlite_master")
+            return try session.fetch("\(raw: postgres ? "EXPLAIN" : "EXPLAIN QUERY PLAN") \(raw: sql)")
+                .map { try $0.string(postgres ? 0 : 3) }.joined(separator: "\n")
+        }
+    }
 }

@@ -101,6 +101,18 @@ extension RecordStore {
     }
 }
 
+extension RecordStore {
+    /// Brings the records' field indexes in line with the schemas' marks: an index for each
+    /// field any schema marks `QUERYABLE` or `SORTABLE` (lists aside), none for a field none
+    /// marks any more (docs/architecture.md, "Field indexes"). ``FieldIndexBuilder`` runs it on
+    /// every server.
+    @discardableResult
+    public func settleFieldIndexes() async throws -> (built: [String], dropped: [String]) {
+        let marked = try await engine.read { transaction in try transaction.markedFields() }
+        return try await engine.settleFieldIndexes(Set(marked.filter { !$0.type.isList }.map { FieldIndexKey(field: $0.field, scalar: $0.type.scalar) }))
+    }
+}
+
 extension QuerySchema {
     /// The schema a query plans with, from the stored fields with their marks (the system
     /// fields' rows left out).

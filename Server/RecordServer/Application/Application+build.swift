@@ -121,7 +121,8 @@ public func buildApplication(
     }
     let accounts = Accounts(store: store, settings: configuration.accounts)
     let mailer = configuration.mail.map { Mailer(settings: $0, from: configuration.mailFrom) }
-    AdminRoutes(store: store, accounts: accounts, console: console, journal: journal).register(on: router)
+    AdminRoutes(store: store, accounts: accounts, console: console, journal: journal,
+                providers: providers.map { AdminProvider(name: $0.settings.name, web: $0.settings.web != nil) }).register(on: router)
     if let console { ConsoleRoutes(sessions: console, accounts: accounts).register(on: router) }
     AccountRoutes(accounts: accounts, mailer: mailer, sessionLifetime: configuration.sessionLifetime, trustedProxies: configuration.trustedProxies)
         .register(on: router)
@@ -163,6 +164,7 @@ public func buildApplication(
         KeepAlive(notifier: store.notifier, interval: configuration.keepAliveInterval), readAhead,
         Collector(store: store, interval: configuration.assetCollectionInterval, notificationRetention: configuration.notificationRetention, logger: logger),
         SearchIndexBuilder(store: store, interval: configuration.searchIndexBuildInterval, logger: logger),
+        FieldIndexBuilder(store: store, interval: configuration.fieldIndexInterval, logger: logger),
     ]
     if let journal { services.append(journal) }
     return Application(
@@ -297,6 +299,35 @@ struct SearchIndexBuilder: Service {
             }
             do {
                 let pause = wait
+                try await cancelWhenGracefulShutdown { try await Task.sleep(for: pause) }
+            } catch {
+                return
+            }
+        }
+    }
+}
+
+/// Brings the records' field indexes in line with the schemas' marks when the server starts and
+/// every `interval` after (``RecordStore/settleFieldIndexes()``): a field a deploy, an import or
+/// a development query marks gets its index within the interval.
+struct FieldIndexBuilder: Service {
+    let store: RecordStore
+    let interval: Duration
+    let logger: Logger
+
+    func run() async throws {
+        while !Task.isCancelled, !Task.isShuttingDownGracefully {
+            do {
+                let start = ContinuousClock.now
+                let (built, dropped) = try await store.settleFieldIndexes()
+                if !built.isEmpty || !dropped.isEmpty {
+                    logger.info("field indexes: built \(built.count), dropped \(dropped.count) in \(ContinuousClock.now - start)")
+                }
+            } catch {
+                logger.warning("could not bring the field indexes in line with the schemas (will try again): \(error)")
+            }
+            do {
+                let pause = interval
                 try await cancelWhenGracefulShutdown { try await Task.sleep(for: pause) }
             } catch {
                 return

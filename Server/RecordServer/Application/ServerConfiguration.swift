@@ -35,6 +35,9 @@ public struct ServerConfiguration: Sendable {
     /// How often each server looks for word-index builds to run (`SearchIndexBuilder`) while
     /// it has none.
     public var searchIndexBuildInterval: Duration = .seconds(1)
+    /// How often each server brings the records' field indexes in line with the schemas'
+    /// `QUERYABLE` and `SORTABLE` marks (`FieldIndexBuilder`).
+    public var fieldIndexInterval: Duration = .seconds(10)
     /// How long a `GET` on a `webcourierURL` waits for a notification before it answers empty.
     public var webcourierWait: Duration = .seconds(30)
     /// How long a notification nobody polled for is kept (and a webcourier token nobody polls).

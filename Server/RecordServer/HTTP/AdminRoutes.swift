@@ -16,6 +16,9 @@ struct AdminRoutes: Sendable {
     let console: ConsoleSessions?
     /// The request log this node writes, when the console is on.
     let journal: RequestJournal?
+    /// The identity providers users sign in with, by name, and whether the web sign-in page
+    /// offers each.
+    var providers: [AdminProvider] = []
 
     func register(on router: Router<RequestContextWithAddress>) {
         route(router, .get, "operator", needs: nil) { caller, _, _ in
@@ -109,6 +112,75 @@ struct AdminRoutes: Sendable {
         route(router, .post, "accounts/verify", needs: .users) { _, body, _ in
             let request = try JSONBody.decode(ResetRequest.self, from: body)
             return try JSONBody.response(["user": try await accounts.verifyWithoutCode(email: request.email).name])
+        }
+        // Another user's identities and account moved into a user (`user link`).
+        route(router, .post, "users/link", needs: .users) { _, body, _ in
+            let request = try JSONBody.decode(AdminLinkRequest.self, from: body)
+            let moved = try await store.linkUser(named: request.source, into: request.name)
+            return try JSONBody.response(AdminLinked(name: request.name, source: request.source, identities: moved.identities, account: moved.account))
+        }
+        // A user's server-to-server keys (docs/protocol.md, "Server-to-server keys").
+        route(router, .post, "users/keys/add", needs: .users) { _, body, _ in
+            let request = try JSONBody.decode(AdminKeyRequest.self, from: body)
+            guard let pem = request.publicKeyPEM else { throw RecordSyncError(.badRequest, "missing field publicKeyPEM (the key's public half, -----BEGIN PUBLIC KEY-----)") }
+            let id = try await store.addServerKey(forUserNamed: request.name, keyName: request.keyName, publicKeyPEM: pem)
+            return try JSONBody.response(["keyID": id])
+        }
+        route(router, .post, "users/keys/revoke", needs: .users) { _, body, _ in
+            let request = try JSONBody.decode(AdminKeyRequest.self, from: body)
+            guard let keyName = request.keyName else { throw RecordSyncError(.badRequest, "missing field keyName") }
+            try await store.revokeServerKey(named: keyName, ofUserNamed: request.name)
+            return try JSONBody.response(["revoked": keyName])
+        }
+        // How users get in: the sign-up mode, the identity providers, the API tokens.
+        route(router, .get, "access", needs: .users, or: .read) { _, _, _ in
+            let tokens = try await store.apiTokens().map {
+                AdminAPIToken(name: $0.name, container: $0.container, environment: $0.environment, origins: $0.origins, signInCallback: $0.signInCallback,
+                              createdAt: $0.createdAt)
+            }
+            return try JSONBody.response(AdminAccess(signUp: accounts.settings.signUp.rawValue, providers: providers, apiTokens: tokens))
+        }
+        // API tokens: what every page using one may do is the container's to decide (`all`).
+        route(router, .post, "apitokens/create", needs: .all) { _, body, _ in
+            let request = try JSONBody.decode(AdminAPITokenRequest.self, from: body)
+            let token = Credentials.newAPIToken()
+            let stored = try await store.createAPIToken(named: request.name, container: request.container, environment: request.environment,
+                                                        origins: request.origins ?? [], signInCallback: request.signInCallback, tokenHash: Credentials.hash(token))
+            return try JSONBody.response(AdminIssuedAPIToken(name: stored.name, container: stored.container, environment: stored.environment, token: token))
+        }
+        route(router, .post, "apitokens/revoke", needs: .all) { _, body, _ in
+            let request = try JSONBody.decode(AdminAPITokenRequest.self, from: body)
+            guard let name = request.name else { throw RecordSyncError(.badRequest, "missing field name") }
+            try await store.revokeAPIToken(named: name, container: request.container, environment: request.environment)
+            return try JSONBody.response(["revoked": name])
+        }
+        // Operators: only one holding `all` sees or changes them.
+        route(router, .get, "operators", needs: .all) { _, _, _ in
+            let operators = try await store.operators().map {
+                AdminOperator(name: $0.operator.name, scopes: $0.operator.scopes.map(\.rawValue).sorted(), createdAt: $0.createdAt)
+            }
+            return try JSONBody.response(["operators": operators])
+        }
+        route(router, .post, "operators/create", needs: .all) { _, body, _ in
+            let request = try JSONBody.decode(AdminOperatorRequest.self, from: body)
+            var scopes = Set<OperatorScope>()
+            for name in request.scopes ?? [] {
+                guard let scope = OperatorScope(rawValue: name) else {
+                    throw RecordSyncError(.badRequest, "\(NameRules.quoted(name)) is not a scope: read, write, schema, users or all")
+                }
+                scopes.insert(scope)
+            }
+            let secret = Credentials.newOperatorSecret()
+            let made = try await store.createOperator(named: request.name, secretHash: Credentials.hash(secret), scopes: scopes)
+            return try JSONBody.response(AdminIssuedSecret(name: made.name, scopes: made.scopes.map(\.rawValue).sorted(), secret: secret))
+        }
+        route(router, .post, "operators/revoke", needs: .all) { caller, body, _ in
+            let request = try JSONBody.decode(AdminNamedRequest.self, from: body)
+            guard request.name != caller.name else {
+                throw RecordSyncError(.badRequest, "an operator cannot revoke itself: sign in as another operator holding all to revoke \(NameRules.quoted(caller.name))")
+            }
+            try await store.revokeOperator(named: request.name)
+            return try JSONBody.response(["revoked": request.name])
         }
         route(router, .get, "audit", needs: .all) { _, _, request in
             let limit = request.uri.queryParameters.get("limit").flatMap { Int($0) } ?? 100
@@ -287,6 +359,17 @@ struct AdminServerKey: Codable { var id, name: String; var createdAt: Int64 }
 struct AdminUsage: Codable { var records, bytes: Int64 }
 struct AdminQuota: Codable { var records, bytes: Int64? }
 struct AdminRoleRequest: Codable { var name, role: String }
+struct AdminLinkRequest: Codable { var name, source: String }
+struct AdminLinked: Codable { var name, source: String; var identities: Int; var account: Bool }
+struct AdminKeyRequest: Codable { var name: String; var keyName, publicKeyPEM: String? }
+struct AdminProvider: Codable { var name: String; var web: Bool }
+struct AdminAPIToken: Codable { var name, container, environment: String; var origins: [String]; var signInCallback: String?; var createdAt: Int64 }
+struct AdminAccess: Codable { var signUp: String; var providers: [AdminProvider]; var apiTokens: [AdminAPIToken] }
+struct AdminAPITokenRequest: Codable { var name: String?; var container, environment: String; var origins: [String]?; var signInCallback: String? }
+struct AdminIssuedAPIToken: Codable { var name, container, environment, token: String }
+struct AdminOperator: Codable { var name: String; var scopes: [String]; var createdAt: Int64 }
+struct AdminOperatorRequest: Codable { var name: String; var scopes: [String]? }
+struct AdminIssuedSecret: Codable { var name: String; var scopes: [String]; var secret: String }
 struct AdminInviteRequest: Codable { var email: String?; var days: Int? }
 struct AdminAuditEntry: Codable { var `operator`: String; var at: Int64; var action, target: String }
 struct AdminRecordType: Codable { var name: String; var fields: [AdminField] }

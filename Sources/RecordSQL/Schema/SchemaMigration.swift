@@ -79,6 +79,7 @@ extension StorageSchema {
         ]),
         SchemaMigration("console", [.createTable(consoleSessions), .createTable(requestLog)]),
         SchemaMigration("console-metrics", [.createTable(metricMinutes), .createTable(storageSamples), .createTable(nodes)]),
+        SchemaMigration("records-by-modified", [.createIndex("records_by_modified", on: records)]),
     ]
 
     /// What the schema held before `schema-lifecycle`, in its terms (docs/deploying.md,

@@ -387,6 +387,10 @@ public enum StorageSchema {
     ], primaryKey: KeyColumns(["zone_id", "name"], sqlite: ["name", "zone_id"]), indexes: [
         IndexDefinition("records_by_seq", ["zone_id", "seq"]),
         IndexDefinition("records_by_type", ["zone_id", "type", "name"]),
+        // A type's records newest first (the console's table), without sorting the zone; on
+        // PostgreSQL in the order the query compiler writes (`SQLDialect.orderTerm`: descending
+        // NULLS LAST, so ascending NULLS FIRST read backwards).
+        IndexDefinition("records_by_modified", KeyColumns(["zone_id", "type", "modified_at DESC NULLS LAST"], sqlite: ["zone_id", "type", "modified_at"])),
         // A record's children, for the hierarchies record shares take (most records have none).
         IndexDefinition("records_by_parent", ["zone_id", "parent"], where: "parent IS NOT NULL"),
     ])

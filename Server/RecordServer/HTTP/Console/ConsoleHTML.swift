@@ -68,6 +68,7 @@ enum ConsoleHTML {
         <nav aria-label="Views">
         <a href="#/data">Data</a>
         <a href="#/users">Users</a>
+        <a href="#/access">Access</a>
         <a href="#/requests">Request log</a>
         <a href="#/health">Health</a>
         <a href="#/audit">Audit log</a>
@@ -86,12 +87,21 @@ enum ConsoleHTML {
         SHA256.hash(data: Data(text.utf8)).prefix(6).map { String(format: "%02x", $0) }.joined()
     }
 
-    static let scriptVersion = version(ConsoleScript.script)
-    static let styleSheetVersion = version(styleSheet)
+    /// The script and style sheet as served: each line's indentation and the script's
+    /// whole-line comments left out (the script holds no multi-line string literals).
+    static let servedScript = compact(ConsoleScript.script, comments: true)
+    static let servedStyleSheet = compact(styleSheet, comments: false)
+
+    static func compact(_ text: String, comments: Bool) -> String {
+        text.split(separator: "\n").map { $0.drop(while: { $0 == " " }) }.filter { !$0.isEmpty && !(comments && $0.hasPrefix("//")) }.joined(separator: "\n")
+    }
+
+    static let scriptVersion = version(servedScript)
+    static let styleSheetVersion = version(servedStyleSheet)
 
     /// `GET /console/assets/console.css` and `console.js`.
     static func registerAssets(on router: Router<RequestContextWithAddress>) {
-        for (name, type, text) in [("console.css", "text/css; charset=utf-8", styleSheet), ("console.js", "text/javascript; charset=utf-8", ConsoleScript.script)] {
+        for (name, type, text) in [("console.css", "text/css; charset=utf-8", servedStyleSheet), ("console.js", "text/javascript; charset=utf-8", servedScript)] {
             router.get("/console/assets/\(name)") { _, _ in
                 Response(status: .ok, headers: [.contentType: type, .cacheControl: "public, max-age=86400",
                                                 .init("X-Content-Type-Options")!: "nosniff"],
@@ -166,6 +176,9 @@ enum ConsoleHTML {
         .mode { display: flex; align-items: center; gap: 8px; margin: 0 0 14px; }
         .tag.editing { background: color-mix(in srgb, #e8a200 25%, transparent); }
         td textarea, td input { width: 100%; min-width: 12ch; }
+        .scroll + form.row, .scroll + form.stack { margin-top: .8em; }
+        form.stack { display: grid; gap: .5em; max-width: 70ch; margin: .6em 0; }
+        label.check { display: inline-flex; align-items: center; gap: .3em; }
         #edit td, #create td { vertical-align: middle; }
         #edit-problem:not(:empty), #create .error { margin-top: 12px; }
         #create > input { width: 100%; max-width: 420px; margin: 0 0 14px; }

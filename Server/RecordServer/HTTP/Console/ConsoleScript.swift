@@ -158,15 +158,25 @@ enum ConsoleScript {
           async function zones(query) {
             const context = where(query);
             const answer = await database(context, "zones/list", {});
+            // The user's subscriptions in this database, as subscriptions/list answers them.
+            let subscriptions;
+            try { subscriptions = (await database(context, "subscriptions/list", {})).subscriptions || []; } catch (error) { subscriptions = error; }
             show("Zones", crumbs(context),
-              table(["Zone", "Owner", ""], answer.zones.map((zone) => {
+              table(["Zone", "Owner", "", ""], answer.zones.map((zone) => {
                 const inZone = Object.assign({}, context, { zone: zone.zoneID.zoneName, owner: context.db === "shared" ? zone.zoneID.ownerRecordName : null });
                 return [
                   el("a", { href: href("records", inZone) }, zone.zoneID.zoneName),
                   el("span", { class: "mono" }, zone.zoneID.ownerRecordName || ""),
                   el("a", { href: href("live", inZone) }, "Live changes"),
+                  context.db === "private" && zone.zoneID.zoneName !== "_defaultZone" ? el("a", { href: href("records", Object.assign({}, inZone, { type: "cloudkit.share" })) }, "Shares") : "",
                 ];
-              }), context.db === "shared" ? "Nobody shares a zone with this user." : "No zones."));
+              }), context.db === "shared" ? "Nobody shares a zone with this user." : "No zones."),
+              el("h2", {}, "Subscriptions"),
+              subscriptions instanceof Error ? failure(subscriptions) :
+                table(["ID", "Kind", "Zone", "Type", "Fires on"], subscriptions.map((sub) => [
+                  el("span", { class: "mono" }, sub.subscriptionID), sub.subscriptionType,
+                  sub.zoneID ? sub.zoneID.zoneName : "", sub.query ? sub.query.recordType : "", (sub.firesOn || []).join(", "),
+                ]), context.as + " has no subscriptions in this database."));
           }
 
           // A field's value as text, or a link (references, assets).
@@ -209,6 +219,7 @@ enum ConsoleScript {
             const schema = await api("GET", "/admin/1/" + path(context.c, context.e) + "/schema");
             const types = schema.recordTypes.filter((type) => !type.name.startsWith("cloudkit."));
             const type = query.get("type") || (types[0] && types[0].name);
+            if (type === "cloudkit.share" && !types.some((t) => t.name === type)) { types.push({ name: type, fields: [] }); }
             if (!type) { show("Records", crumbs(context), el("p", { class: "empty" }, "The schema has no record types yet.")); return; }
             const fields = ((types.find((t) => t.name === type) || { fields: [] }).fields).map((f) => f.name);
             const sort = query.get("sort") || "___modTime", ascending = query.get("order") === "asc";
@@ -428,6 +439,14 @@ enum ConsoleScript {
                 ["Modified", who(found.modified)],
                 ["Share", found.share ? el("a", { href: href("record", Object.assign({}, context, { name: found.share.recordName })) }, found.share.recordName) : "none"],
               ], ""),
+              found.participants || found.publicPermission ? [
+                el("h2", {}, "Participants"),
+                el("p", {}, "Public permission: ", found.publicPermission || "NONE", found.url ? [" · ", el("span", { class: "mono" }, found.url)] : ""),
+                table(["Participant", "Type", "Permission", "Status"], (found.participants || []).map((one) => {
+                  const identity = one.userIdentity || {}, lookup = identity.lookupInfo || {};
+                  return [el("span", { class: "mono" }, identity.userRecordName || lookup.emailAddress || lookup.userRecordName || ""), one.type || "", one.permission || "", one.acceptanceStatus || ""];
+                }), "No participants yet."),
+              ] : null,
               el("h2", {}, "Referred to by"),
               table(["Record", "Field", "Action"], links.backlinks.map((link) => [
                 el("a", { href: href("record", Object.assign({}, context, { name: link.recordName })), class: "mono" }, link.recordName),
@@ -867,6 +886,35 @@ enum ConsoleScript {
               try { await user(query, issued(await api("POST", "/admin/1/users/tokens/create", body))); } catch (error) { result.replaceChildren(failure(error)); }
             } }, el("label", { for: "token-name" }, "Name"), tokenName, el("label", { for: "token-days" }, "Days"), days,
               el("button", { type: "submit", id: "issue-token" }, "Issue a token"));
+            const done = (text) => el("p", { class: "notice", role: "status" }, text);
+            const keyName = el("input", { id: "key-name", type: "text", spellcheck: "false", placeholder: "key-N", size: 14 });
+            const pem = el("textarea", { id: "key-pem", rows: "4", spellcheck: "false", placeholder: "-----BEGIN PUBLIC KEY-----" });
+            const addKey = el("form", { class: "stack", onsubmit: async (event) => {
+              event.preventDefault();
+              result.replaceChildren();
+              const body = { name: name, publicKeyPEM: pem.value.trim() };
+              if (keyName.value.trim()) { body.keyName = keyName.value.trim(); }
+              try { await user(query, done("Added the key " + (await api("POST", "/admin/1/users/keys/add", body)).keyID + ".")); } catch (error) { result.replaceChildren(failure(error)); }
+            } }, el("label", { for: "key-pem" }, "A P-256 public key (PEM)"), pem,
+              el("span", { class: "row" }, el("label", { for: "key-name" }, "Name"), keyName, el("button", { type: "submit", id: "add-key" }, "Add the key")));
+            const revokeKey = (keyName) => async () => {
+              if (!await confirmDialog("Revoke " + keyName + "?", [el("p", {}, "Requests signed with the key " + keyName + " of " + name + " are refused from the next one on.")], "Revoke key")) { return; }
+              try {
+                await api("POST", "/admin/1/users/keys/revoke", { name: name, keyName: keyName });
+                await user(query, done("Revoked the key " + keyName + "."));
+              } catch (error) { result.replaceChildren(failure(error)); }
+            };
+            const source = el("input", { id: "link-source", type: "text", spellcheck: "false", autocomplete: "off", size: 16 });
+            const link = el("form", { class: "row", onsubmit: async (event) => {
+              event.preventDefault();
+              result.replaceChildren();
+              const other = source.value.trim();
+              if (!await confirmDialog("Link " + other + " into " + name + "?", [el("p", {}, "The identities and password of " + other + " move to " + name + ", who signs in with them from now on; the tokens of " + other + " stop working. Delete " + other + " once nothing of their data is wanted.")], "Link")) { return; }
+              try {
+                const moved = await api("POST", "/admin/1/users/link", { name: name, source: other });
+                await user(query, done("Moved " + moved.identities + " sign-in" + (moved.identities === 1 ? "" : "s") + (moved.account ? " and the password" : "") + " of " + other + " into " + name + "."));
+              } catch (error) { result.replaceChildren(failure(error)); }
+            } }, el("label", { for: "link-source" }, "User"), source, el("button", { type: "submit", id: "link-user" }, "Link…"));
             const remove = async () => {
               let trial;
               try { trial = await api("POST", "/admin/1/users/delete?dryRun=true", { name: name }); } catch (error) { result.replaceChildren(failure(error)); return; }
@@ -896,9 +944,87 @@ enum ConsoleScript {
                 token.expiresAt ? date(token.expiresAt) : "never", el("button", { type: "button", class: "quiet", "data-token": token.name, onclick: revoke(token.name) }, "Revoke…")]), "No tokens."),
               issue,
               el("h2", {}, "Server-to-server keys"),
-              table(["Key ID", "Name", "Added"], detail.serverKeys.map((key) => [el("span", { class: "mono" }, key.id), key.name, date(key.createdAt)]), "No keys."),
+              table(["Key ID", "Name", "Added", ""], detail.serverKeys.map((key) => [el("span", { class: "mono" }, key.id), key.name, date(key.createdAt),
+                el("button", { type: "button", class: "quiet", "data-key": key.name, onclick: revokeKey(key.name) }, "Revoke…")]), "No keys."),
+              addKey,
+              el("h2", {}, "Link another user"),
+              el("p", { class: "muted" }, "When one person ended up as two users: move the other's identities and password into " + name + ". Their tokens stop working; their data stays with them."),
+              link,
               el("h2", {}, "Delete"),
               el("p", { class: "buttons" }, el("button", { type: "button", id: "delete-user", class: "danger", onclick: remove }, "Delete " + name + "…")));
+          }
+
+          // A secret or token shown once, with a button copying it.
+          function shownOnce(id, what, secret) {
+            return el("div", { class: "notice", role: "status" }, el("p", {}, what, " It is shown this once: copy it now (the server keeps only its hash)."),
+              el("code", { id: id, class: "secret" }, secret), " ",
+              el("button", { type: "button", class: "quiet", onclick: async (event) => {
+                try { await navigator.clipboard.writeText(secret); event.target.textContent = "Copied"; } catch (error) { event.target.textContent = "Select it and copy"; }
+              } }, "Copy"));
+          }
+
+          const signUpModes = { closed: "closed: users come from an operator, tokens or identity providers", invitation: "by invitation: whoever holds a code from recordserver account invite, with an address they verify",
+                                open: "open: anyone with an address they verify" };
+
+          async function access(query, notice) {
+            const all = scopes.includes("all");
+            const answer = await api("GET", "/admin/1/access");
+            const operators = all ? (await api("GET", "/admin/1/operators")).operators : null;
+            const result = el("div", { id: "access-result" });
+            const attempt = (work) => async (event) => {
+              if (event) { event.preventDefault(); }
+              result.replaceChildren();
+              try { await work(); } catch (error) { result.replaceChildren(failure(error)); }
+            };
+            const revokeToken = (token) => attempt(async () => {
+              if (!await confirmDialog("Revoke " + token.name + "?", [el("p", {}, "Pages using the API token " + token.name + " of " + token.container + " (" + token.environment + ") are refused within a second, and their visitors can no longer sign in through it.")], "Revoke API token")) { return; }
+              await api("POST", "/admin/1/apitokens/revoke", { name: token.name, container: token.container, environment: token.environment });
+              await access(query, el("p", { class: "notice", role: "status" }, "Revoked " + token.name + "."));
+            });
+            const revokeOperator = (name) => attempt(async () => {
+              if (!await confirmDialog("Revoke " + name + "?", [el("p", {}, "The operator " + name + " is refused from its next request on, and its console sessions end.")], "Revoke operator")) { return; }
+              await api("POST", "/admin/1/operators/revoke", { name: name });
+              await access(query, el("p", { class: "notice", role: "status" }, "Revoked " + name + "."));
+            });
+            const field = (id, label, attributes) => [el("label", { for: id }, label), el("input", Object.assign({ id: id, type: "text", spellcheck: "false", autocomplete: "off" }, attributes))];
+            const value = (id) => document.getElementById(id).value.trim();
+            const tokenForm = all ? el("form", { class: "row", onsubmit: attempt(async () => {
+              const body = { container: value("token-container"), environment: document.getElementById("token-environment").value,
+                             origins: value("token-origins").split(/[\s,]+/).filter((origin) => origin) };
+              if (value("token-label")) { body.name = value("token-label"); }
+              if (value("token-callback")) { body.signInCallback = value("token-callback"); }
+              const made = await api("POST", "/admin/1/apitokens/create", body);
+              await access(query, shownOnce("issued-api-token", "API token " + made.name + " of " + made.container + " (" + made.environment + ").", made.token));
+            }) }, field("token-container", "Container", { required: true, size: 18, placeholder: "iCloud.com.example.app" }),
+              el("label", { for: "token-environment" }, "Environment"), el("select", { id: "token-environment" }, el("option", {}, "development"), el("option", {}, "production")),
+              field("token-label", "Name", { size: 12, placeholder: "api-token-N" }), field("token-origins", "Origins", { size: 22, placeholder: "https://example.com" }),
+              field("token-callback", "Sign-in callback", { size: 22, placeholder: "none: Post Message" }),
+              el("button", { type: "submit", id: "create-api-token" }, "Issue an API token")) : null;
+            const scopeBoxes = ["read", "write", "schema", "users", "all"].map((scope) =>
+              el("label", { class: "check" }, el("input", { type: "checkbox", name: "scope", value: scope }), " " + scope));
+            const operatorForm = all ? el("form", { class: "row", onsubmit: attempt(async () => {
+              const chosen = Array.from(document.querySelectorAll("input[name=scope]:checked")).map((box) => box.value);
+              const made = await api("POST", "/admin/1/operators/create", { name: value("operator-name"), scopes: chosen });
+              await access(query, shownOnce("issued-secret", "The secret of " + made.name + " (" + made.scopes.join(", ") + ").", made.secret));
+            }) }, field("operator-name", "Operator", { required: true, size: 14 }), scopeBoxes, el("button", { type: "submit", id: "create-operator" }, "Add an operator")) : null;
+            show("Access", notice || null, result,
+              el("h2", {}, "Signing up"),
+              el("p", {}, "Sign-up is " + (signUpModes[answer.signUp] || answer.signUp) + " (recordserver serve --sign-up)."),
+              el("h2", {}, "Identity providers"),
+              table(["Provider", "Web sign-in page"], answer.providers.map((provider) => [provider.name, provider.web ? "offered" : "apps only"]),
+                "None: users sign in with a password account or tokens an operator issues (recordserver serve --identity-providers FILE)."),
+              el("h2", {}, "API tokens"),
+              el("p", { class: "muted" }, "What web pages and apps send to reach a container: signed-out visitors read its public database, and the sign-in page sends users back to the callback, or to the opening window (Post Message) without one."),
+              table(["Name", "Container", "Environment", "Origins", "Sign-in", "Issued", ""], answer.apiTokens.map((token) => [
+                el("span", { class: "mono" }, token.name), token.container, token.environment, token.origins.length ? token.origins.join(" ") : el("span", { class: "muted" }, "none"),
+                token.signInCallback ? el("span", { class: "mono" }, token.signInCallback) : "Post Message", date(token.createdAt),
+                all ? el("button", { type: "button", class: "quiet", "data-api-token": token.name, onclick: revokeToken(token) }, "Revoke…") : "",
+              ]), "No API tokens."),
+              tokenForm,
+              all ? [el("h2", {}, "Operators"),
+                table(["Operator", "Scopes", "Since", ""], operators.map((one) => [one.name, one.scopes.join(", "), date(one.createdAt),
+                  one.name === view.dataset.operator ? el("span", { class: "muted" }, "you") : el("button", { type: "button", class: "quiet", "data-operator": one.name, onclick: revokeOperator(one.name) }, "Revoke…")]), ""),
+                operatorForm] : el("p", { class: "muted" }, "Operators are listed to operators holding the scope all."));
           }
 
           async function audit() {
@@ -911,7 +1037,7 @@ enum ConsoleScript {
           }
 
           const views = { data: data, databases: databases, zones: zones, records: records, record: record, live: liveView, schema: schema, users: users,
-                          user: user, requests: requests, health: health, audit: audit };
+                          user: user, access: access, requests: requests, health: health, audit: audit };
           // The link of the views' list each view belongs under.
           const sections = { databases: "data", zones: "data", records: "data", record: "data", live: "data", schema: "data", user: "users" };
 
