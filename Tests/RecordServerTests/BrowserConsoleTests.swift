@@ -30,6 +30,16 @@ import TestSupport
         try await browser.screenshot().write(to: screenshots.appendingPathComponent("\(name)-\(width)x\(height).png"))
     }
 
+    /// Saves the viewport at both sizes (laid out at 390×844, then at 1280×800 again).
+    static func screenshots(_ browser: WebDriver, _ server: TestServer, _ name: String) async throws {
+        guard server.backend.description == "SQLite" else { return }
+        for size in sizes.reversed() {
+            try await browser.emulateViewport(width: size.width, height: size.height)
+            _ = try await browser.run("return new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() => done(innerWidth))))")
+            try await screenshot(browser, server, name, width: size.width, height: size.height)
+        }
+    }
+
     /// Signs in through the form as `name` with `secret`.
     static func signIn(_ browser: WebDriver, _ base: String, _ name: String, _ secret: String) async throws {
         try await browser.go(to: "\(base)/console")
@@ -386,7 +396,7 @@ import TestSupport
                     return text == first ? nil : text
                 }
                 #expect(try await caller(laptop) == 200)
-                try await Self.screenshot(browser, server, "user", width: 1280, height: 800)
+                try await Self.screenshots(browser, server, "user")
                 // The token shown once is nowhere in the page once it is left.
                 try await browser.click("nav a[href='#/users']")
                 try await Self.waitForView(browser, "Users")
@@ -443,7 +453,7 @@ import TestSupport
                 try await Self.waitForView(browser, "cloudkit.zoneshare")
                 let share = try await browser.text("#view")
                 #expect(share.contains("Participants") && share.contains(bob.userRecordName) && share.contains("READ_WRITE") && share.contains("INVITED"), "\(share)")
-                try await Self.screenshot(browser, server, "share", width: 1280, height: 800)
+                try await Self.screenshots(browser, server, "share")
 
                 // An API token issued (shown once; a visitor gets in with it) and revoked.
                 try await browser.click("nav a[href='#/access']")
@@ -456,7 +466,7 @@ import TestSupport
                 let token = try await browser.waitFor("the API token") { try? await browser.text("#issued-api-token") }
                 #expect(try await visit(token) == 200)
                 #expect(try await browser.text("#view table").contains("http://localhost:8080"))
-                try await Self.screenshot(browser, server, "access", width: 1280, height: 800)
+                try await Self.screenshots(browser, server, "access")
                 try await browser.click("#view button[data-api-token=web]")
                 try await browser.click("dialog[open] #confirm")
                 _ = try await browser.waitFor("the revocation") { try await browser.text("#view .notice").contains("Revoked web") ? true : nil }

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -274,6 +275,53 @@ import Testing
                                                 headers: browser.header + [ConsoleSessionsHeader.csrf: token, .init("X-RecordSync-Act-As")!: "alice"], body: "{}")
             #expect(asAlice.code == "ACCESS_DENIED")
             #expect(try await server.send(.get, "/admin/1/containers", headers: browser.header + [ConsoleSessionsHeader.csrf: token]).status == 200)
+        }
+    }
+
+
+    /// The operators' API refuses bad input with the error the documentation names, a reason
+    /// naming the bad part, and nothing changed.
+    @Test func theAdminRoutesRefuseBadInputAndChangeNothing() async throws {
+        try await withServer(configure: Self.console) { server in
+            let secret = try await Self.makeOperator(server, "ops", [.all])
+            let alice = try await server.user("alice")
+            _ = try await server.user("bob")
+            /// Posts `body` to `/admin/1/route` as ops.
+            func post(_ route: String, _ body: String) async throws -> Reply {
+                try await server.send(.post, "/admin/1/\(route)", headers: [.authorization: "Bearer \(secret)", .contentType: "application/json"], body: body)
+            }
+            let pem = P256.Signing.PrivateKey().publicKey.pemRepresentation.replacingOccurrences(of: "\n", with: "\\n")
+            let refusals: [(route: String, body: String, code: String, naming: String)] = [
+                ("apitokens/create", #"{"container":"#, "BAD_REQUEST", "JSON"),
+                ("apitokens/create", #"{"container":7,"environment":"development"}"#, "BAD_REQUEST", "container"),
+                ("apitokens/create", #"{"container":"\#(Self.container)","environment":"staging"}"#, "BAD_REQUEST", "staging"),
+                ("apitokens/create", #"{"container":"\#(Self.container)","environment":"development","origins":["not an origin"]}"#, "BAD_REQUEST", "not an origin"),
+                ("apitokens/create", #"{"container":"\#(Self.container)","environment":"development","signInCallback":"javascript:alert(1)"}"#, "BAD_REQUEST", "javascript:"),
+                ("apitokens/revoke", #"{"name":"nothing","container":"\#(Self.container)","environment":"development"}"#, "NOT_FOUND", "nothing"),
+                ("operators/create", #"{"name":"auditor","scopes":["root"]}"#, "BAD_REQUEST", "root"),
+                ("operators/create", #"{"name":"auditor","scopes":[]}"#, "BAD_REQUEST", "scope"),
+                ("operators/create", #"{"name":"ops","scopes":["read"]}"#, "EXISTS", "ops"),
+                ("operators/revoke", #"{"name":"ops"}"#, "BAD_REQUEST", "itself"),
+                ("operators/revoke", #"{"name":"nobody"}"#, "NOT_FOUND", "nobody"),
+                ("users/keys/add", #"{"name":"alice","publicKeyPEM":"-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----"}"#, "BAD_REQUEST", "key"),
+                ("users/keys/add", #"{"name":"alice"}"#, "BAD_REQUEST", "publicKeyPEM"),
+                ("users/keys/add", #"{"name":"nobody","publicKeyPEM":"\#(pem)"}"#, "NOT_FOUND", "nobody"),
+                ("users/keys/revoke", #"{"name":"alice","keyName":"laptop"}"#, "NOT_FOUND", "laptop"),
+                ("users/link", #"{"name":"alice","source":"nobody"}"#, "NOT_FOUND", "nobody"),
+                ("users/link", #"{"name":"alice","source":"alice"}"#, "BAD_REQUEST", "themselves"),
+                ("users/link", #"{"name":"alice"}"#, "BAD_REQUEST", "source"),
+            ]
+            for refusal in refusals {
+                let reply = try await post(refusal.route, refusal.body)
+                #expect(reply.status >= 400 && reply.code == refusal.code && reply.reason.contains(refusal.naming),
+                        "\(refusal.route) \(refusal.body): \(reply.status) \(reply.code ?? "-") \(reply.reason)")
+            }
+            // Nothing changed: no API token, the one operator, alice's sign-in and keys as they were.
+            let access = try await server.send(.get, "/admin/1/access", headers: [.authorization: "Bearer \(secret)"])
+            #expect(String(decoding: access.data, as: UTF8.self).contains(#""apiTokens":[]"#), "\(String(decoding: access.data, as: UTF8.self))")
+            #expect(try await server.store.operators().map(\.operator.name) == ["ops"])
+            #expect(try await server.store.user(named: "bob") != nil)
+            #expect(try await alice.post("zones/list", "{}").status == 200)
         }
     }
 }

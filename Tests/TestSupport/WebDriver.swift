@@ -210,6 +210,14 @@ public final class WebDriver: @unchecked Sendable {
         try await command("POST", "/window/rect", .object(["width": .int(Int64(width)), "height": .int(Int64(height))]))
     }
 
+    /// Lays pages out in a viewport of `width`×`height` (Chromium's device emulation: a window
+    /// is never narrower than about 500 pixels).
+    public func emulateViewport(width: Int, height: Int) async throws {
+        try await command("POST", "/goog/cdp/execute", .object(["cmd": .string("Emulation.setDeviceMetricsOverride"), "params": .object([
+            "width": .int(Int64(width)), "height": .int(Int64(height)), "deviceScaleFactor": .int(1), "mobile": .bool(false),
+        ])]))
+    }
+
     /// A PNG of the current window's viewport.
     public func screenshot() async throws -> Data {
         guard case .string(let base64) = try await command("GET", "/screenshot"), let data = Data(base64Encoded: base64) else {

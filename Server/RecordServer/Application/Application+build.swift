@@ -242,6 +242,22 @@ struct KeepAlive: Service {
     }
 }
 
+/// Runs `step` until the task is cancelled or the application shuts down gracefully, pausing
+/// for `first` before the first step and after each for what it answers (`nil`: at once).
+func repeatUntilShutdown(first: Duration? = nil, _ step: () async -> Duration?) async {
+    var pause = first
+    while !Task.isCancelled, !Task.isShuttingDownGracefully {
+        if let wait = pause {
+            do {
+                try await cancelWhenGracefulShutdown { try await Task.sleep(for: wait) }
+            } catch {
+                return
+            }
+        }
+        pause = await step()
+    }
+}
+
 /// Removes assets no record holds (``RecordStore/collectAssets()``) and old notifications,
 /// every `interval`.
 struct Collector: Service {
@@ -251,12 +267,7 @@ struct Collector: Service {
     let logger: Logger
 
     func run() async throws {
-        while !Task.isCancelled, !Task.isShuttingDownGracefully {
-            do {
-                try await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
-            } catch {
-                return
-            }
+        await repeatUntilShutdown(first: interval) {
             do {
                 let removed = try await store.collectAssets()
                 if removed > 0 { logger.info("removed \(removed) assets no record holds") }
@@ -268,6 +279,7 @@ struct Collector: Service {
             } catch {
                 logger.warning("could not remove old notifications: \(error)")
             }
+            return interval
         }
     }
 }
@@ -282,26 +294,20 @@ struct SearchIndexBuilder: Service {
     let logger: Logger
 
     func run() async throws {
-        while !Task.isCancelled, !Task.isShuttingDownGracefully {
-            var wait = interval
+        await repeatUntilShutdown {
             do {
                 switch try await store.advanceSearchBuild() {
-                case .none: break
-                case .busy: wait = .milliseconds(20)
-                case .advanced: continue
+                case .none: return interval
+                case .busy: return .milliseconds(20)
+                case .advanced: return nil
                 case .finished(let build):
                     let seconds = Date().timeIntervalSince1970 - Double(build.startedAt) / 1000
                     logger.info("indexed the words of \(build.indexed) \(build.recordType) records in \(String(format: "%.1f", seconds)) s")
-                    continue
+                    return nil
                 }
             } catch {
                 logger.warning("could not index the words of stored records (will try again): \(error)")
-            }
-            do {
-                let pause = wait
-                try await cancelWhenGracefulShutdown { try await Task.sleep(for: pause) }
-            } catch {
-                return
+                return interval
             }
         }
     }
@@ -316,7 +322,7 @@ struct FieldIndexBuilder: Service {
     let logger: Logger
 
     func run() async throws {
-        while !Task.isCancelled, !Task.isShuttingDownGracefully {
+        await repeatUntilShutdown {
             do {
                 let start = ContinuousClock.now
                 let (built, dropped) = try await store.settleFieldIndexes()
@@ -326,12 +332,7 @@ struct FieldIndexBuilder: Service {
             } catch {
                 logger.warning("could not bring the field indexes in line with the schemas (will try again): \(error)")
             }
-            do {
-                let pause = interval
-                try await cancelWhenGracefulShutdown { try await Task.sleep(for: pause) }
-            } catch {
-                return
-            }
+            return interval
         }
     }
 }

@@ -152,7 +152,11 @@ enum ConsoleHTML {
         #view h2 { font-size: 1.1rem; margin: 24px 0 8px; }
         .crumbs { margin: 0 0 14px; color: var(--muted); }
         .crumbs a { color: inherit; }
-        .scroll { overflow-x: auto; border: 1px solid var(--line); border-radius: 10px; background: var(--card); }
+        .scroll { overflow-x: auto; border: 1px solid var(--line); border-radius: 10px; background-color: var(--card);
+                  background-image: linear-gradient(to right, var(--card) 30%, transparent), linear-gradient(to left, var(--card) 30%, transparent),
+                                    radial-gradient(farthest-side at 0 50%, rgb(0 0 0 / 18%), transparent), radial-gradient(farthest-side at 100% 50%, rgb(0 0 0 / 18%), transparent);
+                  background-position: left, right, left, right; background-repeat: no-repeat; background-size: 40px 100%, 40px 100%, 14px 100%, 14px 100%;
+                  background-attachment: local, local, scroll, scroll; }
         table { border-collapse: collapse; width: 100%; }
         th, td { text-align: left; padding: 8px 12px; border-bottom: 1px solid var(--line); vertical-align: top; }
         th { background: var(--head); font-weight: 600; white-space: nowrap; position: sticky; top: 0; }
@@ -220,7 +224,7 @@ enum ConsoleHTML {
           .bar { padding: 10px 14px; gap: 10px; }
           .who .muted { display: none; }
           .frame { display: block; }
-          nav { width: auto; display: flex; gap: 4px; overflow-x: auto; padding: 8px; border-right: 0; border-bottom: 1px solid var(--line); }
+          nav { width: auto; display: flex; flex-wrap: wrap; gap: 4px; padding: 8px; border-right: 0; border-bottom: 1px solid var(--line); }
           nav a { white-space: nowrap; padding: 6px 10px; }
           #view { padding: 16px 14px 32px; }
         }
