@@ -278,7 +278,6 @@ import Testing
         }
     }
 
-
     /// The operators' API refuses bad input with the error the documentation names, a reason
     /// naming the bad part, and nothing changed.
     @Test func theAdminRoutesRefuseBadInputAndChangeNothing() async throws {
@@ -316,7 +315,8 @@ import Testing
                 #expect(reply.status >= 400 && reply.code == refusal.code && reply.reason.contains(refusal.naming),
                         "\(refusal.route) \(refusal.body): \(reply.status) \(reply.code ?? "-") \(reply.reason)")
             }
-            // Nothing changed: no API token, the one operator, alice's sign-in and keys as they were.
+            // Nothing changed: no API token, the one operator, no key, alice and bob as they were.
+            #expect(try await server.store.serverKeys(ofUserNamed: "alice").isEmpty)
             let access = try await server.send(.get, "/admin/1/access", headers: [.authorization: "Bearer \(secret)"])
             #expect(String(decoding: access.data, as: UTF8.self).contains(#""apiTokens":[]"#), "\(String(decoding: access.data, as: UTF8.self))")
             #expect(try await server.store.operators().map(\.operator.name) == ["ops"])

@@ -205,11 +205,6 @@ public final class WebDriver: @unchecked Sendable {
         try await waitFor("a new window", timeout: timeout) { try await self.windows().first { !known.contains($0) } }
     }
 
-    /// Sets the window's size.
-    public func resize(width: Int, height: Int) async throws {
-        try await command("POST", "/window/rect", .object(["width": .int(Int64(width)), "height": .int(Int64(height))]))
-    }
-
     /// Lays pages out in a viewport of `width`×`height` (Chromium's device emulation: a window
     /// is never narrower than about 500 pixels).
     public func emulateViewport(width: Int, height: Int) async throws {
