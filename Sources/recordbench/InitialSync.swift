@@ -18,11 +18,11 @@ import Synchronization
 /// it, when a Kinto is given, a 1,000-record zone is read side by side with Kinto reading the
 /// same records through its own feed (`GET …/records?_since=0`).
 enum InitialSync {
-    /// The page sizes asked for: the most `records/changes` answers in the compact form
-    /// (`StoreLimits.maximumCompactResultsLimit`) and in CloudKit's.
-    static let pageSize = (compact: 1000, cloudKit: 400)
+    /// The page size asked for, in either form: the most `records/changes` answers
+    /// (`StoreLimits.maximumChangeResultsLimit`).
+    static let pageSize = 1000
 
-    static func run(_ scale: Scale, repetitions: Int, kinto: String?) async throws -> Measurement {
+    static func run(_ scale: Scale, repetitions: Int) async throws -> Measurement {
         let http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup)
         defer { _ = http.shutdown() }
         let count = scale.initialSyncRecords
@@ -60,7 +60,7 @@ enum InitialSync {
                 (pages, bytes, cloudKitBytes) = (read.pages, read.bytes, full.bytes)
             }
             let ratio = pairedRatio(figures, over: floors)
-            // 1,000 records: RecordSync and Kinto side by side, alternating, many rounds.
+            // 1,000 records, many rounds.
             var small1k: [Double] = []
             for _ in 0..<31 {
                 small1k.append(try await seconds {
@@ -68,23 +68,12 @@ enum InitialSync {
                     guard read.records == 1_000 else { throw BenchError("read \(read.records) records, not 1000") }
                 })
             }
-            var notes = String(format: "compact form: %d pages, %.0f bytes a record, %.0f%% of the time parsing JSON (client); CloudKit's form: %.0f records/s (%.3f of the floor), %.0f bytes a record; 1,000 records in %.2f ms (p90 %.2f)",
+            let notes = String(format: "compact form: %d pages, %.0f bytes a record, %.0f%% of the time parsing JSON (client); CloudKit's form: %.0f records/s (%.3f of the floor), %.0f bytes a record; 1,000 records in %.2f ms (p90 %.2f)",
                                pages, Double(bytes) / Double(count), median(parsed) * 100, median(cloudKit), pairedRatio(cloudKit, over: floors),
                                Double(cloudKitBytes) / Double(count), median(small1k) * 1000, percentile(small1k, 90) * 1000)
-            var met = ratio >= 0.30
-            if let kinto {
-                let side = try await Kinto.sideBySide(executable: kinto, http: http, records: 1_000, rounds: 31) {
-                    let read = try await reader.read(zone: small.zoneName, compact: true)
-                    guard read.records == 1_000 else { throw BenchError("read \(read.records) records, not 1000") }
-                }
-                notes += String(format: "; side by side: RecordSync %.2f ms, Kinto 26.5 (memory) %.2f ms: %.2f× Kinto's time",
-                                side.recordSync * 1000, side.kinto * 1000, side.recordSync / side.kinto)
-                met = met && side.recordSync <= side.kinto
-            } else {
-                notes += "; no Kinto given (--kinto)"
-            }
+            let met = ratio >= 0.30
             return Measurement(scenario: "initial-sync", unit: "records/s", figure: median(figures), floor: median(floors), ratio: ratio,
-                               target: "≥ 0.30 of floor; 1k ≤ Kinto", met: met, notes: notes)
+                               target: "≥ 0.30 of floor", met: met, notes: notes)
         }
     }
 
@@ -201,7 +190,7 @@ final class ChangesReader: Sendable {
     /// says more is coming) and parses it.
     private func ask(_ read: Read, zone: String, syncToken: String?, compact: Bool) {
         guard !read.ended else { return }
-        var body: [String: Any] = ["zoneID": ["zoneName": zone], "resultsLimit": compact ? InitialSync.pageSize.compact : InitialSync.pageSize.cloudKit]
+        var body: [String: Any] = ["zoneID": ["zoneName": zone], "resultsLimit": InitialSync.pageSize]
         if compact { body["recordSyncCompact"] = true }
         if let syncToken { body["syncToken"] = syncToken }
         let answer: EventLoopFuture<ByteBuffer>
@@ -263,19 +252,6 @@ final class ChangesReader: Sendable {
         }
         return Page(records: list.count, syncToken: syncToken, moreComing: page["moreComing"] == .bool(true),
                     compact: page["recordSyncFieldTypes"] != nil)
-    }
-
-    /// A whole answer parsed on the client's thread, for Kinto's side: the number of records
-    /// in its `data`.
-    static func parseKinto(_ data: ByteBuffer) async throws -> Int {
-        try await withCheckedThrowingContinuation { continuation in
-            client.async {
-                continuation.resume(with: Result {
-                    guard case .array(let list)? = try JSONValue.parse(Data(buffer: data))["data"] else { throw BenchError("Kinto answered no data") }
-                    return list.count
-                })
-            }
-        }
     }
 
     /// A request's answer, gathered whole on the HTTP client's event loop: 200 with a body, or

@@ -4,16 +4,41 @@ import NIOCore
 import NIOHTTP1
 import RecordModel
 
-/// Kinto (Mozilla's JSON sync server, Python) run beside a bench server, for `initial-sync`'s
-/// side-by-side reading of the same records: its in-memory backend (`Scripts/kinto-install`
-/// installs Kinto 26.5 from PyPI), on a free loopback port, the same HTTP client reading.
+/// Kinto (Mozilla's JSON sync server, Python), run beside a bench server for the `kinto`
+/// scenario: Kinto 26.5 from PyPI in a virtual environment of its own, its in-memory backends,
+/// on a free loopback port.
 enum Kinto {
-    /// Starts Kinto (`executable` is its `kinto` command), stores `records` Artwork-shaped
-    /// records in one collection, then times `rounds` rounds of reading them through Kinto's
-    /// feed (`GET …/records?_since=0`, one page, parsed) and of `recordSync` (the same records
-    /// read from RecordSync), alternating which goes first. Returns the medians, in seconds.
-    static func sideBySide(executable: String, http: HTTPClient, records: Int, rounds: Int,
-                           recordSync: @Sendable () async throws -> Void) async throws -> (recordSync: Double, kinto: Double) {
+    /// The version compared against.
+    static let version = "26.5.0"
+
+    /// The `kinto` command to run: `given` itself, or, when `given` is `install`, the one in
+    /// `.build/kinto` (the working directory's), installed there from PyPI first if it is not.
+    static func executable(_ given: String) throws -> String {
+        guard given == "install" else { return given }
+        let directory = URL(fileURLWithPath: ".build/kinto").standardizedFileURL.path
+        let kinto = directory + "/bin/kinto"
+        if !FileManager.default.isExecutableFile(atPath: kinto) {
+            say("  installing Kinto \(version) from PyPI into \(directory)…")
+            try run("/usr/bin/env", ["python3", "-m", "venv", directory])
+            try run(directory + "/bin/pip", ["install", "--quiet", "kinto==\(version)"])
+        }
+        return kinto
+    }
+
+    private static func run(_ executable: String, _ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw BenchError("\(([executable] + arguments).joined(separator: " ")) failed (exit \(process.terminationStatus)); on Debian, python3-venv is needed")
+        }
+    }
+
+    /// Runs `body` with a Kinto started (`executable` is its `kinto` command) and answering at
+    /// the URL given (`http://127.0.0.1:PORT/v1`), its bucket `bench` made; stops it after.
+    static func withKinto<T>(executable: String, http: HTTPClient, _ body: (String) async throws -> T) async throws -> T {
         let directory = (NSTemporaryDirectory() as NSString).appendingPathComponent("recordbench-kinto-\(UUID().uuidString)")
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -36,7 +61,7 @@ enum Kinto {
             multiauth.policies = basicauth
             kinto.userid_hmac_secret = recordbench
             kinto.bucket_create_principals = system.Authenticated
-            kinto.batch_max_requests = 100
+            kinto.batch_max_requests = 400
 
             """.write(toFile: ini, atomically: true, encoding: .utf8)
         let process = Process()
@@ -58,40 +83,7 @@ enum Kinto {
             try await Task.sleep(for: .milliseconds(200))
         }
         _ = try await send(http, .PUT, base + "/buckets/bench", expect: [.ok, .created])
-        _ = try await send(http, .PUT, base + "/buckets/bench/collections/art", expect: [.ok, .created])
-        for first in stride(from: 0, to: records, by: 100) {
-            var requests: [[String: Any]] = []
-            for i in first..<min(first + 100, records) {
-                var data: [String: Any] = ["artist": "a\(i % 1000)", "title": "title \(i)", "medium": "oil"]
-                data["year"] = 1800 + i % 200
-                data["price"] = Double(i) / 3
-                data["rank"] = i % 7
-                requests.append(["method": "PUT", "path": "/buckets/bench/collections/art/records/w\(i)", "body": ["data": data]])
-            }
-            _ = try await send(http, .POST, base + "/batch", json: ["requests": requests], expect: [.ok])
-        }
-        var ours: [Double] = [], theirs: [Double] = []
-        for round in 0..<rounds {
-            let kinto: @Sendable () async throws -> Void = {
-                // Gathered and parsed as RecordSync's pages are: on the HTTP client's event loop,
-                // then on the client's thread.
-                var headers = HTTPHeaders()
-                headers.add(name: "Authorization", value: "Basic " + Data("bench:bench".utf8).base64EncodedString())
-                let request = try HTTPClient.Request(url: base + "/buckets/bench/collections/art/records?_since=0", method: .GET, headers: headers)
-                let body = try await ChangesReader.answer(http, request).get()
-                guard try await ChangesReader.parseKinto(body) == records else {
-                    throw BenchError("Kinto did not answer \(records) records")
-                }
-            }
-            if round % 2 == 0 {
-                ours.append(try await seconds(recordSync))
-                theirs.append(try await seconds(kinto))
-            } else {
-                theirs.append(try await seconds(kinto))
-                ours.append(try await seconds(recordSync))
-            }
-        }
-        return (median(ours), median(theirs))
+        return try await body(base)
     }
 
     /// One request with basic auth (Kinto's default policy: any user and password name a user).

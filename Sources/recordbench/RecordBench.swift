@@ -23,7 +23,7 @@ struct RecordBench: AsyncParsableCommand {
 
 enum Scenario: String, CaseIterable, ExpressibleByArgument {
     case save, changes, cascade, nullify, queryByReference = "query-by-reference", keyPath = "key-path", fullText = "full-text", indexBuild = "index-build", near, cacheApply = "cache-apply", propagation, memory, nodes, assets, initialSync = "initial-sync",
-         publicReads = "public-reads", sharedReads = "shared-reads", console
+         publicReads = "public-reads", sharedReads = "shared-reads", console, kinto
 }
 
 enum BackendName: String, CaseIterable, ExpressibleByArgument {
@@ -56,7 +56,7 @@ extension RecordBench {
         @Option(help: ArgumentHelp("With --backend postgres: the PostgreSQL server (each bench server gets a schema of its own); else RECORDSYNC_BENCH_POSTGRES.", valueName: "url"))
         var postgres: String?
 
-        @Option(help: ArgumentHelp("initial-sync: the kinto command (Scripts/kinto-install puts one in .build/kinto/bin) to read the same 1,000 records from side by side; else RECORDSYNC_BENCH_KINTO.", valueName: "path"))
+        @Option(help: ArgumentHelp("kinto: the kinto command to compare with, or `install` to install Kinto 26.5 from PyPI into .build/kinto and use it; else RECORDSYNC_BENCH_KINTO.", valueName: "path|install"))
         var kinto: String?
 
         func validate() throws {
@@ -65,6 +65,8 @@ extension RecordBench {
                 throw ValidationError("--backend postgres needs --postgres URL or RECORDSYNC_BENCH_POSTGRES")
             }
         }
+
+        var kintoCommand: String? { kinto ?? ProcessInfo.processInfo.environment["RECORDSYNC_BENCH_KINTO"].flatMap { $0.isEmpty ? nil : $0 } }
 
         var postgresURL: String? { postgres ?? ProcessInfo.processInfo.environment["RECORDSYNC_BENCH_POSTGRES"] }
 
@@ -79,10 +81,19 @@ extension RecordBench {
             for scenario in Scenario.allCases where only.isEmpty || only.contains(scenario) {
                 // Several servers share one database on PostgreSQL only.
                 if scenario == .nodes, backend == .sqlite { continue }
+                if scenario == .kinto, kintoCommand == nil, !only.contains(.kinto) {
+                    say("skipping kinto: no --kinto given")
+                    continue
+                }
                 say("running \(scenario.rawValue)…")
                 let start = ContinuousClock.now
                 let result: Measurement
                 switch scenario {
+                case .kinto:
+                    results += try await SideBySide.run(sizes, repetitions: repetitions,
+                                                        kinto: kintoCommand)
+                    say(String(format: "  %@ in %.1f s", scenario.rawValue, (ContinuousClock.now - start).seconds))
+                    continue
                 case .save: result = try await Scenarios.save(sizes, repetitions: repetitions)
                 case .changes: result = try await Scenarios.changes(sizes, repetitions: repetitions)
                 case .cascade: result = try await Scenarios.cascade(sizes, repetitions: repetitions)
@@ -100,9 +111,7 @@ extension RecordBench {
                 case .nodes: result = try await Scenarios.nodes(sizes)
                 case .assets: result = try await AssetsScenario.run(sizes, repetitions: repetitions)
                 case .console: result = try await ConsoleScenario.run(sizes, repetitions: repetitions)
-                case .initialSync:
-                    result = try await InitialSync.run(sizes, repetitions: repetitions,
-                                                       kinto: kinto ?? ProcessInfo.processInfo.environment["RECORDSYNC_BENCH_KINTO"].flatMap { $0.isEmpty ? nil : $0 })
+                case .initialSync: result = try await InitialSync.run(sizes, repetitions: repetitions)
                 }
                 say(String(format: "  %@ in %.1f s", scenario.rawValue, (ContinuousClock.now - start).seconds))
                 results.append(result)

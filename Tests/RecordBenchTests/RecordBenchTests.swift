@@ -31,7 +31,7 @@ import Testing
             try await Scenarios.propagation(.tiny),
             try await Memory.run(.tiny, executable: ChildProcess.executable("recordbench")),
             try await AssetsScenario.run(.tiny, repetitions: 1, executable: ChildProcess.executable("recordbench")),
-            try await InitialSync.run(.tiny, repetitions: 1, kinto: nil),
+            try await InitialSync.run(.tiny, repetitions: 1),
         ]
     }
 
@@ -53,6 +53,21 @@ import Testing
             + [try await Scenarios.nodes(.tiny, executable: ChildProcess.executable("recordbench"))]
         #expect(measurements.map(\.scenario).last == "nodes")
         Self.expectFigures(measurements)
+    }
+
+    /// The `kinto` scenario, with a Kinto given (`RECORDSYNC_BENCH_KINTO`, a `kinto` command;
+    /// `recordbench --kinto install` makes one): its four rows, each timed on both servers by
+    /// the Python client. Without one, the scenario refuses to run, naming `--kinto`.
+    @Test func theKintoScenarioTimesFourRowsOnBothServers() async throws {
+        guard let kinto = ProcessInfo.processInfo.environment["RECORDSYNC_BENCH_KINTO"], !kinto.isEmpty else {
+            await #expect(throws: BenchError.self) { _ = try await SideBySide.run(.tiny, repetitions: 1, kinto: nil) }
+            print("theKintoScenarioTimesFourRowsOnBothServers: Kinto itself not run (set RECORDSYNC_BENCH_KINTO to a kinto command)")
+            return
+        }
+        let rows = try await SideBySide.run(.tiny, repetitions: 1, kinto: kinto)
+        #expect(rows.map(\.scenario) == ["kinto create 1,000", "kinto read 1,000 (CloudKit's form)", "kinto read 1,000 (compact form)", "kinto delta (100 changed)"])
+        Self.expectFigures(rows)
+        #expect(rows.allSatisfy { $0.floor != nil })
     }
 
     /// A floor measured before and after its figure counts as the mean of the two times: for

@@ -105,9 +105,9 @@ import Testing
         }
     }
 
-    /// A compact page holds up to 1,000 records; CloudKit's form stops at 400, and both give
-    /// 200 when no `resultsLimit` is asked for.
-    @Test func aCompactPageHoldsUpTo1000Records() async throws {
+    /// A page holds up to 1,000 records in either form, and as many when no `resultsLimit` is
+    /// asked for.
+    @Test func aPageHoldsUpTo1000RecordsInEitherForm() async throws {
         try await withServer { server in
             let alice = try await server.user("alice")
             try await alice.createZones("Gallery")
@@ -125,9 +125,10 @@ import Testing
             }
             #expect(try await count(#","resultsLimit":5000,"recordSyncCompact":true"#) == (1000, true))
             #expect(try await count(#","resultsLimit":700,"recordSyncCompact":true"#) == (700, true))
-            #expect(try await count(#","resultsLimit":5000"#) == (400, true))
-            #expect(try await count(#","recordSyncCompact":true"#) == (200, true))
-            #expect(try await count("") == (200, true))
+            #expect(try await count(#","resultsLimit":5000"#) == (1000, true))
+            #expect(try await count(#","resultsLimit":700"#) == (700, true))
+            #expect(try await count(#","recordSyncCompact":true"#) == (1000, true))
+            #expect(try await count("") == (1000, true))
             // The 1,080 in two pages.
             var token: String?, total = 0, pages = 0
             repeat {

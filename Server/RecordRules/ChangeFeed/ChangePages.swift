@@ -52,7 +52,7 @@ extension RecordStore {
     /// for, then (while more is coming) the page the request with that page's token asks for,
     /// and so on, each as ``recordChangesPage(_:in:)`` would read it in that snapshot.
     public func recordChangesPages(_ request: RecordChangesRequest, in scope: DatabaseScope, count: Int) async throws -> [(page: StoredZoneChanges, mark: ChangeFeedMark)] {
-        let limit = try limits.resultsLimit(request.resultsLimit, compact: request.recordSyncCompact == true)
+        let limit = try limits.changeResultsLimit(request.resultsLimit)
         let count = max(1, count)
         let scope = try await sharedZoneScope(scope, zoneID: request.zoneID)
         let include = Set(request.include ?? [])
@@ -110,6 +110,15 @@ extension RecordStore {
             while true {
                 var page = changes[start..<min(start + limit, changes.count)]
                 var more = changes.count > start + limit
+                // A page ends where its records' field text reaches the byte limit.
+                var bytes = 0
+                if let end = page.indices.first(where: { index in
+                    bytes += page[index].entry.fieldsJSON?.utf8.count ?? 0
+                    return bytes > self.limits.maximumChangePageBytes && index > page.startIndex
+                }) {
+                    page = page[..<end]
+                    more = true
+                }
                 var included: [Record]?
                 if !include.isEmpty {
                     // The page and what it includes fit the limit: the page is cut, never refused.

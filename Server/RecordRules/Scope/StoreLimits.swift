@@ -9,10 +9,14 @@ public struct StoreLimits: Sendable {
     public var defaultResultsLimit: Int = 200
     /// The largest `resultsLimit` honoured; larger values are capped to it.
     public var maximumResultsLimit: Int = 400
-    /// The largest `resultsLimit` a `records/changes` page in the compact form
-    /// (`recordSyncCompact`) honours: its records are about a third of their size in CloudKit's
-    /// form, so a page of this many is about the bytes of 300 records in CloudKit's form.
-    public var maximumCompactResultsLimit: Int = 1000
+    /// The most records one page of a zone's changes (`records/changes`, a zone of `changes/zone`,
+    /// either form) holds: its `resultsLimit` is capped to it, and it is the default. CloudKit's
+    /// own default is "the maximum number of records allowed", and a client reading a zone from
+    /// scratch makes fewer round trips.
+    public var maximumChangeResultsLimit: Int = 1000
+    /// The most field text (bytes of its JSON form) one page of a zone's changes carries: a page
+    /// reaching it ends there (with `moreComing`), after at least one record.
+    public var maximumChangePageBytes: Int = 4 << 20
     /// The most field data one record may hold, in bytes of its JSON form.
     public var maximumRecordBytes: Int = 1024 * 1024
     /// How deep `records/lookup` `include` may follow references.
@@ -61,14 +65,24 @@ public struct StoreLimits: Sendable {
     /// Creates limits with the defaults.
     public init() {}
 
-    /// `requested` capped to ``maximumResultsLimit`` (``maximumCompactResultsLimit`` for a
-    /// `compact` change page), or the default; `BAD_REQUEST` if not positive.
-    package func resultsLimit(_ requested: Int?, compact: Bool = false) throws -> Int {
+    /// `requested` capped to ``maximumResultsLimit``, or the default; `BAD_REQUEST` if not
+    /// positive.
+    package func resultsLimit(_ requested: Int?) throws -> Int {
         guard let requested else { return defaultResultsLimit }
+        return min(try Self.positive(requested), maximumResultsLimit)
+    }
+
+    /// A change page's `resultsLimit`: `requested` capped to ``maximumChangeResultsLimit``, which
+    /// is also the default; `BAD_REQUEST` if not positive.
+    package func changeResultsLimit(_ requested: Int?) throws -> Int {
+        min(try requested.map(Self.positive) ?? maximumChangeResultsLimit, maximumChangeResultsLimit)
+    }
+
+    private static func positive(_ requested: Int) throws -> Int {
         guard requested > 0 else {
             throw RecordSyncError(.badRequest, "resultsLimit must be a positive integer, not \(requested)")
         }
-        return min(requested, compact ? maximumCompactResultsLimit : maximumResultsLimit)
+        return requested
     }
 
     /// `LIMIT_EXCEEDED` when a request carries more than ``maximumOperationsPerRequest`` items.

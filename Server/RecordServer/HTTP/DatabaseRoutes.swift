@@ -81,11 +81,11 @@ struct DatabaseRoutes: Sendable {
                 throw RecordSyncError(.badRequest, "recordSyncCompact is taken by records/changes only, not by changes/zone")
             }
             let numbersAsStrings = request.numbersAsStrings == true || request.zones.contains { $0.numbersAsStrings == true }
-            var results: [ZoneChangesResult] = []
+            var results: [Result<StoredZoneChanges, RecordSyncError>] = []
             for var zone in request.zones {
                 if numbersAsStrings { zone.numbersAsStrings = true }
                 do {
-                    results.append(.success(try await routes.store.recordChanges(zone, in: scope)))
+                    results.append(.success(try await routes.store.recordChangesPage(zone, in: scope).page))
                 } catch let error as RecordSyncError {
                     var error = error
                     error.zoneID = error.zoneID ?? zone.zoneID ?? .defaultZone
@@ -93,7 +93,7 @@ struct DatabaseRoutes: Sendable {
                 }
             }
             routes.metrics.changePage(feed: "zone", count: results.count)
-            return try JSONBody.response(ZoneChangesResponse(zones: results), numbersAsStrings: numbersAsStrings)
+            return try JSONBody.response(StoredZoneChangesResponse(zones: results), numbersAsStrings: numbersAsStrings)
         }),
         ("changes/database", [.post], true, { routes, body, scope in
             let request = body.isEmpty ? DatabaseChangesRequest() : try JSONBody.decode(DatabaseChangesRequest.self, from: body)

@@ -93,7 +93,7 @@ enum JSONBody {
     static func prepared<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) throws -> PreparedResponse {
         let context = self.context
         let data = try WireForm.$assetLinks.withValue(context.assetLinks) {
-            try WireForm.$numbersAsStrings.withValue(context.numbersAsStrings) { try JSONValueEncoder().encode(value) }
+            try WireForm.$numbersAsStrings.withValue(context.numbersAsStrings) { try JSONValueEncoder().encodeBytes(value) }
         }
         var headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
         guard data.count >= Gzip.threshold else {
@@ -104,7 +104,7 @@ enum JSONBody {
             return PreparedResponse(status: status, headers: headers, body: ByteBuffer(bytes: data))
         }
         headers[.contentEncoding] = "gzip"
-        return PreparedResponse(status: status, headers: headers, body: ByteBuffer(bytes: Gzip.compress(data)))
+        return PreparedResponse(status: status, headers: headers, body: ByteBuffer(bytes: Gzip.compress(Data(data))))
     }
 
     /// Whether an `Accept-Encoding` header accepts gzip: `gzip` (or `x-gzip`) listed without

@@ -27,12 +27,19 @@ public struct JSONValueEncoder: Sendable {
 
     /// `value` as compact JSON text (UTF-8), object keys sorted.
     public func encode<T: Encodable>(_ value: T) throws -> Data {
+        Data(try encodeBytes(value))
+    }
+
+    /// ``encode(_:)``'s bytes, as the writer left them (an answer of a megabyte is not copied
+    /// into a `Data` on its way to the socket).
+    public func encodeBytes<T: Encodable>(_ value: T) throws -> [UInt8] {
+        var writer = JSONWriter()
         if let direct = value as? any JSONDirectWritable {
-            var writer = JSONWriter()
             try direct.write(to: &writer)
-            return Data(writer.bytes)
+        } else {
+            try writer.write(try encodeTree(value))
         }
-        return try encodeTree(value).serialized()
+        return writer.bytes
     }
 }
 

@@ -50,8 +50,11 @@ extension StoredZoneChanges: Encodable, JSONDirectWritable {
                                   includedRecords: includedRecords) { $0.bytes.append(contentsOf: page.records) }
             return
         }
+        // Room for the page at once: its records' field text and what each record adds to it.
+        writer.bytes.reserveCapacity(writer.bytes.count + entries.reduce(0) { $0 + ($1.fieldsJSON?.utf8.count ?? 256) + 384 })
+        let zoneIDText = Record.ZoneIDText(zoneID)
         try writer.changePage(moreComing: moreComing, syncToken: syncToken, zoneID: zoneID, includedRecords: includedRecords) { writer in
-            try writer.array(entries) { try $1.record.write(to: &$0, cascadedRecordNames: nil, fieldsJSON: $1.fieldsJSON) }
+            try writer.array(entries) { try $1.record.write(to: &$0, cascadedRecordNames: nil, fieldsJSON: $1.fieldsJSON, zoneIDText: zoneIDText) }
         }
     }
 
@@ -312,6 +315,42 @@ extension JSONParser {
             }
             guard index > start else { throw JSONDirectMiss() }
         }
+    }
+}
+
+/// The answer to `changes/zone` as the server writes it: each zone's page as its store read it
+/// (``StoredZoneChanges``, field text copied as is), or that zone's error. The writer of
+/// ``ZoneChangesResponse`` too.
+package struct StoredZoneChangesResponse: Sendable, Encodable, JSONDirectWritable {
+    package var zones: [Result<StoredZoneChanges, RecordSyncError>]
+
+    package init(zones: [Result<StoredZoneChanges, RecordSyncError>]) { self.zones = zones }
+
+    package func encode(to encoder: any Encoder) throws { try JSONWire.encode(self, to: encoder) }
+
+    /// `{"zones": [page or error, …]}`.
+    func write(to writer: inout JSONWriter) throws {
+        var first = true
+        writer.open()
+        writer.key("zones", first: &first)
+        try writer.array(zones) { writer, zone in
+            switch zone {
+            case .success(let page): try page.write(to: &writer)
+            case .failure(let error): try writer.write(JSONValueEncoder().encodeTree(ErrorBody(error)))
+            }
+        }
+        writer.close()
+    }
+}
+
+extension ZoneChangesResponse: JSONDirectWritable {
+    func write(to writer: inout JSONWriter) throws {
+        try StoredZoneChangesResponse(zones: zones.map { zone in
+            switch zone {
+            case .success(let changes): .success(StoredZoneChanges(changes))
+            case .failure(let error): .failure(error)
+            }
+        }).write(to: &writer)
     }
 }
 
