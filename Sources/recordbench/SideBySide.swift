@@ -81,6 +81,9 @@ enum SideBySide {
               let bytes = times["bytes"] as? [String: Double] else {
             throw BenchError("the side-by-side client printed no timings")
         }
+        for key in ["create", "cloudKit", "compact", "delta"] where (ours[key] ?? []).isEmpty || (theirs[key] ?? []).isEmpty {
+            throw BenchError("the side-by-side client printed no \(key) timings")
+        }
         func ms(_ key: String, _ side: [String: [Double]]) -> Double { median(side[key] ?? []) * 1000 }
         func row(_ name: String, _ key: String, atLeast target: Double, _ notes: String = "") -> Measurement {
             let figure = ms(key, ours), floor = ms(key, theirs)

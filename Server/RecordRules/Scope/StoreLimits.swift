@@ -5,7 +5,8 @@ public struct StoreLimits: Sendable {
     /// Operations per `records/modify` (and records per `records/lookup`, zones per
     /// `zones/modify`/`zones/lookup`); more is `LIMIT_EXCEEDED`.
     public var maximumOperationsPerRequest: Int = 400
-    /// Records per response when the request gives no `resultsLimit`.
+    /// Records per response when the request gives no `resultsLimit` (a page of a zone's changes
+    /// takes ``maximumChangeResultsLimit`` instead).
     public var defaultResultsLimit: Int = 200
     /// The largest `resultsLimit` honoured; larger values are capped to it.
     public var maximumResultsLimit: Int = 400

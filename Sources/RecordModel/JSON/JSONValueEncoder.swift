@@ -32,7 +32,7 @@ public struct JSONValueEncoder: Sendable {
 
     /// ``encode(_:)``'s bytes, as the writer left them (an answer of a megabyte is not copied
     /// into a `Data` on its way to the socket).
-    public func encodeBytes<T: Encodable>(_ value: T) throws -> [UInt8] {
+    package func encodeBytes<T: Encodable>(_ value: T) throws -> [UInt8] {
         var writer = JSONWriter()
         if let direct = value as? any JSONDirectWritable {
             try direct.write(to: &writer)
