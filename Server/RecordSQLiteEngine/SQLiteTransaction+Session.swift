@@ -39,7 +39,7 @@ extension SQLiteTransaction: SQLStorageTransaction {
             case .uuid(let uuid): withUnsafeBytes(of: uuid.uuid) { Data($0) }.databaseValue
             case .bool(let flag): (flag ? 1 : 0).databaseValue
             // A JSON array (read by `json_each`), written by RecordModel's writer: Foundation's
-            // encoder cost a save of 400 records more than its inserts' binding.
+            // encoder was 2.7% of a 400-record save's CPU.
             case .texts(let texts): ((try? JSONValue.array(texts.map(JSONValue.string)).serializedString()) ?? "[]").databaseValue
             case .integers(let numbers): "[\(numbers.map(String.init).joined(separator: ","))]".databaseValue
             case .null: .null

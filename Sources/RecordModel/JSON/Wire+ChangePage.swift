@@ -50,11 +50,8 @@ extension StoredZoneChanges: Encodable, JSONDirectWritable {
                                   includedRecords: includedRecords) { $0.bytes.append(contentsOf: page.records) }
             return
         }
-        // Room for the page at once: its records' field text and what each record adds to it.
-        writer.bytes.reserveCapacity(writer.bytes.count + entries.reduce(0) { $0 + ($1.fieldsJSON?.utf8.count ?? 256) + 384 })
-        let zoneIDText = Record.ZoneIDText(zoneID)
         try writer.changePage(moreComing: moreComing, syncToken: syncToken, zoneID: zoneID, includedRecords: includedRecords) { writer in
-            try writer.array(entries) { try $1.record.write(to: &$0, cascadedRecordNames: nil, fieldsJSON: $1.fieldsJSON, zoneIDText: zoneIDText) }
+            try writer.array(entries) { try $1.record.write(to: &$0, cascadedRecordNames: nil, fieldsJSON: $1.fieldsJSON) }
         }
     }
 

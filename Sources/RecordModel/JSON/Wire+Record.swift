@@ -286,22 +286,9 @@ extension Record: Codable, JSONDirectWritable, JSONDirectDecodable {
 
     /// `fieldsJSON`, when given, is written as the record's fields instead of ``fields``: the
     /// stored wire form, copied as is (see ``StoredZoneChanges``).
-    func write(to writer: inout JSONWriter, cascadedRecordNames: [String]?, fieldsJSON: String? = nil, zoneIDText: ZoneIDText? = nil) throws {
-        try write(to: &writer, cascadedRecordNames: cascadedRecordNames, withZoneID: true, zoneIDText: zoneIDText) { writer in
+    func write(to writer: inout JSONWriter, cascadedRecordNames: [String]?, fieldsJSON: String? = nil) throws {
+        try write(to: &writer, cascadedRecordNames: cascadedRecordNames, withZoneID: true) { writer in
             try writeFields(to: &writer, fieldsJSON: fieldsJSON)
-        }
-    }
-
-    /// A zone ID written once, for a page whose records all carry it.
-    struct ZoneIDText {
-        var zoneID: ZoneID
-        var bytes: [UInt8]
-
-        init(_ zoneID: ZoneID) {
-            self.zoneID = zoneID
-            var writer = JSONWriter(storing: ())
-            zoneID.write(to: &writer)
-            bytes = writer.bytes
         }
     }
 
@@ -315,7 +302,7 @@ extension Record: Codable, JSONDirectWritable, JSONDirectDecodable {
     }
 
     /// The record with its fields written by `writeFields`, and its `zoneID` only `withZoneID`.
-    func write(to writer: inout JSONWriter, cascadedRecordNames: [String]?, withZoneID: Bool, zoneIDText: ZoneIDText? = nil,
+    func write(to writer: inout JSONWriter, cascadedRecordNames: [String]?, withZoneID: Bool,
                fields writeFields: (inout JSONWriter) throws -> Void) throws {
         var first = true
         writer.open()
@@ -361,10 +348,7 @@ extension Record: Codable, JSONDirectWritable, JSONDirectDecodable {
             writer.key("shortGUID", first: &first); writer.writeString(share.shortGUID)
             if let url = share.url { writer.key("url", first: &first); writer.writeString(url) }
         }
-        if withZoneID, let zoneID {
-            writer.key("zoneID", first: &first)
-            if let zoneIDText, zoneIDText.zoneID == zoneID { writer.bytes.append(contentsOf: zoneIDText.bytes) } else { zoneID.write(to: &writer) }
-        }
+        if withZoneID, let zoneID { writer.key("zoneID", first: &first); zoneID.write(to: &writer) }
         writer.close()
     }
 
