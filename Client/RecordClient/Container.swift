@@ -3,6 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import RecordModel
+import Synchronization
 
 /// A container on a RecordSync server: the app's namespace, holding a public database and the
 /// signed-in user's private database (CloudKit's `CKContainer`).
@@ -51,6 +52,9 @@ public struct Container: Sendable {
     /// that go through AsyncHTTPClient (Linux without a session); a session given to
     /// ``init(serverURL:identifier:environment:credentials:session:)`` decides trust itself.
     public var certificateAuthority: String?
+    /// What the library learned of the server's extensions, shared by every copy of this
+    /// handle and every database of it.
+    let learned = LearnedExtensions()
 
     /// Creates a container handle. Nothing is sent until a database is used.
     ///
@@ -106,4 +110,15 @@ public struct Container: Sendable {
     }
 
     var token: String { credentials.token }
+}
+
+/// What a client learned of the server's RecordSync extensions: those it refused (a server
+/// that does not know one and refuses keys it does not know) are not asked for again.
+final class LearnedExtensions: Sendable {
+    /// Whether the server refused `records/changes` pages in the compact form (`recordSyncCompact`).
+    private let compactRefused = Mutex(false)
+
+    var offersCompactChanges: Bool { !compactRefused.withLock { $0 } }
+
+    func compactChangesRefused() { compactRefused.withLock { $0 = true } }
 }

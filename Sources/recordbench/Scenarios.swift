@@ -416,12 +416,12 @@ enum Scenarios {
             for round in 0..<repetitions {
                 let cache = try RecordCache(path: server.directory + "/cache-\(round).sqlite")
                 let engine = SyncEngine(database: database, cache: cache)
-                let floorBefore = try Floor.insert(count: count, batch: engine.configuration.pageSize, in: server.directory)
+                let floorBefore = try Floor.insert(count: count, batch: engine.configuration.pageSize ?? InitialSync.pageSize, in: server.directory)
                 var applied = 0
                 let elapsed = try await seconds { applied = try await engine.fetchChanges().changedRecordCount }
                 guard applied == count else { throw BenchError("the cache applied \(applied) records, not \(count)") }
                 figures.append(Double(count) / elapsed)
-                let floorAfter = try Floor.insert(count: count, batch: engine.configuration.pageSize, in: server.directory)
+                let floorAfter = try Floor.insert(count: count, batch: engine.configuration.pageSize ?? InitialSync.pageSize, in: server.directory)
                 floors.append(Floor.bracketed(rate: floorBefore, floorAfter))
             }
             let ratio = pairedRatio(figures, over: floors)

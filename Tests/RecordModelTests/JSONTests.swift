@@ -393,6 +393,44 @@ import Testing
         #expect(ZoneChanges.expandingCompactPage(try JSONValue.parse(text)) == nil)
     }
 
+    /// Nor is it read as a page (with the members a page needs besides).
+    @Test(arguments: [
+        #"{"recordSyncFieldTypes":{},"recordSyncUsers":["u"],"zoneID":{"zoneName":"Z"},"records":[["r","T","1",[1,1],[1,0],{}]]}"#,
+        #"{"recordSyncFieldTypes":{},"recordSyncUsers":["u"],"zoneID":{"zoneName":"Z"},"records":[["r","T","1",{"timestamp":1},[1,0],{}]]}"#,
+        #"{"recordSyncFieldTypes":{},"recordSyncUsers":["u"],"zoneID":{"zoneName":"Z"},"records":[{"recordName":"r","recordType":"T"}]}"#,
+        #"{"recordSyncFieldTypes":{},"recordSyncUsers":["u"],"zoneID":{"zoneName":"Z"},"records":[["r","T","1"]]}"#,
+        #"{"recordSyncFieldTypes":{},"zoneID":{"zoneName":"Z"},"records":[]}"#,
+        #"{"recordSyncFieldTypes":{},"recordSyncUsers":[],"zoneID":{"zoneName":"Z"},"records":[["r","T",null,null,null,{"f":1}]]}"#,
+        #"{"recordSyncUsers":[],"zoneID":{"zoneName":"Z"},"records":[["r","T",null,null,null,{}]]}"#,
+        #"{"recordSyncFieldTypes":{"T":{"f":{"type":"STRING"}}},"recordSyncUsers":[],"zoneID":{"zoneName":"Z"},"records":[["r","T",null,null,null,{"f":"x}]]}"#,
+    ])
+    func aMalformedCompactPageIsNotRead(_ text: String) throws {
+        let page = #"{"moreComing":false,"syncToken":"t","# + text.dropFirst()
+        for skimming in [false, true] {
+            #expect(throws: (any Error).self, "\(page)") { try StoredZoneChanges.decode(Data(page.utf8), skimmingFields: skimming) }
+        }
+    }
+
+    /// A compact page is read whatever the order of its members, and its records get its zone.
+    @Test func aCompactPageIsReadInAnyOrder() throws {
+        let members = [#""records":[["r","T","7",[1,0],[2,1,"phone"],{"f":"x","g":1}],["gone","T"]]"#,
+                       #""recordSyncUsers":["_owner","_other"]"#, #""zoneID":{"zoneName":"Z","ownerRecordName":"_owner"}"#,
+                       #""recordSyncFieldTypes":{"T":{"f":{"type":"STRING"},"g":{"recordSyncType":"BOOLEAN","type":"INT64"}}}"#,
+                       #""syncToken":"t""#, #""moreComing":true"#]
+        let zone = ZoneID(zoneName: "Z", ownerRecordName: "_owner")
+        let expected = [
+            Record(recordName: "r", recordType: "T", zoneID: zone, recordChangeTag: "7", fields: ["f": .string("x"), "g": .boolean(true)],
+                   created: Stamp(timestamp: 1, userRecordName: "_owner"), modified: Stamp(timestamp: 2, userRecordName: "_other", deviceID: "phone")),
+            Record(recordName: "gone", recordType: "T", zoneID: zone, deleted: true),
+        ]
+        for order in [members, members.reversed(), Array(members[2...] + members[..<2])] {
+            let page = try StoredZoneChanges.decode(Data("{\(order.joined(separator: ","))}".utf8))
+            #expect(try page.decoded().records == expected)
+            #expect(page.entries.first?.fieldsJSON == #"{"f":{"type":"STRING","value":"x"},"g":{"recordSyncType":"BOOLEAN","type":"INT64","value":1}}"#)
+            #expect(page.syncToken == "t" && page.moreComing)
+        }
+    }
+
     /// Types the compact form cannot share (a schema never allows them) or text that is not
     /// the wire form of fields: the page is written in CloudKit's form.
     @Test(arguments: [

@@ -198,6 +198,15 @@ import Testing
             let compact = try JSONValue.parse(JSONValueEncoder().encode(stored))
             #expect(compact["recordSyncFieldTypes"] != nil, "not written in the compact form: \(compact)")
             #expect(ZoneChanges.expandingCompactPage(compact) == (try JSONValue.parse(cloudKit)), comment)
+            // The client's reader takes either form to the same records and fields text.
+            let compactText = try JSONValueEncoder().encode(stored)
+            #expect(try StoredZoneChanges.decode(compactText).decoded() == page, comment)
+            for skimming in [false, true] {
+                let fromCompact = try StoredZoneChanges.decode(compactText, skimmingFields: skimming)
+                let fromCloudKit = try StoredZoneChanges.decode(cloudKit, skimmingFields: skimming)
+                #expect(fromCompact.entries.map(\.record) == fromCloudKit.entries.map(\.record), comment)
+                #expect(fromCompact.entries.map(\.fieldsJSON) == fromCloudKit.entries.map(\.fieldsJSON), comment)
+            }
         }
     }
 

@@ -33,6 +33,19 @@ import Testing
             #expect(page["recordSyncFieldTypes"] != nil, sourceLocation: sourceLocation)
             #expect(cloudKitPage["recordSyncFieldTypes"] == nil, sourceLocation: sourceLocation)
             #expect(Self.expanded(page, sourceLocation: sourceLocation) == cloudKitPage, "compact \(String(decoding: compact.data, as: UTF8.self))\nCloudKit \(String(decoding: cloudKit.data, as: UTF8.self))", sourceLocation: sourceLocation)
+            // The client's reader takes the compact answer back to CloudKit's: the same
+            // records, and each record's fields as the same text, decoded or skimmed.
+            for skimming in [false, true] {
+                let fromCompact = try StoredZoneChanges.decode(compact.data, skimmingFields: skimming)
+                let fromCloudKit = try StoredZoneChanges.decode(cloudKit.data, skimmingFields: skimming)
+                #expect(fromCompact.entries.map(\.record) == fromCloudKit.entries.map(\.record), sourceLocation: sourceLocation)
+                #expect(fromCompact.entries.map(\.fieldsJSON) == fromCloudKit.entries.map(\.fieldsJSON), sourceLocation: sourceLocation)
+                #expect(fromCompact.entries.map { $0.fieldsSummary?.references.map(\.reference) } ==
+                        fromCloudKit.entries.map { $0.fieldsSummary?.references.map(\.reference) }, sourceLocation: sourceLocation)
+                #expect((fromCompact.syncToken, fromCompact.moreComing, fromCompact.zoneID) == (fromCloudKit.syncToken, fromCloudKit.moreComing, fromCloudKit.zoneID),
+                        sourceLocation: sourceLocation)
+                #expect(fromCompact.includedRecords == fromCloudKit.includedRecords, sourceLocation: sourceLocation)
+            }
             // The compact answer also begins with moreComing and syncToken.
             #expect(String(decoding: compact.data.prefix(14), as: UTF8.self) == #"{"moreComing":"#, sourceLocation: sourceLocation)
             if case .array(let list)? = page["records"] { records += list.count }
@@ -140,6 +153,23 @@ import Testing
                 token = page["moreComing"] == .bool(true) ? page["syncToken"]?.stringValue : nil
             } while token != nil
             #expect(total == 1080 && pages == 2)
+        }
+    }
+
+    /// A share's own keys (`shortGUID`, `participants`, …) have no place in the compact form:
+    /// a page holding a share is written in CloudKit's form, and read with them.
+    @Test func aPageHoldingAShareIsWrittenInCloudKitsForm() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            try await alice.createZones("Trip")
+            let saved = try await alice.post("records/modify", #"{"zoneID":{"zoneName":"Trip"},"operations":[{"operationType":"create","record":{"recordName":"r1","recordType":"Item","fields":{"note":{"value":"x"}}}},{"operationType":"create","record":{"recordName":"cloudkit.zoneshare","recordType":"cloudkit.share","fields":{},"publicPermission":"READ_ONLY"}}]}"#)
+            #expect(saved.status == 200 && saved.json["records"]?[1]?["shortGUID"] != nil, "\(saved.json)")
+            let page = try await alice.post("records/changes", #"{"zoneID":{"zoneName":"Trip"},"recordSyncCompact":true}"#)
+            #expect(page.status == 200 && page.json["recordSyncFieldTypes"] == nil, "\(page.json)")
+            let share = page.json["records"]?.arrayValue?.first { $0["recordName"] == .string("cloudkit.zoneshare") }
+            #expect(share?["shortGUID"] != nil && share?["publicPermission"] == .string("READ_ONLY"), "\(page.json)")
+            let read = try StoredZoneChanges.decode(page.data, skimmingFields: true)
+            #expect(read.entries.contains { $0.record.shareInfo?.publicPermission == .readOnly })
         }
     }
 

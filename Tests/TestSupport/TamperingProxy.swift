@@ -29,8 +29,28 @@ public func withLossyProxy<T: Sendable>(
     try await withProxy(to: upstream, tamper: { $1 }, lose: lose, body)
 }
 
+/// What a proxy does with a request.
+public enum ProxiedRequest: Sendable {
+    /// Passes it on with this body.
+    case forward(Data)
+    /// Answers it itself, with this status and JSON body.
+    case answer(status: Int, body: String)
+}
+
+/// Runs `body` with an HTTP proxy on a loopback port in front of `upstream`, which passes every
+/// `POST` on as `request` decides (given its path and body, as the client sent it): for
+/// clients facing a server that reads requests otherwise (one that does not know an extension).
+public func withRequestRewritingProxy<T: Sendable>(
+    to upstream: URL,
+    request: @escaping @Sendable (_ path: String, _ body: Data) -> ProxiedRequest,
+    _ body: @escaping @Sendable (_ url: URL) async throws -> T
+) async throws -> T {
+    try await withProxy(to: upstream, request: request, tamper: { $1 }, lose: { _ in false }, body)
+}
+
 private func withProxy<T: Sendable>(
     to upstream: URL,
+    request rewrite: @escaping @Sendable (_ path: String, _ body: Data) -> ProxiedRequest = { .forward($1) },
     tamper: @escaping @Sendable (_ path: String, _ body: Data) -> Data,
     lose: @escaping @Sendable (_ path: String) -> Bool,
     _ body: @escaping @Sendable (_ url: URL) async throws -> T
@@ -38,7 +58,13 @@ private func withProxy<T: Sendable>(
     let session = URLSession(configuration: .ephemeral)
     let router = Router()
     router.post("**") { request, _ -> Response in
-        let sent = try await request.body.collect(upTo: 64 << 20)
+        let sent: Data
+        switch rewrite(request.uri.path, Data(try await request.body.collect(upTo: 64 << 20).readableBytesView)) {
+        case .forward(let data): sent = data
+        case .answer(let status, let answer):
+            return Response(status: HTTPResponse.Status(code: status), headers: [.contentType: "application/json"],
+                            body: ResponseBody(byteBuffer: ByteBuffer(string: answer)))
+        }
         guard let url = URL(string: upstream.absoluteString + request.uri.path) else { return Response(status: .badRequest) }
         var forward = URLRequest(url: url)
         forward.httpMethod = "POST"
@@ -46,7 +72,7 @@ private func withProxy<T: Sendable>(
         forward.setValue(request.headers[.contentType], forHTTPHeaderField: "Content-Type")
         forward.setValue(request.headers[.contentEncoding], forHTTPHeaderField: "Content-Encoding")
         forward.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
-        forward.httpBody = Data(sent.readableBytesView)
+        forward.httpBody = sent
         let (data, status) = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Data, Int), any Error>) in
             session.dataTask(with: forward) { data, response, error in
                 if let error {

@@ -76,7 +76,9 @@ extension Database {
         )
     }
 
-    /// One page of a zone's changes since `token` (CloudKit's `recordZoneChanges(inZoneWith:since:)`).
+    /// One page of a zone's changes since `token` (CloudKit's `recordZoneChanges(inZoneWith:since:)`),
+    /// asked for in RecordSync's compact form where the server offers it (see
+    /// ``recordZoneChanges(_:reading:)``).
     ///
     /// - Parameters:
     ///   - token: the token from the previous page; `nil` fetches the zone's current records
@@ -90,7 +92,7 @@ extension Database {
                                   resultsLimit: Int? = nil, including: [String] = [], depth: Int = 1) async throws -> ZoneChangesPage {
         let request = RecordChangesRequest(zoneID: zoneID, syncToken: token?.rawValue, resultsLimit: resultsLimit, desiredKeys: desiredKeys,
                                            include: including.isEmpty ? nil : including, includeDepth: including.isEmpty ? nil : depth)
-        return try await transport.post("records/changes", request, reading: ZoneChangesPage.init(answer:))
+        return try await recordZoneChanges(request) { try ZoneChangesPage(answer: $0.decompressed()) }
     }
 
     /// ``recordZoneChanges(inZoneWith:since:desiredKeys:resultsLimit:)``'s answer as it arrived
@@ -98,8 +100,30 @@ extension Database {
     /// later or elsewhere: the sync engine asks for the next page before it has decompressed
     /// and decoded this one.
     func recordZoneChangesAnswer(inZoneWith zoneID: ZoneID, since token: ServerChangeToken?, resultsLimit: Int?) async throws -> HTTPTransport.Answer {
-        let request = RecordChangesRequest(zoneID: zoneID, syncToken: token?.rawValue, resultsLimit: resultsLimit, desiredKeys: nil)
-        return try await transport.post("records/changes", request, readingAsArrived: { $0 })
+        try await recordZoneChanges(RecordChangesRequest(zoneID: zoneID, syncToken: token?.rawValue, resultsLimit: resultsLimit)) { $0 }
+    }
+
+    /// The answer to `request`, read by `read` (``HTTPTransport/post(_:_:readingAsArrived:)``),
+    /// asked for in the fastest form the server offers: RecordSync's
+    /// compact form (`recordSyncCompact`: about a third of the bytes of CloudKit's, each
+    /// field's type and each stamp's user given once a page) unless the server refused it
+    /// before. A server that does not know the extension either ignores the key and answers
+    /// in CloudKit's form, which the reader takes as well, or refuses the request with
+    /// `BAD_REQUEST`: the page is then asked for again without it, and if that is answered,
+    /// the container asks in CloudKit's form from then on (``Container/learned``).
+    func recordZoneChanges<Reply>(_ request: RecordChangesRequest, reading read: (HTTPTransport.Answer) throws -> Reply) async throws -> Reply {
+        var request = request
+        let learned = container.learned
+        guard learned.offersCompactChanges else { return try await transport.post("records/changes", request, readingAsArrived: read) }
+        request.recordSyncCompact = true
+        do {
+            return try await transport.post("records/changes", request, readingAsArrived: read)
+        } catch let error as RecordSyncError where error.code == .badRequest {
+            request.recordSyncCompact = nil
+            let answer = try await transport.post("records/changes", request, readingAsArrived: read)
+            learned.compactChangesRefused()
+            return answer
+        }
     }
 }
 
@@ -109,7 +133,8 @@ extension ZoneChangesPage {
         try self.init(answer: data, skimmingFields: false)
     }
 
-    /// Decodes a `records/changes` answer; with `skimmingFields`, for the cache only: the records
+    /// Decodes a `records/changes` answer, in CloudKit's form or RecordSync's compact one (whose
+    /// records' fields are read back as CloudKit's text); with `skimmingFields`, for the cache only: the records
     /// carry no fields (the cache stores ``fieldsText`` as it is), and only the fields' types and
     /// references are read from that text (a field holding no reference is stepped over, not
     /// decoded).

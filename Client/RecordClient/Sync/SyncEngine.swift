@@ -13,8 +13,10 @@ import RecordModel
 public final class SyncEngine: Sendable {
     /// Tuning knobs, with defaults.
     public struct Configuration: Sendable {
-        /// Records per fetched page.
-        public var pageSize: Int = 400
+        /// Records per fetched page; `nil` (the default) asks for none, and the server sends
+        /// its largest page (RecordSync's: 1,000 records or 4 MiB of fields, whichever comes
+        /// first), as CloudKit JS does.
+        public var pageSize: Int? = nil
         /// How often ``SyncEngine/run()`` polls while the push channel is down.
         public var pollInterval: Duration = .seconds(2)
         /// How often it polls while the push channel is up (a safety net).

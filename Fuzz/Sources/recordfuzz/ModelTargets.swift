@@ -204,6 +204,8 @@ func fuzzCompact(_ data: Data) {
     ], syncToken: "token", moreComing: false)
     mixed.compact = true
     _ = try? JSONValueEncoder().encode(mixed)
+    // Any text read as a page, in either form: never a crash.
+    for skimming in [false, true] { _ = try? StoredZoneChanges.decode(data, skimmingFields: skimming) }
     // The property holds for text in the server's own form (canonical JSON, as its writer
     // makes it): an object of field objects, each with a value.
     func serverForm(_ bytes: Data) -> Bool {
@@ -220,6 +222,17 @@ func fuzzCompact(_ data: Data) {
         if written != expected { fatalError("a compact page fell back to another page than CloudKit's") }
     } else if ZoneChanges.expandingCompactPage(written) != expected {
         fatalError("the compact page is not CloudKit's without its repeats: \(text)")
+    }
+    // The client's reader takes the compact page back to CloudKit's, records and fields text
+    // alike, whether it decodes the fields or skims them.
+    for skimming in [false, true] {
+        let fromCloudKit = try? StoredZoneChanges.decode(cloudKit, skimmingFields: skimming)
+        let fromCompact = try? StoredZoneChanges.decode(compact, skimmingFields: skimming)
+        guard let fromCloudKit else { continue }
+        guard let fromCompact, fromCompact.entries.map(\.record) == fromCloudKit.entries.map(\.record),
+              fromCompact.entries.map(\.fieldsJSON) == fromCloudKit.entries.map(\.fieldsJSON),
+              fromCompact.entries.map({ $0.fieldsSummary?.types.map(\.type) }) == fromCloudKit.entries.map({ $0.fieldsSummary?.types.map(\.type) })
+        else { fatalError("the compact page reads otherwise than CloudKit's (skimming: \(skimming)): \(text)") }
     }
 }
 

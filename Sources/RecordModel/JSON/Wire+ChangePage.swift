@@ -64,9 +64,10 @@ extension StoredZoneChanges: Encodable, JSONDirectWritable {
     /// user]` or `[timestamp, user, deviceID]`, `user` being a position in the page's users;
     /// each field's object is replaced by its `value` (`null` if it has none), written as in
     /// CloudKit's form by `writer`'s options. What a record lacks is `null`. A page holding a
-    /// record with a `parent` or `share` (which the compact form has no place for) is `nil` too.
+    /// record with a `parent` or `share`, or a share's own keys (`shortGUID`, `participants` and the
+    /// rest), which the compact form has no place for, is `nil` too.
     func compactRecords(like writer: JSONWriter) throws -> CompactPage? {
-        guard !entries.contains(where: { $0.record.parent != nil || $0.record.share != nil }) else { return nil }
+        guard !entries.contains(where: { $0.record.parent != nil || $0.record.share != nil || $0.record.shareInfo != nil }) else { return nil }
         var out = writer, fields = writer
         out.bytes = []
         out.bytes.reserveCapacity(entries.count * 200)
@@ -388,35 +389,223 @@ struct StoredZoneChangesText: JSONDirectDecodable {
         }
     }
 
-    /// A change page (`zoneID`, `records`, `syncToken` and `moreComing` required); with
-    /// `keepingFieldsText`, each record's fields also as the text they arrived in, and with
-    /// `skimmingFields` only as that text and its summary.
+    /// A change page (`zoneID`, `records`, `syncToken` and `moreComing` required), in
+    /// CloudKit's form or in the compact one (``CompactPageReader``); with
+    /// `keepingFieldsText`, each record's fields also as the text they arrived in (in CloudKit's
+    /// form), and with `skimmingFields` only as that text and its summary.
     static func page(_ parser: inout JSONParser, keepingFieldsText: Bool, skimmingFields: Bool = false) throws -> StoredZoneChanges {
         var zoneID: ZoneID?, entries: [StoredZoneChanges.Entry]?, token: String?, more: Bool?, included: [Record]?
+        var compact: CompactPageReader?, users: [String]?
+        var compactRecords: Int?  // where compact records met before their page's field types begin
+        func readRecords(_ parser: inout JSONParser) throws {
+            var read: [StoredZoneChanges.Entry] = []
+            try parser.forEachElement { parser in
+                if var reader = compact {
+                    compact = nil  // not to copy its buffer on write
+                    defer { compact = reader }
+                    return read.append(try reader.entry(&parser, keepingFieldsText: keepingFieldsText, skimmingFields: skimmingFields))
+                }
+                let (record, _, text, summary) = try Record.direct(&parser, asResult: false, keepingFieldsText: keepingFieldsText,
+                                                                  skimmingFields: skimmingFields)
+                var entry = StoredZoneChanges.Entry(record: record, fieldsJSON: text)
+                entry.fieldsSummary = summary
+                read.append(entry)
+            }
+            entries = read
+        }
         try parser.forEachMember { parser, key in
             switch key {
             case "zoneID": zoneID = try ZoneID(direct: &parser)
             case "includedRecords": included = try parser.takeNull() ? nil : try parser.directArray(of: Record.self)
+            case "recordSyncFieldTypes": compact = try CompactPageReader(fieldTypes: &parser, users: users ?? [])
+            case "recordSyncUsers":
+                users = try parser.directStrings()
+                compact?.users = users ?? []
             case "records":
-                var read: [StoredZoneChanges.Entry] = []
-                try parser.forEachElement { parser in
-                    let (record, _, text, summary) = try Record.direct(&parser, asResult: false, keepingFieldsText: keepingFieldsText,
-                                                                      skimmingFields: skimmingFields)
-                    var entry = StoredZoneChanges.Entry(record: record, fieldsJSON: text)
-                    entry.fieldsSummary = summary
-                    read.append(entry)
+                if compact == nil || users == nil, CompactPageReader.holdsCompactRecords(parser) {
+                    // Compact records before the field types or users they need: read once
+                    // those are.
+                    compactRecords = parser.index
+                    try parser.skipValue()
+                } else {
+                    try readRecords(&parser)
                 }
-                entries = read
             case "syncToken": token = try parser.directString()
             case "moreComing": more = try parser.directBool()
             default: try parser.skipValue()
             }
         }
+        if let start = compactRecords {
+            guard compact != nil else { throw DecodingError.missing("recordSyncFieldTypes") }
+            guard users != nil else { throw DecodingError.missing("recordSyncUsers") }
+            let end = parser.index
+            parser.index = start
+            try readRecords(&parser)
+            parser.index = end
+        }
         guard let zoneID else { throw DecodingError.missing("zoneID") }
-        guard let entries else { throw DecodingError.missing("records") }
+        guard var entries else { throw DecodingError.missing("records") }
         guard let token else { throw DecodingError.missing("syncToken") }
         guard let more else { throw DecodingError.missing("moreComing") }
+        if compact != nil {
+            guard users != nil else { throw DecodingError.missing("recordSyncUsers") }
+            for index in entries.indices { entries[index].record.zoneID = zoneID }
+        }
         return StoredZoneChanges(zoneID: zoneID, entries: entries, syncToken: token, moreComing: more, includedRecords: included)
+    }
+}
+
+/// Reads the records of a page in RecordSync's compact form (``StoredZoneChanges/compactRecords(like:)``)
+/// as the entries of the same page in CloudKit's form: each record's fields are written back as
+/// CloudKit's text (each field's object from `recordSyncFieldTypes` with its `value` put back
+/// in key order, as the server stores and writes it) and then read as that text is in
+/// CloudKit's form (``Record/readFields(_:keepingFieldsText:skimmingFields:)``), so a cache
+/// keeps the same text whichever form the page came in. The records get their page's
+/// `zoneID` once it is read.
+struct CompactPageReader {
+    /// A field's object without its value, as the text around it: `{BEFORE,"value":…,AFTER}`.
+    struct FieldObject {
+        var name: String
+        var before: [UInt8] = []
+        var after: [UInt8] = []
+    }
+
+    /// Each record type's fields, by name in the order the page gives them (sorted).
+    var types: [String: [FieldObject]] = [:]
+    /// The user record names the stamps give by position (`recordSyncUsers`).
+    var users: [String]
+    /// The fields text of the record being read.
+    private var text = JSONWriter()
+
+    /// Whether the array at the parser begins with an array: a compact page's records.
+    static func holdsCompactRecords(_ parser: JSONParser) -> Bool {
+        var probe = parser
+        guard (try? probe.peekByte()) == UInt8(ascii: "[") else { return false }
+        probe.index += 1
+        return (try? probe.peekByte()) == UInt8(ascii: "[")
+    }
+
+    /// Reads `recordSyncFieldTypes`: `{"TYPE": {"NAME": {members but value}, …}, …}`.
+    init(fieldTypes parser: inout JSONParser, users: [String]) throws {
+        self.users = users
+        var types: [String: [FieldObject]] = [:]
+        try parser.forEachMember { parser, type in
+            var fields: [FieldObject] = []
+            try parser.forEachMember { parser, name in
+                var field = FieldObject(name: name)
+                var before = JSONWriter(), after = JSONWriter()
+                try parser.forEachMember { parser, key in
+                    let start = parser.index
+                    try parser.skipValue()
+                    guard key != "value" else { return }
+                    // Members sort by their keys' UTF-8 bytes, as the server writes them.
+                    if key.utf8.lexicographicallyPrecedes("value".utf8) {
+                        if !before.bytes.isEmpty { before.bytes.append(UInt8(ascii: ",")) }
+                        before.writeString(key)
+                        before.bytes.append(UInt8(ascii: ":"))
+                        before.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: parser.bytes[start..<parser.index]))
+                    } else {
+                        after.bytes.append(UInt8(ascii: ","))
+                        after.writeString(key)
+                        after.bytes.append(UInt8(ascii: ":"))
+                        after.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: parser.bytes[start..<parser.index]))
+                    }
+                }
+                field.before = before.bytes
+                field.after = after.bytes
+                fields.append(field)
+            }
+            types[type] = fields
+        }
+        self.types = types
+    }
+
+    /// The record at the parser: `[recordName, recordType, recordChangeTag, created, modified,
+    /// fields, …]`, or `[recordName, recordType]` for a deleted one.
+    mutating func entry(_ parser: inout JSONParser, keepingFieldsText: Bool, skimmingFields: Bool) throws -> StoredZoneChanges.Entry {
+        var position = 0
+        var name = "", type = "", tag: String?, created: Stamp?, modified: Stamp?
+        var fields: (fields: [String: FieldValue], text: String?, summary: FieldsSummary?) = ([:], nil, nil)
+        try parser.forEachElement { parser in
+            defer { position += 1 }
+            switch position {
+            case 0: name = try parser.directString()
+            case 1: type = try parser.directString()
+            case 2: tag = try parser.directOptionalString()
+            case 3: created = try stamp(&parser)
+            case 4: modified = try stamp(&parser)
+            case 5: fields = try self.fields(&parser, of: type, keepingFieldsText: keepingFieldsText, skimmingFields: skimmingFields)
+            default: try parser.skipValue()  // what a later release may add
+            }
+        }
+        guard position == 2 || position >= 6 else {
+            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "a compact record has 2 positions (deleted) or 6, not \(position)"))
+        }
+        var entry = StoredZoneChanges.Entry(record: Record(recordName: name, recordType: type, recordChangeTag: tag, fields: fields.fields,
+                                                           created: created, modified: modified, deleted: position == 2),
+                                            fieldsJSON: fields.text)
+        entry.fieldsSummary = fields.summary
+        return entry
+    }
+
+    /// A stamp: `null`, `[timestamp, user]` or `[timestamp, user, deviceID]`.
+    private func stamp(_ parser: inout JSONParser) throws -> Stamp? {
+        if try parser.takeNull() { return nil }
+        var position = 0, timestamp: Int64 = 0, user = "", deviceID: String?
+        try parser.forEachElement { parser in
+            defer { position += 1 }
+            switch position {
+            case 0: timestamp = try parser.directInt64()
+            case 1:
+                let index = try parser.directInt64()
+                guard index >= 0, index < users.count else {
+                    throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "a stamp names user \(index) of \(users.count) in recordSyncUsers"))
+                }
+                user = users[Int(index)]
+            case 2: deviceID = try parser.directString()
+            default: throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "a compact stamp has 2 or 3 positions"))
+            }
+        }
+        guard position >= 2 else { throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "a compact stamp has 2 or 3 positions")) }
+        return Stamp(timestamp: timestamp, userRecordName: user, deviceID: deviceID)
+    }
+
+    /// A record's compact fields, `{"NAME": value, …}`, written as CloudKit's text and read as it.
+    private mutating func fields(_ parser: inout JSONParser, of type: String, keepingFieldsText: Bool, skimmingFields: Bool)
+        throws -> (fields: [String: FieldValue], text: String?, summary: FieldsSummary?) {
+        guard let objects = types[type] else {
+            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "recordSyncFieldTypes has no record type \(NameRules.quoted(type))"))
+        }
+        text.bytes.removeAll(keepingCapacity: true)
+        text.open()
+        var next = 0  // the record's fields come in the table's order, some missing
+        try parser.forEachMember { parser, name in
+            let found: Int
+            if let ahead = objects[next...].firstIndex(where: { $0.name == name }) {
+                found = ahead
+            } else if let anywhere = objects.firstIndex(where: { $0.name == name }) {
+                found = anywhere
+            } else {
+                throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "recordSyncFieldTypes has no field \(NameRules.quoted(name)) of \(NameRules.quoted(type))"))
+            }
+            next = found + 1
+            let start = parser.index
+            try parser.skipRaw()
+            if text.bytes.count > 1 { text.bytes.append(UInt8(ascii: ",")) }
+            text.writeString(name)
+            text.bytes.append(contentsOf: ":{".utf8)
+            text.bytes.append(contentsOf: objects[found].before)
+            if !objects[found].before.isEmpty { text.bytes.append(UInt8(ascii: ",")) }
+            text.bytes.append(contentsOf: #""value":"#.utf8)
+            text.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: parser.bytes[start..<parser.index]))
+            text.bytes.append(contentsOf: objects[found].after)
+            text.bytes.append(UInt8(ascii: "}"))
+        }
+        text.close()
+        return try text.bytes.withUnsafeBufferPointer { bytes in
+            var fieldsParser = JSONParser(bytes: bytes)
+            return try Record.readFields(&fieldsParser, keepingFieldsText: keepingFieldsText, skimmingFields: skimmingFields)
+        }
     }
 }
 

@@ -381,31 +381,7 @@ extension Record: Codable, JSONDirectWritable, JSONDirectDecodable {
             case "recordType": type = try parser.directOptionalString()
             case "zoneID": zoneID = try parser.takeNull() ? nil : try ZoneID(direct: &parser)
             case "recordChangeTag": tag = try parser.directOptionalString()
-            case "fields":
-                fields = [:]
-                fieldsJSON = nil
-                summary = nil
-                if try parser.takeNull() { return }
-                let start = parser.index  // at the value (takeNull skipped the whitespace)
-                if keepingFieldsText && skimmingFields, let skimmed = try FieldsSummary(skimming: &parser) {
-                    summary = skimmed
-                } else {
-                    parser.index = start
-                    var members = 0
-                    var read: [String: FieldValue] = [:]
-                    read.reserveCapacity(8)
-                    try parser.forEachMember { parser, name in
-                        members += 1
-                        read[name] = try FieldValue(direct: &parser)
-                    }
-                    fields = read
-                    // Kept only when it says exactly what was decoded: a repeated name keeps
-                    // its last value here but its first for SQLite's json_extract.
-                    guard members == read.count else { return }
-                }
-                if keepingFieldsText {
-                    fieldsJSON = String(decoding: UnsafeBufferPointer(rebasing: parser.bytes[start..<parser.index]), as: UTF8.self)
-                }
+            case "fields": (fields, fieldsJSON, summary) = try readFields(&parser, keepingFieldsText: keepingFieldsText, skimmingFields: skimmingFields)
             case "created": created = try parser.takeNull() ? nil : try Stamp(direct: &parser)
             case "modified": modified = try parser.takeNull() ? nil : try Stamp(direct: &parser)
             case "deleted": deleted = try parser.directOptionalBool()
@@ -421,6 +397,37 @@ extension Record: Codable, JSONDirectWritable, JSONDirectDecodable {
         return (Record(recordName: name, recordType: type ?? "", zoneID: zoneID, recordChangeTag: tag, fields: fields,
                        created: created, modified: modified, deleted: deleted ?? false, shareInfo: try ShareInfo(keys: share),
                        parent: parent, share: rootShare), cascaded, fieldsJSON, summary)
+    }
+}
+
+extension Record {
+    /// A record's `fields` (an object, or null for none): decoded, and with
+    /// `keepingFieldsText` also as the text it arrived in; with `skimmingFields` (and
+    /// `keepingFieldsText`) only as that text and its summary (``FieldsSummary``), unless a
+    /// name repeats.
+    static func readFields(_ parser: inout JSONParser, keepingFieldsText: Bool, skimmingFields: Bool)
+        throws -> (fields: [String: FieldValue], text: String?, summary: FieldsSummary?) {
+        if try parser.takeNull() { return ([:], nil, nil) }
+        var fields: [String: FieldValue] = [:], summary: FieldsSummary?
+        let start = parser.index  // at the value (takeNull skipped the whitespace)
+        if keepingFieldsText && skimmingFields, let skimmed = try FieldsSummary(skimming: &parser) {
+            summary = skimmed
+        } else {
+            parser.index = start
+            var members = 0
+            var read: [String: FieldValue] = [:]
+            read.reserveCapacity(8)
+            try parser.forEachMember { parser, name in
+                members += 1
+                read[name] = try FieldValue(direct: &parser)
+            }
+            fields = read
+            // Kept only when it says exactly what was decoded: a repeated name keeps its last
+            // value here but its first for SQLite's json_extract.
+            guard members == read.count else { return (fields, nil, nil) }
+        }
+        guard keepingFieldsText else { return (fields, nil, summary) }
+        return (fields, String(decoding: UnsafeBufferPointer(rebasing: parser.bytes[start..<parser.index]), as: UTF8.self), summary)
     }
 }
 
