@@ -3,7 +3,6 @@ import Foundation
 import FoundationNetworking
 #endif
 import RecordModel
-import Synchronization
 
 /// A container on a RecordSync server: the app's namespace, holding a public database and the
 /// signed-in user's private database (CloudKit's `CKContainer`).
@@ -112,13 +111,19 @@ public struct Container: Sendable {
     var token: String { credentials.token }
 }
 
-/// What a client learned of the server's RecordSync extensions: those it refused (a server
-/// that does not know one and refuses keys it does not know) are not asked for again.
-final class LearnedExtensions: Sendable {
-    /// Whether the server refused `records/changes` pages in the compact form (`recordSyncCompact`).
-    private let compactRefused = Mutex(false)
+/// What a client learned of the server's RecordSync extensions: one it refused (a server that
+/// does not know it and refuses keys it does not know) is not asked for again, and one it
+/// answered is not doubted again.
+final class LearnedExtensions: @unchecked Sendable {
+    /// What the server did with `records/changes` pages asked for in the compact form
+    /// (`recordSyncCompact`).
+    enum Answer { case unknown, answered, refused }
 
-    var offersCompactChanges: Bool { !compactRefused.withLock { $0 } }
+    private let lock = NSLock()
+    private var compact = Answer.unknown
 
-    func compactChangesRefused() { compactRefused.withLock { $0 = true } }
+    var compactChanges: Answer {
+        get { lock.withLock { compact } }
+        set { lock.withLock { compact = newValue } }
+    }
 }

@@ -92,6 +92,22 @@ import Testing
                     let page = try await container.privateCloudDatabase.recordZoneChanges(inZoneWith: Gallery.zone, since: nil)
                     #expect(page.modifications.count == 25 && !page.moreComing, "\(kind)")
                     #expect(page.modifications.first { $0.recordID.recordName == "w5" }?["year"] == .int64(1872), "\(kind)")
+                    switch kind {
+                    case .offersIt:
+                        // Once the server has answered the compact form, a request it refuses
+                        // is refused for itself: sent once, its error given back.
+                        let before = seen.all.count
+                        let refused = await #expect(throws: RecordSyncError.self) {
+                            try await container.privateCloudDatabase.recordZoneChanges(inZoneWith: Gallery.zone, since: ServerChangeToken(rawValue: "not a token"))
+                        }
+                        #expect(refused?.code == .badRequest && seen.all.count == before + 1, "\(String(describing: refused))")
+                    case .refusesIt:
+                        // What a container learned is its own: another asks once more.
+                        let other = Container(serverURL: proxy, identifier: "iCloud.test", credentials: .bearerToken(token))
+                        _ = try await other.privateCloudDatabase.recordZoneChanges(inZoneWith: Gallery.zone, since: nil)
+                        _ = try await other.privateCloudDatabase.recordZoneChanges(inZoneWith: Gallery.zone, since: nil)
+                    case .ignoresIt: break
+                    }
                     return held
                 }
             }
@@ -111,8 +127,42 @@ import Testing
             #expect(offeredRequests.count >= 2 && requests[.offersIt]?.compact == offeredRequests.count)
             #expect(offeredRequests.allSatisfy { !$0.contains("resultsLimit") })
             #expect(requests[.ignoresIt]?.compact == requests[.ignoresIt]?.all.count)
-            #expect(requests[.refusesIt]?.compact == 1)
-            #expect((requests[.refusesIt]?.all.count ?? 0) >= 5)  // 3 pages of 10, the delta, the database's read
+            // Of one that refuses it, once per container (the engine's and the database's
+            // reads share theirs).
+            #expect(requests[.refusesIt]?.compact == 2)
+            #expect((requests[.refusesIt]?.all.count ?? 0) >= 9)  // 3 pages of 10, the delta, 3 reads, each refused once
+        }
+    }
+
+    /// A compact answer the engine cannot read is asked for again in CloudKit's form, with the
+    /// same token.
+    @Test func anUnreadableCompactAnswerIsAskedForAgainInCloudKitsForm() async throws {
+        try await withServer { server in
+            let token = try await server.token(forNewUser: "alice")
+            let direct = Container(serverURL: server.url, identifier: "iCloud.test", credentials: .bearerToken(token)).privateCloudDatabase
+            try await Self.seed(direct)
+            let seen = Requests()
+            let spoiled = LockedCounter()
+            try await withRequestRewritingProxy(to: server.url, request: { path, body in
+                if path.hasSuffix("/records/changes"), String(decoding: body, as: UTF8.self).contains("Gallery") { seen.note(body) }
+                return .forward(body)
+            }, tamper: { path, answer in
+                // The gallery zone's first compact page: valid JSON, records the reader refuses.
+                let text = String(decoding: answer, as: UTF8.self)
+                guard path.hasSuffix("/records/changes"), text.contains("recordSyncFieldTypes"), text.contains("Gallery"), spoiled.next() == 1 else { return answer }
+                return Data(text.replacingOccurrences(of: #""records":[["#, with: #""records":[[7,"#).utf8)
+            }) { proxy in
+                var configuration = SyncEngine.Configuration()
+                configuration.maximumAttempts = 2
+                let container = Container(serverURL: proxy, identifier: "iCloud.test", credentials: .bearerToken(token))
+                let engine = SyncEngine(database: container.privateCloudDatabase, cache: try RecordCache(path: ":memory:"), configuration: configuration)
+                let report = try await engine.fetchChanges()
+                #expect(report.changedRecordCount == 25)
+                #expect(try await Self.held(engine).count == 25)
+            }
+            let asked = seen.all
+            #expect(asked.count == 2, "\(asked)")
+            #expect(asked.first?.contains(#""recordSyncCompact":true"#) == true && asked.last?.contains("recordSyncCompact") == false, "\(asked)")
         }
     }
 }

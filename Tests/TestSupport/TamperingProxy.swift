@@ -40,12 +40,14 @@ public enum ProxiedRequest: Sendable {
 /// Runs `body` with an HTTP proxy on a loopback port in front of `upstream`, which passes every
 /// `POST` on as `request` decides (given its path and body, as the client sent it): for
 /// clients facing a server that reads requests otherwise (one that does not know an extension).
+/// `tamper` may change the successful answers too, as ``withTamperingProxy(to:tamper:_:)``'s does.
 public func withRequestRewritingProxy<T: Sendable>(
     to upstream: URL,
     request: @escaping @Sendable (_ path: String, _ body: Data) -> ProxiedRequest,
+    tamper: @escaping @Sendable (_ path: String, _ body: Data) -> Data = { $1 },
     _ body: @escaping @Sendable (_ url: URL) async throws -> T
 ) async throws -> T {
-    try await withProxy(to: upstream, request: request, tamper: { $1 }, lose: { _ in false }, body)
+    try await withProxy(to: upstream, request: request, tamper: tamper, lose: { _ in false }, body)
 }
 
 private func withProxy<T: Sendable>(

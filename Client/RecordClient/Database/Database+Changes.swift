@@ -95,6 +95,13 @@ extension Database {
         return try await recordZoneChanges(request) { try ZoneChangesPage(answer: $0.decompressed()) }
     }
 
+    /// A page asked for in CloudKit's form, decoded: what the sync engine asks for again when
+    /// an answer could not be read.
+    func recordZoneChangesInCloudKitsForm(inZoneWith zoneID: ZoneID, since token: ServerChangeToken?, resultsLimit: Int?) async throws -> ZoneChangesPage {
+        let request = RecordChangesRequest(zoneID: zoneID, syncToken: token?.rawValue, resultsLimit: resultsLimit)
+        return try await recordZoneChanges(request, cloudKitForm: true) { try ZoneChangesPage(answer: $0.decompressed()) }
+    }
+
     /// ``recordZoneChanges(inZoneWith:since:desiredKeys:resultsLimit:)``'s answer as it arrived
     /// (compressed or not), for a caller that decodes it itself (``ZoneChangesPage/init(answer:)``),
     /// later or elsewhere: the sync engine asks for the next page before it has decompressed
@@ -104,24 +111,30 @@ extension Database {
     }
 
     /// The answer to `request`, read by `read` (``HTTPTransport/post(_:_:readingAsArrived:)``),
-    /// asked for in the fastest form the server offers: RecordSync's
-    /// compact form (`recordSyncCompact`: about a third of the bytes of CloudKit's, each
-    /// field's type and each stamp's user given once a page) unless the server refused it
-    /// before. A server that does not know the extension either ignores the key and answers
-    /// in CloudKit's form, which the reader takes as well, or refuses the request with
-    /// `BAD_REQUEST`: the page is then asked for again without it, and if that is answered,
-    /// the container asks in CloudKit's form from then on (``Container/learned``).
-    func recordZoneChanges<Reply>(_ request: RecordChangesRequest, reading read: (HTTPTransport.Answer) throws -> Reply) async throws -> Reply {
+    /// asked for in the fastest form the server offers: RecordSync's compact form
+    /// (`recordSyncCompact`: about a third of the bytes of CloudKit's, each field's type and
+    /// each stamp's user given once a page), unless the server refused it before or
+    /// `cloudKitForm` asks for CloudKit's. A server that does not know the extension either
+    /// ignores the key and answers in CloudKit's form, which the reader takes as well, or
+    /// refuses the request with `BAD_REQUEST`: until the server has answered a compact request,
+    /// such a refusal is asked again without the key, and if that is answered, the container
+    /// asks in CloudKit's form from then on (``Container/learned``). Once it has, a
+    /// `BAD_REQUEST` is the request's own, sent once.
+    func recordZoneChanges<Reply>(_ request: RecordChangesRequest, cloudKitForm: Bool = false,
+                                  reading read: (HTTPTransport.Answer) throws -> Reply) async throws -> Reply {
         var request = request
         let learned = container.learned
-        guard learned.offersCompactChanges else { return try await transport.post("records/changes", request, readingAsArrived: read) }
+        let known = learned.compactChanges
+        guard !cloudKitForm, known != .refused else { return try await transport.post("records/changes", request, readingAsArrived: read) }
         request.recordSyncCompact = true
         do {
-            return try await transport.post("records/changes", request, readingAsArrived: read)
-        } catch let error as RecordSyncError where error.code == .badRequest {
+            let answer = try await transport.post("records/changes", request, readingAsArrived: read)
+            if known == .unknown { learned.compactChanges = .answered }
+            return answer
+        } catch let error as RecordSyncError where error.code == .badRequest && known == .unknown {
             request.recordSyncCompact = nil
             let answer = try await transport.post("records/changes", request, readingAsArrived: read)
-            learned.compactChangesRefused()
+            learned.compactChanges = .refused
             return answer
         }
     }

@@ -142,10 +142,10 @@ extension SyncEngine {
                     }
                 }
             }
-            /// Decodes an answer; one that cannot be read is asked for again (as a transient
-            /// failure, like any answer read inside ``retrying(_:_:)``). Either way the page must
-            /// then continue with the token its next page was already asked for with, if it was
-            /// (checked when it is decoded, below).
+            /// Decodes an answer; one that cannot be read is asked for again in CloudKit's form
+            /// (as a transient failure, like any answer read inside ``retrying(_:_:)``). Either
+            /// way the page must then continue with the token its next page was already asked
+            /// for with, if it was (checked when it is decoded, below).
             func decode(_ page: Int, _ data: HTTPTransport.Answer, since token: ServerChangeToken?) {
                 stages.addTask { [round] in
                     do {
@@ -153,7 +153,7 @@ extension SyncEngine {
                     } catch {
                         do {
                             let again = try await self.retrying("records/changes") {
-                                try await database.recordZoneChanges(inZoneWith: zoneID, since: token, resultsLimit: pageSize)
+                                try await database.recordZoneChangesInCloudKitsForm(inZoneWith: zoneID, since: token, resultsLimit: pageSize)
                             }
                             return .decoded(round: round, page: page, .success(again))
                         } catch {

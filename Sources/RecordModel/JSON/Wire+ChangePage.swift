@@ -426,7 +426,7 @@ struct StoredZoneChangesText: JSONDirectDecodable {
                     // Compact records before the field types or users they need: read once
                     // those are.
                     compactRecords = parser.index
-                    try parser.skipValue()
+                    try parser.skipValueStructurally()
                 } else {
                     try readRecords(&parser)
                 }
@@ -440,7 +440,11 @@ struct StoredZoneChangesText: JSONDirectDecodable {
             guard users != nil else { throw DecodingError.missing("recordSyncUsers") }
             let end = parser.index
             parser.index = start
-            try readRecords(&parser)
+            do {
+                try readRecords(&parser)
+            } catch let error as DecodingError {
+                throw error.under([TreeKey(stringValue: "records")])
+            }
             parser.index = end
         }
         guard let zoneID else { throw DecodingError.missing("zoneID") }
@@ -589,8 +593,9 @@ struct CompactPageReader {
                 throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "recordSyncFieldTypes has no field \(NameRules.quoted(name)) of \(NameRules.quoted(type))"))
             }
             next = found + 1
+            // The value is copied as text, and read as such with the rest below.
             let start = parser.index
-            try parser.skipRaw()
+            try parser.skipValueStructurally()
             if text.bytes.count > 1 { text.bytes.append(UInt8(ascii: ",")) }
             text.writeString(name)
             text.bytes.append(contentsOf: ":{".utf8)
