@@ -380,27 +380,24 @@ import Testing
         #expect(ZoneChanges.expandingCompactPage(try Self.written(page)) == (try Self.written(page)))
     }
 
-    /// What is not a compact page is not expanded.
-    @Test(arguments: [
+    /// Compact pages that are not well formed.
+    static let malformed = [
         #"{"recordSyncFieldTypes":{},"recordSyncUsers":["u"],"zoneID":{"zoneName":"Z"},"records":[["r","T","1",[1,1],[1,0],{}]]}"#,
         #"{"recordSyncFieldTypes":{},"recordSyncUsers":["u"],"zoneID":{"zoneName":"Z"},"records":[["r","T","1",{"timestamp":1},[1,0],{}]]}"#,
         #"{"recordSyncFieldTypes":{},"recordSyncUsers":["u"],"zoneID":{"zoneName":"Z"},"records":[{"recordName":"r","recordType":"T"}]}"#,
         #"{"recordSyncFieldTypes":{},"recordSyncUsers":["u"],"zoneID":{"zoneName":"Z"},"records":[["r","T","1"]]}"#,
         #"{"recordSyncFieldTypes":{},"zoneID":{"zoneName":"Z"},"records":[]}"#,
         #"{"recordSyncFieldTypes":{},"recordSyncUsers":[],"zoneID":{"zoneName":"Z"},"records":[["r","T",null,null,null,{"f":1}]]}"#,
-    ])
+    ]
+
+    /// What is not a compact page is not expanded.
+    @Test(arguments: malformed)
     func aMalformedCompactPageIsNotExpanded(_ text: String) throws {
         #expect(ZoneChanges.expandingCompactPage(try JSONValue.parse(text)) == nil)
     }
 
-    /// Nor is it read as a page (with the members a page needs besides).
-    @Test(arguments: [
-        #"{"recordSyncFieldTypes":{},"recordSyncUsers":["u"],"zoneID":{"zoneName":"Z"},"records":[["r","T","1",[1,1],[1,0],{}]]}"#,
-        #"{"recordSyncFieldTypes":{},"recordSyncUsers":["u"],"zoneID":{"zoneName":"Z"},"records":[["r","T","1",{"timestamp":1},[1,0],{}]]}"#,
-        #"{"recordSyncFieldTypes":{},"recordSyncUsers":["u"],"zoneID":{"zoneName":"Z"},"records":[{"recordName":"r","recordType":"T"}]}"#,
-        #"{"recordSyncFieldTypes":{},"recordSyncUsers":["u"],"zoneID":{"zoneName":"Z"},"records":[["r","T","1"]]}"#,
-        #"{"recordSyncFieldTypes":{},"zoneID":{"zoneName":"Z"},"records":[]}"#,
-        #"{"recordSyncFieldTypes":{},"recordSyncUsers":[],"zoneID":{"zoneName":"Z"},"records":[["r","T",null,null,null,{"f":1}]]}"#,
+    /// Nor is it read as a page (with the members a page needs besides), nor are these.
+    @Test(arguments: malformed + [
         #"{"recordSyncUsers":[],"zoneID":{"zoneName":"Z"},"records":[["r","T",null,null,null,{}]]}"#,
         #"{"recordSyncFieldTypes":{"T":{"f":{"type":"STRING"}}},"recordSyncUsers":[],"zoneID":{"zoneName":"Z"},"records":[["r","T",null,null,null,{"f":"x}]]}"#,
         #"{"recordSyncFieldTypes":{"T":{"f":{"type":"STRING"}}},"recordSyncUsers":[],"zoneID":{"zoneName":"Z"},"records":[["r","T",null,null,null,{"f":}]]}"#,
