@@ -1,4 +1,5 @@
 import Foundation
+import PropertyBased
 @testable import RecordModel
 import Testing
 
@@ -54,6 +55,50 @@ import Testing
         #expect(text.hasPrefix(#"{"a":"#))
         #expect(try JSONValue.parse(text) == value)
         #expect(throws: EncodingError.self) { try JSONValue.double(.nan).serialized() }
+    }
+
+    /// Strings (whose escape check reads eight bytes at a time) and integers (written digit by
+    /// digit) come out as a byte-at-a-time writer and `String(_:)` would write them: strings
+    /// built of the bytes either side of each one that must be escaped, at every offset in a
+    /// block of eight.
+    @Test func stringsAndIntegersAreWrittenByteForByte() async {
+        let pieces = ["\u{1F}", " ", "!", "\"", "#", "[", "\\", "]", "\u{7F}", "\u{0}", "\n", "a", "é", "😀", "\u{80}", "\u{A2}", "\u{DC}"]
+        func expected(_ text: String) -> [UInt8] {
+            var out: [UInt8] = [0x22]
+            for byte in text.utf8 {
+                switch byte {
+                case 0x22: out += [0x5C, 0x22]
+                case 0x5C: out += [0x5C, 0x5C]
+                case 0x0A: out += [0x5C, UInt8(ascii: "n")]
+                case 0x0D: out += [0x5C, UInt8(ascii: "r")]
+                case 0x09: out += [0x5C, UInt8(ascii: "t")]
+                case 0x08: out += [0x5C, UInt8(ascii: "b")]
+                case 0x0C: out += [0x5C, UInt8(ascii: "f")]
+                case 0..<0x20: out += Array(String(format: "\\u%04x", byte).utf8)
+                default: out.append(byte)
+                }
+            }
+            return out + [0x22]
+        }
+        await propertyCheck(count: 3000, input: Generator(run: { rng in
+            (0..<Int.random(in: 0..<40, using: &rng)).map { _ in pieces[Int.random(in: 0..<pieces.count, using: &rng)] }.joined()
+        })) { text in
+            var writer = JSONWriter(storing: ())
+            writer.writeString(text)
+            #expect(writer.bytes == expected(text), "\(Array(text.utf8))")
+        }
+        await propertyCheck(count: 3000, input: Generator(run: { rng in
+            Int64.random(in: Int64.min...Int64.max, using: &rng) >> Int64.random(in: 0..<64, using: &rng)
+        })) { value in
+            var writer = JSONWriter(storing: ())
+            writer.writeInteger(value)
+            #expect(writer.bytes == Array(String(value).utf8))
+        }
+        for value in [0, -1, 9, 10, Int64.min, Int64.max] {
+            var writer = JSONWriter(storing: ())
+            writer.writeInteger(value)
+            #expect(writer.bytes == Array(String(value).utf8))
+        }
     }
 
     /// Decodes `text` with the type's reader, `nil` when it refuses.

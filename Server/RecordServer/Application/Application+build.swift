@@ -89,6 +89,7 @@ public func buildApplication(
     store: RecordStore,
     onListening: (@Sendable (_ port: Int) async -> Void)? = nil
 ) throws -> some ApplicationProtocol {
+    MallocTuning.applied
     let server = try httpServer(configuration)
     let scheme = configuration.tlsCertificatePath == nil ? "http" : "https"
     let router = Router(context: RequestContextWithAddress.self)

@@ -44,7 +44,7 @@ extension Stamp: Codable, JSONDirectWritable, JSONDirectDecodable {
         var first = true
         writer.open()
         if let deviceID { writer.key("deviceID", first: &first); writer.writeString(deviceID) }
-        writer.key("timestamp", first: &first); writer.bytes.append(contentsOf: String(timestamp).utf8)
+        writer.key("timestamp", first: &first); writer.writeInteger(timestamp)
         writer.key("userRecordName", first: &first); writer.writeString(userRecordName)
         writer.close()
     }
