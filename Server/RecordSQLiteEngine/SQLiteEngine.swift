@@ -19,8 +19,9 @@ public final class SQLiteEngine: StorageEngine {
     /// Transactions asking for and holding the pool's connections (its readers and writer).
     let counter: PoolCounter
     public var poolUse: PoolUse? { counter.use }
-    /// Held by the one ``database(at:withZoneNamed:)`` read on the asking thread at a time.
-    private let lookupLock = NSLock()
+    /// Held by the one read on the asking thread at a time (``database(at:withZoneNamed:)``,
+    /// ``boundedRead(_:)``).
+    private let hereLock = NSLock()
 
     /// Opens (creating if needed) the database at `path` and brings its schema up to date.
     ///
@@ -50,23 +51,29 @@ public final class SQLiteEngine: StorageEngine {
         }
     }
 
-    /// The change feed's read-ahead asks this before each page it serves, so one lookup at a
-    /// time is read on the asking thread, by the pool's synchronous read (which runs on the
-    /// caller's thread once it has a reader): a read through ``read(_:)`` hops to a reader's
-    /// queue and back, which under load cost about 0.4 ms a page, far more than the two indexed
-    /// lookups. At most one thread of the caller's waits here, and only while every reader is
-    /// busy; the other lookups meanwhile go through ``read(_:)``.
+    /// The change feed's read-ahead asks this before each page it serves, so it is read on the
+    /// asking thread when it can be (``boundedRead(_:)``): two indexed lookups cost far less
+    /// than the hop to a reader's queue and back (about 0.4 ms a page under load).
     public func database(at address: DatabaseAddress, withZoneNamed name: String) async throws -> (database: StoredDatabase, zone: StoredZone?)? {
-        if case .some(let found) = try await counter.asking({ try lookUpHere(address, name) }) { return found }
-        return try await read { try $0.database(at: address, withZoneNamed: name) }
+        try await boundedRead { try $0.database(at: address, withZoneNamed: name) }
     }
 
-    /// ``database(at:withZoneNamed:)`` on this thread, or `nil` if another lookup is under way here.
-    private func lookUpHere(_ address: DatabaseAddress, _ name: String) throws -> (database: StoredDatabase, zone: StoredZone?)?? {
-        guard lookupLock.try() else { return nil }
-        defer { lookupLock.unlock() }
+    /// One such read at a time runs on the asking thread, by the pool's synchronous read (which
+    /// runs on the caller's thread once it has a reader); the others meanwhile go through
+    /// ``read(_:)``, which hops to a reader's queue and back: two wake-ups of other threads,
+    /// a good part of a small request's time. At most one thread of the caller's waits here,
+    /// and only while every reader is busy.
+    public func boundedRead<T: Sendable>(_ body: @escaping @Sendable (any StorageTransaction) throws -> T) async throws -> T {
+        if case .some(let found) = try await counter.asking({ try readHere(body) }) { return found }
+        return try await read(body)
+    }
+
+    /// `body` read on this thread, or `nil` if another read is under way here.
+    private func readHere<T>(_ body: (any StorageTransaction) throws -> T) throws -> T? {
+        guard hereLock.try() else { return nil }
+        defer { hereLock.unlock() }
         do {
-            return .some(try pool.read { [counter] db in try counter.holding { try SQLiteTransaction(db).database(at: address, withZoneNamed: name) } })
+            return .some(try pool.read { [counter] db in try counter.holding { try body(SQLiteTransaction(db)) } })
         } catch let error as DatabaseError {
             throw Self.storageError(error)
         }

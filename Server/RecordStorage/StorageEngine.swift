@@ -40,6 +40,11 @@ public protocol StorageEngine: Sendable {
     /// each page it serves).
     func database(at address: DatabaseAddress, withZoneNamed name: String) async throws -> (database: StoredDatabase, zone: StoredZone?)?
 
+    /// ``read(_:)`` for a read a request bounds (one request's pages of a change feed): an
+    /// engine may run it on the caller's thread where that is cheaper than the hop to a thread
+    /// of its connection's and back. The default is ``read(_:)``.
+    func boundedRead<T: Sendable>(_ body: @escaping @Sendable (any StorageTransaction) throws -> T) async throws -> T
+
     /// Where asset bytes live.
     var assetBytes: any AssetByteStore { get }
 
@@ -53,6 +58,10 @@ extension StorageEngine {
 
     /// One server owns the storage: nothing to relay.
     public var changeRelay: (any ChangeRelay)? { nil }
+
+    public func boundedRead<T: Sendable>(_ body: @escaping @Sendable (any StorageTransaction) throws -> T) async throws -> T {
+        try await read(body)
+    }
 
     public func database(at address: DatabaseAddress, withZoneNamed name: String) async throws -> (database: StoredDatabase, zone: StoredZone?)? {
         try await read { try $0.database(at: address, withZoneNamed: name) }

@@ -64,7 +64,7 @@ extension RecordStore {
         for type in request.desiredRecordTypes ?? [] {
             if let problem = NameRules.problem(withName: type, kind: "desiredRecordTypes entry") { throw RecordSyncError(.badRequest, problem) }
         }
-        return try await read(scope, zone: request.zoneID) { transaction, database, zone in
+        return try await read(scope, zone: request.zoneID, bounded: true) { transaction, database, zone in
             let access = try Access.load(scope, zone: zone, containerKey: database.containerKey, kept: self.accessInputs, in: transaction)
             let token = try given.map { try Self.check($0, for: zone, in: transaction) }
                 ?? ZoneChangeToken(zoneUID: zone.uid, sequence: 0, tombstoneFloor: zone.sequence)

@@ -57,17 +57,20 @@ extension RecordStore {
     /// `zoneID`, read together (``StorageTransaction/database(at:withZoneNamed:)``), or in a
     /// write transaction when the database must first be created.
     ///
+    /// A read whose size the request bounds (`bounded`) is ``StorageEngine/boundedRead(_:)``.
+    ///
     /// - Throws: as ``zone(_:database:scope:in:)``, before reading anything for a bad name.
-    func read<T: Sendable>(_ scope: DatabaseScope, zone zoneID: ZoneID?,
+    func read<T: Sendable>(_ scope: DatabaseScope, zone zoneID: ZoneID?, bounded: Bool = false,
                            _ body: @escaping @Sendable (any StorageTransaction, StoredDatabase, ZoneContext) throws -> T) async throws -> T {
         let zoneID = try Self.addressable(zoneID, in: scope)
         do {
-            return try await engine.read { transaction in
+            let read: @Sendable (any StorageTransaction) throws -> T = { transaction in
                 guard let (database, stored) = try transaction.database(at: DatabaseAddress(scope), withZoneNamed: zoneID.zoneName) else {
                     throw MissingDatabase()
                 }
                 return try body(transaction, database, try Self.zone(zoneID, stored: stored, database: database.key, scope: scope, in: transaction))
             }
+            return try await bounded ? engine.boundedRead(read) : engine.read(read)
         } catch is MissingDatabase {
             return try await engine.write { transaction in
                 let database = try Self.database(scope, in: transaction)
