@@ -243,6 +243,25 @@ import Testing
     }
 
     /// `record` as a store reads it: its fields as their stored text (a tombstone has none).
+    /// A `records/modify` answer whose saved records carry their stored fields text is written
+    /// byte for byte as the one whose fields are encoded again, with numbers as strings too
+    /// (the text is then not used).
+    @Test func recordsResponsesWithStoredFields() async {
+        await propertyCheck(count: 200, input: Generator(run: { Arbitrary.recordsResponse(&$0) })) { response in
+            var stored = response
+            stored.storedFields = try response.records.map { result in
+                guard case .success(let record, _) = result, !record.deleted else { return nil }
+                return try JSONValueEncoder().encodeFieldsText(record.fields)
+            }
+            // (An error's uuid is made afresh by each write.)
+            let expected = Self.withoutErrorUUIDs(try JSONValueEncoder().encode(response))
+            #expect(Self.withoutErrorUUIDs(try JSONValueEncoder().encode(stored)) == expected)
+            let asStrings = try WireForm.$numbersAsStrings.withValue(true) { try JSONValueEncoder().encode(response) }
+            #expect(Self.withoutErrorUUIDs(try WireForm.$numbersAsStrings.withValue(true) { try JSONValueEncoder().encode(stored) })
+                    == Self.withoutErrorUUIDs(asStrings))
+        }
+    }
+
     static func storedEntry(_ record: Record) throws -> StoredZoneChanges.Entry {
         guard !record.deleted else { return StoredZoneChanges.Entry(record: record) }
         var bare = record

@@ -149,8 +149,7 @@ extension RecordStore {
                         record = try self.describingShares([record], zone: zone, scope: scope, in: transaction)[0]
                         entries.append(.init(record: request.desiredKeys.map { record.restricted(to: $0) } ?? record))
                     } else if let text = change.entry.fieldsJSON,
-                       request.desiredKeys != nil || request.numbersAsStrings == true || WireForm.isBeforeWireForm(storedFields: text)
-                        || WireForm.holdsAssets(storedFields: text) {
+                       request.desiredKeys != nil || !WireForm.storedFieldsAnswerAsTheyAre(text, numbersAsStrings: request.numbersAsStrings == true) {
                         // Decoded to be restricted, or to be written in today's wire form, with
                         // numbers as strings, or with assets' download links.
                         var record = change.entry.record

@@ -14,20 +14,29 @@ struct BatchResults: Sendable {
     private(set) var results: [RecordResult?]
     /// The record names whose operations failed.
     private(set) var failedNames: Set<String> = []
+    /// A saved record's fields as stored, for each result that holds all of them
+    /// (``RecordsResponse/storedFields``).
+    private var storedFields: [String?]
 
     init(count: Int, zoneID: ZoneID) {
         self.zoneID = zoneID
         results = Array(repeating: nil, count: count)
+        storedFields = Array(repeating: nil, count: count)
     }
 
-    /// Records operation `index`'s success.
-    mutating func succeed(_ index: Int, _ result: RecordResult) {
+    /// Records operation `index`'s success; `storedFields`, the text its save stored when the
+    /// result's record holds every field of it.
+    mutating func succeed(_ index: Int, _ result: RecordResult, storedFields text: String? = nil) {
         results[index] = result
+        storedFields[index] = text
     }
 
     /// Forgets the results of `indices` (their work was undone).
     mutating func forget(_ indices: [Int]) {
-        for index in indices { results[index] = nil }
+        for index in indices {
+            results[index] = nil
+            storedFields[index] = nil
+        }
     }
 
     /// Records `error` against operation `index` (which saves or deletes `name`).
@@ -55,7 +64,9 @@ struct BatchResults: Sendable {
 
     /// The answer of a batch that ran to its end (an operation never decided is an internal error).
     func response() -> RecordsResponse {
-        RecordsResponse(records: results.map { $0 ?? .failure(RecordSyncError(.internalError, "operation was not applied")) })
+        var response = RecordsResponse(records: results.map { $0 ?? .failure(RecordSyncError(.internalError, "operation was not applied")) })
+        if storedFields.contains(where: { $0 != nil }) { response.storedFields = storedFields }
+        return response
     }
 
     /// The answer of an atomic batch that failed: the failures keep their errors, every other

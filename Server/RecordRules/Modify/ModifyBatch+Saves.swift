@@ -197,8 +197,11 @@ extension ModifyBatch {
             var operation = try prepared(index)
             // A single record's references are checked after its own checks (so a stale tag is
             // still CONFLICT with the server record) and before its first write.
-            let record = try saveOne(&operation, checkingReferencesFirst: single)
-            results.succeed(index, .success(record.restricted(to: operation.desiredKeys)))
+            let (record, stored) = try saveOne(&operation, checkingReferencesFirst: single)
+            // The stored text stands for the answer's fields when the answer holds them all
+            // (a share's answer is written from its record alone).
+            let whole = operation.desiredKeys == nil && record.shareInfo == nil
+            results.succeed(index, .success(record.restricted(to: operation.desiredKeys)), storedFields: whole ? stored : nil)
         }
         if indices.count > 1 {
             for index in indices { try checkReferences(of: try prepared(index)) }
@@ -298,8 +301,8 @@ extension ModifyBatch {
 
     /// Writes one record (`operation`, its fields resolved again if this batch changed their
     /// schema); with `checkingReferencesFirst`, checks its references after every other check
-    /// and before the first write.
-    private mutating func saveOne(_ operation: inout Operation, checkingReferencesFirst: Bool) throws -> Record {
+    /// and before the first write. The record saved, and its fields' text as stored.
+    private mutating func saveOne(_ operation: inout Operation, checkingReferencesFirst: Bool) throws -> (record: Record, storedFields: String) {
         // Resolved against the stored schema when prepared; again only if an operation written
         // before it in this batch introduced the type of one of its fields.
         let isShare = operation.recordType == ShareInfo.recordType
@@ -391,6 +394,6 @@ extension ModifyBatch {
         } else if !search.isEmpty {
             try transaction.insertSearchIndex(search, of: name, inZone: zone.key)
         }
-        return record
+        return (record, encoded)
     }
 }

@@ -198,7 +198,18 @@ extension RecordsResponse: Codable, JSONDirectWritable, JSONDirectDecodable {
             try writer.array(includedRecords) { try $1.write(to: &$0) }
         }
         writer.key("records", first: &first)
-        try writer.array(records) { try $1.write(to: &$0) }
+        if let storedFields, storedFields.count == records.count {
+            try writer.array(records.indices) { writer, index in
+                if case .success(let record, let cascaded) = records[index], let text = storedFields[index],
+                   WireForm.storedFieldsAnswerAsTheyAre(text, numbersAsStrings: writer.numbersAsStrings) {
+                    try record.write(to: &writer, cascadedRecordNames: cascaded, fieldsJSON: text)
+                } else {
+                    try records[index].write(to: &writer)
+                }
+            }
+        } else {
+            try writer.array(records) { try $1.write(to: &$0) }
+        }
         writer.close()
     }
 

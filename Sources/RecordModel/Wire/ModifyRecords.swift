@@ -124,6 +124,11 @@ public struct RecordsResponse: Sendable, Hashable {
     public var records: [RecordResult]
     /// Extension, `records/lookup` with `include`: the referenced records, targets before sources.
     public var includedRecords: [Record]?
+    /// On the server, for each of ``records`` (or `nil`): a saved record's fields as the text
+    /// the save stored, when the answer's record holds all of them. Written as they are where
+    /// the answer's options allow (``WireForm/storedFieldsAnswerAsTheyAre(_:numbersAsStrings:)``),
+    /// rather than encoded again.
+    package var storedFields: [String?]?
 
     /// Creates a response.
     public init(records: [RecordResult], includedRecords: [Record]? = nil) {

@@ -109,6 +109,13 @@ public enum WireForm {
         contains(#""type":"ASSETID"#, in: text)
     }
 
+    /// Whether stored fields text goes to an answer as it is: not when the answer writes
+    /// numbers as strings (`numbersAsStrings`), nor when the text is of an earlier wire form
+    /// (``isBeforeWireForm(storedFields:)``) or holds assets (``holdsAssets(storedFields:)``).
+    public static func storedFieldsAnswerAsTheyAre(_ text: String, numbersAsStrings: Bool) -> Bool {
+        !numbersAsStrings && !isBeforeWireForm(storedFields: text) && !holdsAssets(storedFields: text)
+    }
+
     /// Whether `text` contains `string`, by the C library's `strstr` (vectorised; a change
     /// page asks this of every record's stored text). Stored fields text holds no NUL byte:
     /// JSON escapes it.
