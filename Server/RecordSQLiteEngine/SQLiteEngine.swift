@@ -62,7 +62,9 @@ public final class SQLiteEngine: StorageEngine {
     /// runs on the caller's thread once it has a reader); the others meanwhile go through
     /// ``read(_:)``, which hops to a reader's queue and back: two wake-ups of other threads,
     /// a good part of a small request's time. At most one thread of the caller's waits here,
-    /// and only while every reader is busy.
+    /// and only while every reader is busy. A read here runs to its end even if its task is
+    /// cancelled (GRDB's asynchronous read would stop), and while it runs (a page read takes
+    /// milliseconds) the mark checks go through ``read(_:)``.
     public func boundedRead<T: Sendable>(_ body: @escaping @Sendable (any StorageTransaction) throws -> T) async throws -> T {
         if case .some(let found) = try await counter.asking({ try readHere(body) }) { return found }
         return try await read(body)

@@ -242,7 +242,6 @@ import Testing
         var description: String
     }
 
-    /// `record` as a store reads it: its fields as their stored text (a tombstone has none).
     /// A `records/modify` answer whose saved records carry their stored fields text is written
     /// byte for byte as the one whose fields are encoded again, with numbers as strings too
     /// (the text is then not used).
@@ -262,6 +261,7 @@ import Testing
         }
     }
 
+    /// `record` as a store reads it: its fields as their stored text (a tombstone has none).
     static func storedEntry(_ record: Record) throws -> StoredZoneChanges.Entry {
         guard !record.deleted else { return StoredZoneChanges.Entry(record: record) }
         var bare = record

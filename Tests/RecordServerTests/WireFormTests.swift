@@ -64,6 +64,30 @@ import Testing
             #expect(bad.json["records"]?[0]?["serverErrorCode"]?.stringValue == "BAD_REQUEST", "\(bad.json)")
         }
     }
+
+    /// A save's answer (written from the fields text the save stored) is the record a lookup
+    /// reads back (written from the fields decoded), for fields of every kind, created,
+    /// replaced and updated (merged with stored fields).
+    @Test func aSavesAnswerIsTheRecordALookupReads() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            let fields = #"""
+                {"title":{"value":"quote \" tab \t é 😀 \u0001","type":"STRING"},"year":{"value":-9007199254740993,"type":"INT64"},
+                "price":{"value":0.1,"type":"DOUBLE"},"whole":{"value":2.0,"type":"DOUBLE"},"when":{"value":1700000000000,"type":"TIMESTAMP"},
+                "tags":{"value":["a","b\"c"],"type":"STRING_LIST"},"place":{"value":{"latitude":1.5,"longitude":-2.25},"type":"LOCATION"},
+                "data":{"value":"AAEC","type":"BYTES"},"ref":{"value":{"recordName":"t","action":"NONE"},"type":"REFERENCE"}}
+                """#
+            let operations = [("create", "a", fields), ("forceReplace", "a", fields), ("create", "t", "{}"),
+                              ("forceUpdate", "a", #"{"extra":{"value":7,"type":"INT64"}}"#)]
+            for (operation, name, fields) in operations {
+                let body = #"{"operations":[{"operationType":"\#(operation)","record":{"recordName":"\#(name)","recordType":"Thing","fields":\#(fields)}}]}"#
+                let saved = try await alice.post("records/modify", body).json["records"]?[0]
+                #expect(saved?["serverErrorCode"] == nil, "\(operation): \(String(describing: saved))")
+                let looked = try await alice.post("records/lookup", #"{"records":[{"recordName":"\#(name)"}]}"#).json["records"]?[0]
+                #expect(saved == looked, "\(operation) \(name)")
+            }
+        }
+    }
 }
 
 /// What CloudKit JS sends beyond Apple's reference: `numbersAsStrings`, `NOT_LIST_CONTAINS_ANY`,

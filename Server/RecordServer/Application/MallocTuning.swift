@@ -1,3 +1,4 @@
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -11,11 +12,19 @@ import Glibc
 /// thousand records (a 600 KB change page, its `[UInt8]` and the `ByteBuffer` it is copied
 /// into) then lands on the threshold itself, and every request faulted in fresh pages for it:
 /// about 450 page faults and a tenth of the server's time for each such page. Here blocks up
-/// to 16 MiB (an answer's most, with room) come from the heaps, which keep up to 32 MiB of free
-/// space before giving it back, so the pages of one answer serve the next.
+/// to 16 MiB (an answer's most, with room) come from the heaps, and a heap gives its free top
+/// back only past 32 MiB, so the pages of one answer serve the next.
+///
+/// An operator who sets glibc's own knobs (`GLIBC_TUNABLES` naming malloc, or
+/// `MALLOC_MMAP_THRESHOLD_`/`MALLOC_TRIM_THRESHOLD_`) keeps them: nothing is changed then.
 enum MallocTuning {
     static let applied: Void = {
         #if canImport(Glibc)
+        let environment = ProcessInfo.processInfo.environment
+        if environment["GLIBC_TUNABLES"]?.contains("malloc") == true
+            || environment["MALLOC_MMAP_THRESHOLD_"] != nil || environment["MALLOC_TRIM_THRESHOLD_"] != nil {
+            return
+        }
         // `mallopt` and its parameters (malloc.h, which Glibc's module leaves out), looked up
         // in the process's libraries; a C library without it is left as it is.
         typealias Mallopt = @convention(c) (Int32, Int32) -> Int32

@@ -51,9 +51,12 @@ extension StoredZoneChanges: Encodable, JSONDirectWritable {
             return
         }
         // The page's size, nearly: one allocation rather than a doubling chain copied each time.
+        // (Never less than double what the writer has: `changes/zone` writes many pages into
+        // one writer, and exact reservations would copy everything written for each page.)
         var size = 256
         for entry in entries { size += 320 + (entry.fieldsJSON?.utf8.count ?? 256) }
-        writer.bytes.reserveCapacity(writer.bytes.count + size)
+        let needed = writer.bytes.count + size
+        if needed > writer.bytes.capacity { writer.bytes.reserveCapacity(max(needed, 2 * writer.bytes.capacity)) }
         try writer.changePage(moreComing: moreComing, syncToken: syncToken, zoneID: zoneID, includedRecords: includedRecords) { writer in
             try writer.array(entries) { try $1.record.write(to: &$0, cascadedRecordNames: nil, fieldsJSON: $1.fieldsJSON) }
         }
