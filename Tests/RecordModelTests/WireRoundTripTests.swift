@@ -210,6 +210,24 @@ import Testing
         }
     }
 
+    /// A page writes each record's own `zoneID`: the page's zone is written once and copied
+    /// into the records in it; a record in another zone (the same name with another owner or
+    /// none, another name) or in none is written as it is. The same bytes as the page written
+    /// record by record.
+    @Test func storedPagesWriteEachRecordsOwnZone() async {
+        await propertyCheck(count: 200, input: Generator(run: { rng -> ZoneChanges in
+            var page = Arbitrary.compactablePage(&rng)
+            let zone = page.zoneID
+            let others: [ZoneID?] = [nil, ZoneID(zoneName: zone.zoneName), ZoneID(zoneName: zone.zoneName, ownerRecordName: (zone.ownerRecordName ?? "") + "x"),
+                                     ZoneID(zoneName: zone.zoneName + "x", ownerRecordName: zone.ownerRecordName)]
+            for index in page.records.indices where Arbitrary.bool(&rng) { page.records[index].zoneID = Arbitrary.pick(&rng, others) }
+            return page
+        })) { page in
+            let written = try JSONValueEncoder().encode(StoredZoneChanges(page))
+            #expect(written == (try JSONValueEncoder().encode(page)), "\(String(decoding: written, as: UTF8.self))")
+        }
+    }
+
     /// A field's reader reads the common values straight (``FieldValue/init(direct:)``) and the
     /// rest as JSON through ``FieldValue/init(json:type:numbersMayBeStrings:)``: on generated
     /// field objects, references odd and plain, numbers as strings, repeated and unknown members

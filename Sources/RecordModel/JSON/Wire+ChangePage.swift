@@ -57,8 +57,18 @@ extension StoredZoneChanges: Encodable, JSONDirectWritable {
         for entry in entries { size += 320 + (entry.fieldsJSON?.utf8.count ?? 256) }
         let needed = writer.bytes.count + size
         if needed > writer.bytes.capacity { writer.bytes.reserveCapacity(max(needed, 2 * writer.bytes.capacity)) }
+        let pageZone = WrittenZoneID(zoneID, like: writer)
         try writer.changePage(moreComing: moreComing, syncToken: syncToken, zoneID: zoneID, includedRecords: includedRecords) { writer in
-            try writer.array(entries) { try $1.record.write(to: &$0, cascadedRecordNames: nil, fieldsJSON: $1.fieldsJSON) }
+            // Each entry read where it is, not copied out of the array (the copy retains every
+            // string it holds).
+            try entries.withUnsafeBufferPointer { entries in
+                writer.bytes.append(UInt8(ascii: "["))
+                for index in entries.indices {
+                    if index > 0 { writer.bytes.append(UInt8(ascii: ",")) }
+                    try entries[index].record.write(to: &writer, cascadedRecordNames: nil, fieldsJSON: entries[index].fieldsJSON, pageZone: pageZone)
+                }
+                writer.bytes.append(UInt8(ascii: "]"))
+            }
         }
     }
 

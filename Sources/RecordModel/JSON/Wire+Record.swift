@@ -33,6 +33,22 @@ extension ZoneID: Codable, JSONDirectWritable, JSONDirectDecodable {
     }
 }
 
+/// A zone's `zoneID` object written once, for the records of a page, which all name the
+/// page's zone, to copy.
+struct WrittenZoneID {
+    let zoneID: ZoneID
+    let text: [UInt8]
+
+    /// `zoneID` written with `writer`'s options.
+    init(_ zoneID: ZoneID, like writer: JSONWriter) {
+        var out = writer
+        out.bytes = []
+        zoneID.write(to: &out)
+        self.zoneID = zoneID
+        text = out.bytes
+    }
+}
+
 // MARK: - Stamp
 
 extension Stamp: Codable, JSONDirectWritable, JSONDirectDecodable {
@@ -286,9 +302,13 @@ extension Record: Codable, JSONDirectWritable, JSONDirectDecodable {
 
     /// `fieldsJSON`, when given, is written as the record's fields instead of ``fields``: the
     /// stored wire form, copied as is (see ``StoredZoneChanges``).
-    func write(to writer: inout JSONWriter, cascadedRecordNames: [String]?, fieldsJSON: String? = nil) throws {
-        try write(to: &writer, cascadedRecordNames: cascadedRecordNames, withZoneID: true) { writer in
-            try writeFields(to: &writer, fieldsJSON: fieldsJSON)
+    func write(to writer: inout JSONWriter, cascadedRecordNames: [String]?, fieldsJSON: String? = nil, pageZone: WrittenZoneID? = nil) throws {
+        // The closures take the fields, not the record (capturing `self` would copy it).
+        if let fieldsJSON {
+            try write(to: &writer, cascadedRecordNames: cascadedRecordNames, pageZone: pageZone) { $0.bytes.append(contentsOf: fieldsJSON.utf8) }
+        } else {
+            let fields = fields
+            try write(to: &writer, cascadedRecordNames: cascadedRecordNames, pageZone: pageZone) { try Self.write(fields, to: &$0) }
         }
     }
 
@@ -297,12 +317,18 @@ extension Record: Codable, JSONDirectWritable, JSONDirectDecodable {
         if let fieldsJSON {
             writer.bytes.append(contentsOf: fieldsJSON.utf8)
         } else {
-            try writer.sortedObject(fields) { try $1.write(to: &$0) }
+            try Self.write(fields, to: &writer)
         }
     }
 
-    /// The record with its fields written by `writeFields`, and its `zoneID` only `withZoneID`.
-    func write(to writer: inout JSONWriter, cascadedRecordNames: [String]?, withZoneID: Bool,
+    /// Fields in their wire form, names sorted.
+    static func write(_ fields: [String: FieldValue], to writer: inout JSONWriter) throws {
+        try writer.sortedObject(fields) { try $1.write(to: &$0) }
+    }
+
+    /// The record with its fields written by `writeFields`; its `zoneID` copied from
+    /// `pageZone` when it is that zone.
+    func write(to writer: inout JSONWriter, cascadedRecordNames: [String]?, pageZone: WrittenZoneID? = nil,
                fields writeFields: (inout JSONWriter) throws -> Void) throws {
         var first = true
         writer.open()
@@ -348,7 +374,10 @@ extension Record: Codable, JSONDirectWritable, JSONDirectDecodable {
             writer.key("shortGUID", first: &first); writer.writeString(share.shortGUID)
             if let url = share.url { writer.key("url", first: &first); writer.writeString(url) }
         }
-        if withZoneID, let zoneID { writer.key("zoneID", first: &first); zoneID.write(to: &writer) }
+        if let zoneID {
+            writer.key("zoneID", first: &first)
+            if let pageZone, pageZone.zoneID == zoneID { writer.bytes.append(contentsOf: pageZone.text) } else { zoneID.write(to: &writer) }
+        }
         writer.close()
     }
 
