@@ -68,6 +68,8 @@ import Testing
         #expect(rows.map(\.scenario) == ["kinto create 1,000", "kinto read 1,000 (CloudKit's form)", "kinto read 1,000 (compact form)", "kinto delta (100 changed)"])
         Self.expectFigures(rows)
         #expect(rows.allSatisfy { $0.floor != nil })
+        // Each read's notes give the client's share of it on both servers.
+        #expect(rows.dropFirst().allSatisfy { $0.notes.contains("of which the client parses") && $0.notes.contains("(Kinto ") })
     }
 
     /// A floor measured before and after its figure counts as the mean of the two times: for
