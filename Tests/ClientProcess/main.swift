@@ -3,7 +3,8 @@
 //   recordsync-testclient work SERVER TOKEN CACHE PROCESS SEED OPERATIONS
 //       random creates, updates and deletes of Artists, Artworks (DELETE_SELF to an Artist)
 //       and Ledger records in zone "Shared", syncing as it goes; prints one line per
-//       acknowledged Ledger record ("ledger NAME"), then "done".
+//       acknowledged Ledger record ("ledger NAME") and per acknowledged edit of a record
+//       ("edited NAME"), then "done".
 //   recordsync-testclient sync SERVER TOKEN CACHE
 //       sends and fetches until nothing is pending; prints "synced".
 //   recordsync-testclient write-then-hang SERVER TOKEN CACHE NAME
@@ -56,6 +57,11 @@ func work(_ engine: SyncEngine, process: String, seed: UInt64, operations: Int) 
     if sharedOwner == nil { try await engine.database.save(RecordZone(zoneID: zone)) }
     try await engine.fetchChanges()
     var ledger: [String] = []
+    var edited: Set<String> = []
+    func acknowledge(_ report: SendReport) {
+        for id in report.saved where ledger.contains(id.recordName) { say("ledger \(id.recordName)") }
+        for id in report.saved where edited.contains(id.recordName) { say("edited \(id.recordName)") }
+    }
     for step in 0..<operations {
         let known = try await engine.cache.allRecords(inZoneWith: zone)
         let artists = known.filter { $0.recordType == "Artist" }
@@ -77,6 +83,7 @@ func work(_ engine: SyncEngine, process: String, seed: UInt64, operations: Int) 
             record["rev"] = .int64(Int64(Int.random(in: 0..<1_000_000, using: &random)))
             record["editedBy"] = .string(process)
             try await engine.save(record)
+            edited.insert(record.recordID.recordName)
         case 80..<88 where !artists.isEmpty:
             try await engine.delete(artists[Int.random(in: 0..<artists.count, using: &random)].recordID)
         default:
@@ -87,13 +94,11 @@ func work(_ engine: SyncEngine, process: String, seed: UInt64, operations: Int) 
             ledger.append(name)
         }
         if step % 5 == 4 {
-            let report = try await engine.sendChanges()
-            for id in report.saved where ledger.contains(id.recordName) { say("ledger \(id.recordName)") }
+            acknowledge(try await engine.sendChanges())
             try await engine.fetchChanges()
         }
     }
-    let report = try await engine.sendChanges()
-    for id in report.saved where ledger.contains(id.recordName) { say("ledger \(id.recordName)") }
+    acknowledge(try await engine.sendChanges())
     try await settle(engine)
     say("done")
 }

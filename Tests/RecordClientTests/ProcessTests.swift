@@ -102,19 +102,22 @@ import Testing
                 try ChildProcess("recordsync-testclient", ["work", server.url.absoluteString, aliceToken, caches[0], "alice", "11", "60"]),
                 try ChildProcess("recordsync-testclient", ["work", server.url.absoluteString, bobToken, caches[1], "bob", "12", "60"], environment: participant),
             ]
-            var acknowledged: [String] = []
+            var acknowledged: [String] = [], edits: [Int] = []
             for worker in workers {
                 let result = await worker.wait()
                 #expect(result.status == 0 && result.output.contains("done"), "\(result.output)")
                 acknowledged += result.output.split(separator: "\n").filter { $0.hasPrefix("ledger ") }.map { String($0.dropFirst(7)) }
+                edits.append(result.output.split(separator: "\n").filter { $0.hasPrefix("edited ") }.count)
             }
+            // Each process's edits reached the server (the server acknowledged some of each; a
+            // later edit by the other, or a cascade, may have replaced them since).
+            #expect(edits.count == 2 && edits.allSatisfy { $0 > 0 }, "acknowledged edits: \(edits)")
             for (cache, token, environment) in [(caches[0], aliceToken, [String: String]()), (caches[1], bobToken, participant)] {
                 let sync = try ChildProcess("recordsync-testclient", ["sync", server.url.absoluteString, token, cache], environment: environment)
                 let result = await sync.wait()
                 #expect(result.status == 0 && result.output.contains("synced"), "\(result.output)")
             }
             let onServer = try await Self.serverRecords(alice.privateCloudDatabase, zone: zone)
-            #expect(onServer.values.contains { $0.fields["editedBy"] == .string("bob") } && onServer.values.contains { $0.fields["editedBy"] == .string("alice") })
             for (cache, cachedZone) in [(caches[0], zone), (caches[1], ZoneID(zoneName: "Shared", ownerRecordName: aliceID))] {
                 let opened = try RecordCache(path: cache)
                 let local = try await opened.allRecords(inZoneWith: cachedZone).filter { $0.recordType != ShareInfo.recordType }
