@@ -81,7 +81,8 @@ enum SideBySide {
               let bytes = times["bytes"] as? [String: Double] else {
             throw BenchError("the side-by-side client printed no timings")
         }
-        for key in ["create", "cloudKit", "compact", "delta"] where (ours[key] ?? []).isEmpty || (theirs[key] ?? []).isEmpty {
+        for key in ["create", "cloudKit", "compact", "delta", "cloudKitParse", "compactParse", "deltaParse"]
+        where (ours[key] ?? []).isEmpty || (theirs[key] ?? []).isEmpty {
             throw BenchError("the side-by-side client printed no \(key) timings")
         }
         func ms(_ key: String, _ side: [String: [Double]]) -> Double { median(side[key] ?? []) * 1000 }

@@ -20,11 +20,7 @@ import Glibc
 enum MallocTuning {
     static let applied: Void = {
         #if canImport(Glibc)
-        let environment = ProcessInfo.processInfo.environment
-        if environment["GLIBC_TUNABLES"]?.contains("malloc") == true
-            || environment["MALLOC_MMAP_THRESHOLD_"] != nil || environment["MALLOC_TRIM_THRESHOLD_"] != nil {
-            return
-        }
+        guard !leftToOperator(ProcessInfo.processInfo.environment) else { return }
         // `mallopt` and its parameters (malloc.h, which Glibc's module leaves out), looked up
         // in the process's libraries; a C library without it is left as it is.
         typealias Mallopt = @convention(c) (Int32, Int32) -> Int32
@@ -35,4 +31,10 @@ enum MallocTuning {
         _ = mallopt(trimThreshold, 32 << 20)
         #endif
     }()
+
+    /// Whether `environment` sets glibc's own malloc knobs, so that nothing is changed.
+    static func leftToOperator(_ environment: [String: String]) -> Bool {
+        environment["GLIBC_TUNABLES"]?.contains("glibc.malloc.") == true
+            || environment["MALLOC_MMAP_THRESHOLD_"] != nil || environment["MALLOC_TRIM_THRESHOLD_"] != nil
+    }
 }

@@ -47,6 +47,14 @@ struct WrittenZoneID {
         self.zoneID = zoneID
         text = out.bytes
     }
+
+    /// Whether `other` is written as `text`: the same name and owner byte for byte (Swift's
+    /// `==` on strings treats canonically equivalent spellings as equal, which the wire does not).
+    func writes(_ other: ZoneID) -> Bool {
+        zoneID.zoneName.utf8.elementsEqual(other.zoneName.utf8)
+            && (zoneID.ownerRecordName?.utf8).map { mine in other.ownerRecordName.map { mine.elementsEqual($0.utf8) } ?? false }
+                ?? (other.ownerRecordName == nil)
+    }
 }
 
 // MARK: - Stamp
@@ -376,7 +384,7 @@ extension Record: Codable, JSONDirectWritable, JSONDirectDecodable {
         }
         if let zoneID {
             writer.key("zoneID", first: &first)
-            if let pageZone, pageZone.zoneID == zoneID { writer.bytes.append(contentsOf: pageZone.text) } else { zoneID.write(to: &writer) }
+            if let pageZone, pageZone.writes(zoneID) { writer.bytes.append(contentsOf: pageZone.text) } else { zoneID.write(to: &writer) }
         }
         writer.close()
     }
