@@ -77,7 +77,7 @@ extension RecordBench {
             case .full: .full
             }
             benchBackend = backend == .postgres ? .postgres(url: postgresURL ?? "") : .sqlite
-            var results: [Measurement] = []
+            var steps: [(name: String, measure: () async throws -> [Measurement])] = []
             for scenario in Scenario.allCases where only.isEmpty || only.contains(scenario) {
                 // Several servers share one database on PostgreSQL only.
                 if scenario == .nodes, backend == .sqlite { continue }
@@ -85,43 +85,71 @@ extension RecordBench {
                     say("skipping kinto: no --kinto given")
                     continue
                 }
-                say("running \(scenario.rawValue)…")
-                let start = ContinuousClock.now
-                let result: Measurement
-                switch scenario {
-                case .kinto:
-                    results += try await SideBySide.run(sizes, repetitions: repetitions,
-                                                        kinto: kintoCommand)
-                    say(String(format: "  %@ in %.1f s", scenario.rawValue, (ContinuousClock.now - start).seconds))
-                    continue
-                case .save: result = try await Scenarios.save(sizes, repetitions: repetitions)
-                case .changes: result = try await Scenarios.changes(sizes, repetitions: repetitions)
-                case .cascade: result = try await Scenarios.cascade(sizes, repetitions: repetitions)
-                case .nullify: result = try await Scenarios.nullify(sizes, repetitions: repetitions)
-                case .queryByReference: result = try await Scenarios.queryByReference(sizes, repetitions: repetitions)
-                case .publicReads: result = try await Scenarios.publicReads(sizes, repetitions: repetitions)
-                case .sharedReads: result = try await SharedReads.run(sizes, repetitions: repetitions)
-                case .keyPath: result = try await Scenarios.keyPath(sizes, repetitions: repetitions)
-                case .fullText: result = try await Scenarios.fullText(sizes, repetitions: repetitions)
-                case .indexBuild: result = try await Scenarios.indexBuild(sizes)
-                case .near: result = try await Scenarios.near(sizes, repetitions: repetitions)
-                case .cacheApply: result = try await Scenarios.cacheApply(sizes, repetitions: repetitions)
-                case .propagation: result = try await Scenarios.propagation(sizes)
-                case .memory: result = try await Memory.run(sizes)
-                case .nodes: result = try await Scenarios.nodes(sizes)
-                case .assets: result = try await AssetsScenario.run(sizes, repetitions: repetitions)
-                case .console: result = try await ConsoleScenario.run(sizes, repetitions: repetitions)
-                case .initialSync: result = try await InitialSync.run(sizes, repetitions: repetitions)
-                }
-                say(String(format: "  %@ in %.1f s", scenario.rawValue, (ContinuousClock.now - start).seconds))
-                results.append(result)
+                let repetitions = repetitions, kinto = kintoCommand
+                steps.append((scenario.rawValue, {
+                    switch scenario {
+                    case .kinto: try await SideBySide.run(sizes, repetitions: repetitions, kinto: kinto)
+                    default: [try await Self.measure(scenario, sizes, repetitions: repetitions)]
+                    }
+                }))
             }
+            let (results, failures) = await Self.runAll(steps)
             if json {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
                 print(String(decoding: try encoder.encode(results), as: UTF8.self))
             } else {
                 print(table(results))
+            }
+            guard failures.isEmpty else {
+                for failure in failures { say("\(failure.scenario) failed: \(failure.error)") }
+                throw ExitCode.failure
+            }
+        }
+
+        /// Runs each step in turn, timing it on standard error. A step that throws is noted
+        /// and the run goes on, so that one scenario's failure does not lose the rows of the
+        /// others (a full run takes over half an hour).
+        static func runAll(_ steps: [(name: String, measure: () async throws -> [Measurement])]) async
+            -> (results: [Measurement], failures: [(scenario: String, error: String)]) {
+            var results: [Measurement] = [], failures: [(scenario: String, error: String)] = []
+            for step in steps {
+                say("running \(step.name)…")
+                let start = ContinuousClock.now
+                do {
+                    results += try await step.measure()
+                    say(String(format: "  %@ in %.1f s", step.name, (ContinuousClock.now - start).seconds))
+                } catch {
+                    // The full description: PostgreSQL's errors name their cause only there.
+                    failures.append((step.name, String(reflecting: error)))
+                    say("  \(step.name) failed after \(String(format: "%.1f", (ContinuousClock.now - start).seconds)) s")
+                }
+            }
+            return (results, failures)
+        }
+
+        /// One scenario's measurement (every one but `kinto`, which has four rows).
+        static func measure(_ scenario: Scenario, _ sizes: Scale, repetitions: Int) async throws -> Measurement {
+            switch scenario {
+            case .kinto: throw BenchError("the kinto scenario has rows of its own")
+            case .save: try await Scenarios.save(sizes, repetitions: repetitions)
+            case .changes: try await Scenarios.changes(sizes, repetitions: repetitions)
+            case .cascade: try await Scenarios.cascade(sizes, repetitions: repetitions)
+            case .nullify: try await Scenarios.nullify(sizes, repetitions: repetitions)
+            case .queryByReference: try await Scenarios.queryByReference(sizes, repetitions: repetitions)
+            case .publicReads: try await Scenarios.publicReads(sizes, repetitions: repetitions)
+            case .sharedReads: try await SharedReads.run(sizes, repetitions: repetitions)
+            case .keyPath: try await Scenarios.keyPath(sizes, repetitions: repetitions)
+            case .fullText: try await Scenarios.fullText(sizes, repetitions: repetitions)
+            case .indexBuild: try await Scenarios.indexBuild(sizes)
+            case .near: try await Scenarios.near(sizes, repetitions: repetitions)
+            case .cacheApply: try await Scenarios.cacheApply(sizes, repetitions: repetitions)
+            case .propagation: try await Scenarios.propagation(sizes)
+            case .memory: try await Memory.run(sizes)
+            case .nodes: try await Scenarios.nodes(sizes)
+            case .assets: try await AssetsScenario.run(sizes, repetitions: repetitions)
+            case .console: try await ConsoleScenario.run(sizes, repetitions: repetitions)
+            case .initialSync: try await InitialSync.run(sizes, repetitions: repetitions)
             }
         }
 

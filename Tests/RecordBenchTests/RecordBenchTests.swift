@@ -75,6 +75,22 @@ import Testing
         }
     }
 
+    /// A scenario that fails is named with its error and the run goes on: the rows of the
+    /// scenarios before and after it are kept.
+    @Test func aFailingScenarioKeepsTheOthersRows() async {
+        func row(_ name: String) -> recordbench.Measurement {
+            recordbench.Measurement(scenario: name, unit: "ms", figure: 1, floor: nil, ratio: 1, target: "-", met: true)
+        }
+        let (results, failures) = await RecordBench.Run.runAll([
+            ("first", { [row("first")] }),
+            ("broken", { throw BenchError("the database went away") }),
+            ("last", { [row("last a"), row("last b")] }),
+        ])
+        #expect(results.map { $0.scenario } == ["first", "last a", "last b"])
+        #expect(failures.map { $0.scenario } == ["broken"])
+        #expect(failures.first?.error.contains("the database went away") == true)
+    }
+
     /// A floor measured before and after its figure counts as the mean of the two times: for
     /// seconds their mean, for rates the rate of their mean time.
     @Test func bracketedFloorsAverageTheirTimes() {
