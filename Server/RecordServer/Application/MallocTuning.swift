@@ -15,7 +15,7 @@ import Glibc
 /// to 16 MiB (an answer's most, with room) come from the heaps, and a heap gives its free top
 /// back only past 32 MiB, so the pages of one answer serve the next.
 ///
-/// An operator who sets glibc's own knobs (`GLIBC_TUNABLES` naming malloc, or
+/// An operator who sets glibc's own knobs (`GLIBC_TUNABLES` naming a `glibc.malloc.` tunable, or
 /// `MALLOC_MMAP_THRESHOLD_`/`MALLOC_TRIM_THRESHOLD_`) keeps them: nothing is changed then.
 enum MallocTuning {
     static let applied: Void = {
