@@ -191,7 +191,10 @@ final class ChangesReader: Sendable {
     private func ask(_ read: Read, zone: String, syncToken: String?, compact: Bool) {
         guard !read.ended else { return }
         var body: [String: Any] = ["zoneID": ["zoneName": zone], "resultsLimit": InitialSync.pageSize]
-        if compact { body["recordSyncCompact"] = true }
+        if compact {
+            body["recordSyncCompact"] = true
+            body["recordSyncCompactVersion"] = 2
+        }
         if let syncToken { body["syncToken"] = syncToken }
         let answer: EventLoopFuture<ByteBuffer>
         do {

@@ -11,7 +11,8 @@ import Foundation
 ///   its client sends; Kinto's `batch_max_requests` is set to match, its default being 25);
 /// - **read, CloudKit's form**: the zone read from scratch through `records/changes` page after
 ///   page, no `resultsLimit` given (Kinto: `GET …/records`, one page);
-/// - **read, compact form**: the same through `records/changes` with `recordSyncCompact`;
+/// - **read, compact form**: the same through `records/changes` with `recordSyncCompact`
+///   (version 2: fields by position);
 /// - 100 of the records changed (not timed), then **delta**: the changes since the token (the
 ///   syncToken of the CloudKit-form read; Kinto: `?_since=` its ETag) read in CloudKit's form.
 ///
@@ -168,7 +169,7 @@ enum SideBySide {
             while True:
                 body = {"zoneID": {"zoneName": zone}}
                 if token: body["syncToken"] = token
-                if compact: body["recordSyncCompact"] = True
+                if compact: body["recordSyncCompact"] = True; body["recordSyncCompactVersion"] = 2
                 _, data = rs.send("POST", db + "/records/changes", json.dumps(body))
                 page = loads(data)
                 count += len(page["records"]); size += len(data); token = page["syncToken"]

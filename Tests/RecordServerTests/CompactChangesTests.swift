@@ -26,25 +26,53 @@ import Testing
         while true {
             let common = #""zoneID":{"zoneName":"\#(zone)"},"resultsLimit":\#(pageSize)\#(token.map { #","syncToken":"\#($0)""# } ?? "")\#(extra)"#
             let cloudKit = try await session.post("records/changes", "{\(common)}")
-            let compact = try await session.post("records/changes", #"{\#(common),"recordSyncCompact":true}"#)
-            #expect(cloudKit.status == 200 && compact.status == 200, "\(cloudKit.reason) \(compact.reason)", sourceLocation: sourceLocation)
+            // Version 1 (the default: fields as objects) and version 2 (fields by position) of
+            // the same page; the next page is asked for with version 2's token.
+            let firstVersion = try await session.post("records/changes", #"{\#(common),"recordSyncCompact":true}"#)
+            let compact = try await session.post("records/changes", #"{\#(common),"recordSyncCompact":true,"recordSyncCompactVersion":2}"#)
+            #expect(cloudKit.status == 200 && compact.status == 200 && firstVersion.status == 200, "\(cloudKit.reason) \(compact.reason)",
+                    sourceLocation: sourceLocation)
             // One parser for both (JSONDecoder reads 5.0 as an integer).
             let page = try JSONValue.parse(compact.data), cloudKitPage = try JSONValue.parse(cloudKit.data)
+            let firstVersionPage = try JSONValue.parse(firstVersion.data)
+            #expect(Self.expanded(firstVersionPage, sourceLocation: sourceLocation) == cloudKitPage, "compact version 1 \(String(decoding: firstVersion.data, as: UTF8.self))",
+                    sourceLocation: sourceLocation)
+            // Each live record's fields: an object in version 1, an array in version 2.
+            func fieldsShapes(_ page: JSONValue) -> [String] {
+                guard case .array(let records)? = page["records"] else { return [] }
+                return records.compactMap { record in
+                    guard case .array(let parts) = record, parts.count >= 6 else { return nil }
+                    if case .array = parts[5] { return "array" }
+                    if case .object = parts[5] { return "object" }
+                    return "other"
+                }
+            }
+            #expect(Set(fieldsShapes(page)).isSubset(of: ["array"]) && Set(fieldsShapes(firstVersionPage)).isSubset(of: ["object"]),
+                    sourceLocation: sourceLocation)
+            #expect(fieldsShapes(page).count == fieldsShapes(firstVersionPage).count, sourceLocation: sourceLocation)
             #expect(page["recordSyncFieldTypes"] != nil, sourceLocation: sourceLocation)
             #expect(cloudKitPage["recordSyncFieldTypes"] == nil, sourceLocation: sourceLocation)
             #expect(Self.expanded(page, sourceLocation: sourceLocation) == cloudKitPage, "compact \(String(decoding: compact.data, as: UTF8.self))\nCloudKit \(String(decoding: cloudKit.data, as: UTF8.self))", sourceLocation: sourceLocation)
             // The client's reader takes the compact answer back to CloudKit's: the same
             // records, and each record's fields as the same text, decoded or skimmed.
             for skimming in [false, true] {
-                let fromCompact = try StoredZoneChanges.decode(compact.data, skimmingFields: skimming)
+              for answer in [compact, firstVersion] {
+                let fromCompact = try StoredZoneChanges.decode(answer.data, skimmingFields: skimming)
                 let fromCloudKit = try StoredZoneChanges.decode(cloudKit.data, skimmingFields: skimming)
                 #expect(fromCompact.entries.map(\.record) == fromCloudKit.entries.map(\.record), sourceLocation: sourceLocation)
                 #expect(fromCompact.entries.map(\.fieldsJSON) == fromCloudKit.entries.map(\.fieldsJSON), sourceLocation: sourceLocation)
                 #expect(fromCompact.entries.map { $0.fieldsSummary?.references.map(\.reference) } ==
                         fromCloudKit.entries.map { $0.fieldsSummary?.references.map(\.reference) }, sourceLocation: sourceLocation)
+                #expect(fromCompact.entries.map { $0.fieldsSummary?.references.map(\.field) } ==
+                        fromCloudKit.entries.map { $0.fieldsSummary?.references.map(\.field) }, sourceLocation: sourceLocation)
+                #expect(fromCompact.entries.map { $0.fieldsSummary?.types.map { "\($0.field) \($0.type)" } } ==
+                        fromCloudKit.entries.map { $0.fieldsSummary?.types.map { "\($0.field) \($0.type)" } }, sourceLocation: sourceLocation)
+                #expect(fromCompact.entries.map { $0.fieldsSummary?.locations.map { "\($0.key) \($0.value)" } } ==
+                        fromCloudKit.entries.map { $0.fieldsSummary?.locations.map { "\($0.key) \($0.value)" } }, sourceLocation: sourceLocation)
                 #expect((fromCompact.syncToken, fromCompact.moreComing, fromCompact.zoneID) == (fromCloudKit.syncToken, fromCloudKit.moreComing, fromCloudKit.zoneID),
                         sourceLocation: sourceLocation)
                 #expect(fromCompact.includedRecords == fromCloudKit.includedRecords, sourceLocation: sourceLocation)
+              }
             }
             // The compact answer also begins with moreComing and syncToken.
             #expect(String(decoding: compact.data.prefix(14), as: UTF8.self) == #"{"moreComing":"#, sourceLocation: sourceLocation)
@@ -190,6 +218,44 @@ import Testing
             // false is CloudKit's form.
             let plain = try await alice.post("records/changes", #"{"zoneID":{"zoneName":"Gallery"},"recordSyncCompact":false}"#)
             #expect(plain.status == 200 && plain.json["recordSyncFieldTypes"] == nil)
+            // A version is 1 or more, a number, and records/changes' alone too.
+            for version in ["0", "-2", #""2""#] {
+                let bad = try await alice.post("records/changes", #"{"zoneID":{"zoneName":"Gallery"},"recordSyncCompact":true,"recordSyncCompactVersion":\#(version)}"#)
+                #expect(bad.status == 400 && bad.code == "BAD_REQUEST" && bad.reason.contains("recordSyncCompactVersion"), "\(version): \(bad.reason)")
+            }
+            let zones = try await alice.post("changes/zone", #"{"zones":[{"zoneID":{"zoneName":"Gallery"},"recordSyncCompactVersion":2}]}"#)
+            #expect(zones.status == 400 && zones.reason.contains("recordSyncCompactVersion is taken by records/changes only"), "\(zones.reason)")
+        }
+    }
+
+    /// Version 2 gives a record's fields by position in its type's fields, names in byte order,
+    /// `null` where it has none and nothing after its last; a later version asked for is
+    /// answered with the latest the server writes.
+    @Test func versionTwoGivesFieldsByPosition() async throws {
+        try await withServer { server in
+            let alice = try await server.user("alice")
+            try await alice.createZones("Gallery")
+            // The first record lacks fields that sort before and between its own.
+            try await alice.save([
+                Record(recordName: "a", recordType: "Artwork", fields: ["title": .string("A"), "year": .int64(1901)]),
+                Record(recordName: "b", recordType: "Artwork", fields: ["artist": .string("B"), "title": .string("B"), "medium": .string("oil"), "year": .int64(1902)]),
+                Record(recordName: "c", recordType: "Artwork", fields: ["artist": .string("C")]),
+            ], zone: "Gallery")
+            for version in [2, 3] {
+                let answer = try await alice.post("records/changes", #"{"zoneID":{"zoneName":"Gallery"},"recordSyncCompact":true,"recordSyncCompactVersion":\#(version)}"#)
+                #expect(answer.status == 200, "\(answer.reason)")
+                let page = try JSONValue.parse(answer.data)
+                guard case .object(let fields)? = page["recordSyncFieldTypes"]?["Artwork"] else { Issue.record("no Artwork types"); return }
+                #expect(fields.keys.sorted() == ["artist", "medium", "title", "year"])
+                let values = page["records"]?.arrayValue?.map { $0[5] }
+                #expect(values == [.array([.null, .null, .string("A"), .int(1901)]),
+                                   .array([.string("B"), .string("oil"), .string("B"), .int(1902)]),
+                                   .array([.string("C")])], "\(String(decoding: answer.data, as: UTF8.self))")
+                // recordSyncFieldTypes is written in byte order, the positions' order.
+                let text = String(decoding: answer.data, as: UTF8.self)
+                let order = ["\"artist\"", "\"medium\"", "\"title\"", "\"year\""].compactMap { text.range(of: $0)?.lowerBound }
+                #expect(order.count == 4 && order == order.sorted())
+            }
         }
     }
 }

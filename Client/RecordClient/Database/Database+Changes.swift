@@ -127,12 +127,14 @@ extension Database {
         let known = learned.compactChanges
         guard !cloudKitForm, known != .refused else { return try await transport.post("records/changes", request, readingAsArrived: read) }
         request.recordSyncCompact = true
+        request.recordSyncCompactVersion = 2
         do {
             let answer = try await transport.post("records/changes", request, readingAsArrived: read)
             if known == .unknown { learned.compactChanges = .answered }
             return answer
         } catch let error as RecordSyncError where error.code == .badRequest && known == .unknown {
             request.recordSyncCompact = nil
+            request.recordSyncCompactVersion = nil
             let answer = try await transport.post("records/changes", request, readingAsArrived: read)
             learned.compactChanges = .refused
             return answer

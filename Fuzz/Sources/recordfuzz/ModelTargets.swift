@@ -197,12 +197,16 @@ func fuzzCompact(_ data: Data) {
     ], syncToken: "token", moreComing: false)
     let cloudKit = try? JSONValueEncoder().encode(page)
     page.compact = true
-    let compact = try? JSONValueEncoder().encode(page)
+    let objects = try? JSONValueEncoder().encode(page)
+    page.compactFieldsByPosition = true
+    let positions = try? JSONValueEncoder().encode(page)
     // Records whose texts differ (the text and its first half): never a crash.
     var mixed = StoredZoneChanges(zoneID: zone, entries: [
         record("a", "T", fields: text), record("b", "T", fields: String(decoding: data.prefix(data.count / 2), as: UTF8.self)),
     ], syncToken: "token", moreComing: false)
     mixed.compact = true
+    _ = try? JSONValueEncoder().encode(mixed)
+    mixed.compactFieldsByPosition = true
     _ = try? JSONValueEncoder().encode(mixed)
     // Any text read as a page, in either form: never a crash.
     for skimming in [false, true] { _ = try? StoredZoneChanges.decode(data, skimmingFields: skimming) }
@@ -215,24 +219,30 @@ func fuzzCompact(_ data: Data) {
         return canonical == bytes
     }
     guard serverForm(data) else { return }
-    guard let cloudKit, let compact, let expected = try? JSONValue.parse(cloudKit), let written = try? JSONValue.parse(compact) else {
-        fatalError("a page of field text in the server's form did not encode to JSON")
-    }
-    if written["recordSyncFieldTypes"] == nil {
-        if written != expected { fatalError("a compact page fell back to another page than CloudKit's") }
-    } else if ZoneChanges.expandingCompactPage(written) != expected {
-        fatalError("the compact page is not CloudKit's without its repeats: \(text)")
-    }
-    // The client's reader takes the compact page back to CloudKit's, records and fields text
-    // alike, whether it decodes the fields or skims them.
-    for skimming in [false, true] {
-        let fromCloudKit = try? StoredZoneChanges.decode(cloudKit, skimmingFields: skimming)
-        let fromCompact = try? StoredZoneChanges.decode(compact, skimmingFields: skimming)
-        guard let fromCloudKit else { continue }
-        guard let fromCompact, fromCompact.entries.map(\.record) == fromCloudKit.entries.map(\.record),
-              fromCompact.entries.map(\.fieldsJSON) == fromCloudKit.entries.map(\.fieldsJSON),
-              fromCompact.entries.map({ $0.fieldsSummary?.types.map(\.type) }) == fromCloudKit.entries.map({ $0.fieldsSummary?.types.map(\.type) })
-        else { fatalError("the compact page reads otherwise than CloudKit's (skimming: \(skimming)): \(text)") }
+    // Both versions of the compact form: fields as objects (1) and by position (2).
+    for compact in [objects, positions] {
+        guard let cloudKit, let compact, let expected = try? JSONValue.parse(cloudKit), let written = try? JSONValue.parse(compact) else {
+            fatalError("a page of field text in the server's form did not encode to JSON")
+        }
+        if written["recordSyncFieldTypes"] == nil {
+            if written != expected { fatalError("a compact page fell back to another page than CloudKit's") }
+        } else if ZoneChanges.expandingCompactPage(written) != expected {
+            fatalError("the compact page is not CloudKit's without its repeats: \(text)")
+        }
+        // The client's reader takes the compact page back to CloudKit's, records and fields
+        // text alike, whether it decodes the fields or skims them.
+        for skimming in [false, true] {
+            let fromCloudKit = try? StoredZoneChanges.decode(cloudKit, skimmingFields: skimming)
+            let fromCompact = try? StoredZoneChanges.decode(compact, skimmingFields: skimming)
+            guard let fromCloudKit else { continue }
+            guard let fromCompact, fromCompact.entries.map(\.record) == fromCloudKit.entries.map(\.record),
+                  fromCompact.entries.map(\.fieldsJSON) == fromCloudKit.entries.map(\.fieldsJSON),
+                  fromCompact.entries.map({ $0.fieldsSummary?.types.map(\.type) }) == fromCloudKit.entries.map({ $0.fieldsSummary?.types.map(\.type) }),
+                  fromCompact.entries.map({ $0.fieldsSummary?.types.map(\.field) }) == fromCloudKit.entries.map({ $0.fieldsSummary?.types.map(\.field) }),
+                  fromCompact.entries.map({ $0.fieldsSummary?.references.map(\.reference) }) == fromCloudKit.entries.map({ $0.fieldsSummary?.references.map(\.reference) }),
+                  fromCompact.entries.map({ $0.fieldsSummary?.locations.map(\.key) }) == fromCloudKit.entries.map({ $0.fieldsSummary?.locations.map(\.key) })
+            else { fatalError("the compact page reads otherwise than CloudKit's (skimming: \(skimming)): \(text)") }
+        }
     }
 }
 

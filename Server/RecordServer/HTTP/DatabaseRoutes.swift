@@ -80,6 +80,9 @@ struct DatabaseRoutes: Sendable {
             if request.recordSyncCompact != nil || request.zones.contains(where: { $0.recordSyncCompact != nil }) {
                 throw RecordSyncError(.badRequest, "recordSyncCompact is taken by records/changes only, not by changes/zone")
             }
+            if request.recordSyncCompactVersion != nil || request.zones.contains(where: { $0.recordSyncCompactVersion != nil }) {
+                throw RecordSyncError(.badRequest, "recordSyncCompactVersion is taken by records/changes only, not by changes/zone")
+            }
             let numbersAsStrings = request.numbersAsStrings == true || request.zones.contains { $0.numbersAsStrings == true }
             var results: [Result<StoredZoneChanges, RecordSyncError>] = []
             for var zone in request.zones {
@@ -450,12 +453,17 @@ extension ChangePageReadAhead where Answer == PreparedResponse {
         context.acceptsGzip = gzip
         context.numbersAsStrings = request.numbersAsStrings == true
         let compact = request.recordSyncCompact == true
+        if let version = request.recordSyncCompactVersion, version < 1 {
+            throw RecordSyncError(.badRequest, "recordSyncCompactVersion must be 1 or more, not \(version)")
+        }
+        let byPosition = (request.recordSyncCompactVersion ?? 1) >= 2
         // The base is part of the variant: asset URLs in the page are written with it, and
         // pages kept for one request are served to others of the same user (every signed-out
         // visitor is one user) only when they reached the server at the same URL.
         return try await answer(request, in: scope, from: store, variant: "\(gzip ? "gzip" : "identity") \(context.base)") { [context] page in
             var page = page
             page.compact = compact
+            page.compactFieldsByPosition = byPosition
             return try JSONBody.$context.withValue(context) { try JSONBody.prepared(page) }
         }
     }

@@ -79,17 +79,31 @@ extension StoredZoneChanges: Encodable, JSONDirectWritable {
     /// A record is an array: `[recordName, recordType, recordChangeTag, created, modified,
     /// fields]`, or `[recordName, recordType]` for a deleted record; a stamp is `[timestamp,
     /// user]` or `[timestamp, user, deviceID]`, `user` being a position in the page's users;
-    /// each field's object is replaced by its `value` (`null` if it has none), written as in
-    /// CloudKit's form by `writer`'s options. What a record lacks is `null`. A page holding a
-    /// record with a `parent` or `share`, or a share's own keys (`shortGUID`, `participants` and the
-    /// rest), which the compact form has no place for, is `nil` too.
+    /// `fields` is `{"NAME": value, …}`, each field's object replaced by its `value`, or with
+    /// ``compactFieldsByPosition`` `[value, …]`, a value for each of the record type's fields in
+    /// `recordSyncFieldTypes` (names in byte order), `null` where the record has none, none
+    /// after its last. Values are written as in CloudKit's form by `writer`'s options. What a
+    /// record lacks is `null`. A page holding a record with a `parent` or `share`, or a share's
+    /// own keys (`shortGUID`, `participants` and the rest), which the compact form has no place
+    /// for, is `nil` too, and by position one with a field object without a value or with a
+    /// `null` one (which stands for no field there).
     func compactRecords(like writer: JSONWriter) throws -> CompactPage? {
         guard !entries.contains(where: { $0.record.parent != nil || $0.record.share != nil || $0.record.shareInfo != nil }) else { return nil }
+        guard let first = try compactRecords(like: writer, types: CompactFieldTypes()) else { return nil }
+        if !compactFieldsByPosition || first.fieldTypes.inByteOrder { return first }
+        // A field first met after others that sort after it: the page again, each type's
+        // fields known from the start and in byte order.
+        let second = try compactRecords(like: writer, types: first.fieldTypes.sorted())
+        return second?.fieldTypes.inByteOrder == true ? second : nil
+    }
+
+    private func compactRecords(like writer: JSONWriter, types: CompactFieldTypes) throws -> CompactPage? {
         var out = writer, fields = writer
         out.bytes = []
         out.bytes.reserveCapacity(entries.count * 200)
         fields.bytes = []
-        var types = CompactFieldTypes()
+        var types = types
+        types.byPosition = compactFieldsByPosition
         var users: [String] = [], positions: [String: Int] = [:]
         var consistent = true
         func write(_ stamp: Stamp?, to out: inout JSONWriter) {
@@ -146,25 +160,26 @@ extension StoredZoneChanges: Encodable, JSONDirectWritable {
     }
 
     /// Writes wire-form `fields` (`{"NAME": {"type": …, "value": …}, …}`, as the server wrote
-    /// them) as `{"NAME": value, …}`, each field's object without its `value` member going to
-    /// `types`. Whether every field's object matched the one `types` had for it.
+    /// them) as `{"NAME": value, …}`, or with `types.byPosition` as `[value, …]` by the
+    /// fields' positions in `types`, each field's object without its `value` member going to
+    /// `types`. Whether every field's object matched the one `types` had for it (and by position
+    /// had a value other than `null`).
     private static func writeValues(of buffer: UnsafeBufferPointer<UInt8>, to out: inout JSONWriter, types: inout CompactFieldTypes,
                                     table: Int) throws -> Bool {
         var parser = JSONParser(bytes: buffer)
         var consistent = true
+        let byPosition = types.byPosition
         guard try parser.peekByte() == UInt8(ascii: "{") else { throw JSONDirectMiss() }
         parser.index += 1
-        out.open()
+        out.bytes.append(byPosition ? UInt8(ascii: "[") : UInt8(ascii: "{"))
         var position = 0
+        var next = 0  // by position: where the next value written goes
         while try parser.peekByte() != UInt8(ascii: "}") {
-            if position > 0 { out.bytes.append(UInt8(ascii: ",")) }
             // The name, as JSON text.
             let nameStart = parser.index
             guard buffer[nameStart] == UInt8(ascii: "\"") else { throw JSONDirectMiss() }
             try parser.skipRaw()
             let name = UnsafeBufferPointer(rebasing: buffer[nameStart..<parser.index])
-            out.bytes.append(contentsOf: name)
-            out.bytes.append(UInt8(ascii: ":"))
             guard try parser.peekByte() == UInt8(ascii: ":") else { throw JSONDirectMiss() }
             parser.index += 1
             // The field's object: its value goes to `out`, its other members to the entry.
@@ -200,17 +215,34 @@ extension StoredZoneChanges: Encodable, JSONDirectWritable {
             }
             parser.index += 1
             types.entry.append(UInt8(ascii: "}"))
-            if let value {
-                out.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[value]))
-            } else {
-                out.bytes.append(contentsOf: "null".utf8)
+            // By position, `null` stands for a field the record lacks.
+            if byPosition, value == nil || (value!.count == 4 && memcmp(buffer.baseAddress! + value!.lowerBound, "null", 4) == 0) {
+                consistent = false
             }
-            if !types.note(name: name, in: table, at: position) { consistent = false }
+            let (index, matches) = types.note(name: name, in: table, at: position)
+            if !matches { consistent = false }
+            if byPosition {
+                // Fields come in byte order; a table in byte order gives them rising positions
+                // (otherwise the caller writes the page again, see compactRecords(like:)).
+                if index >= next {
+                    for skipped in next..<index { out.bytes.append(contentsOf: (skipped > 0 ? ",null" : "null").utf8) }
+                    if index > 0 { out.bytes.append(UInt8(ascii: ",")) }
+                    if let value { out.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[value])) }
+                    next = index + 1
+                } else {
+                    types.outOfOrder = true
+                }
+            } else {
+                if position > 0 { out.bytes.append(UInt8(ascii: ",")) }
+                out.bytes.append(contentsOf: name)
+                out.bytes.append(UInt8(ascii: ":"))
+                if let value { out.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[value])) } else { out.bytes.append(contentsOf: "null".utf8) }
+            }
             position += 1
             if try parser.peekByte() == UInt8(ascii: ",") { parser.index += 1 }
         }
         parser.index += 1
-        out.close()
+        out.bytes.append(byPosition ? UInt8(ascii: "]") : UInt8(ascii: "}"))
         return consistent
     }
 }
@@ -239,6 +271,35 @@ struct CompactFieldTypes {
     private var current = -1
     /// The entry of the field being read, filled by the writer before ``note(name:in:at:)``.
     var entry: [UInt8] = []
+    /// Whether records give their fields by position (``StoredZoneChanges/compactFieldsByPosition``).
+    var byPosition = false
+    /// Set by the writer when a record's field has a position before its previous field's.
+    var outOfOrder = false
+
+    /// Whether every record's fields were written by rising positions and each table's names
+    /// are in byte order, so positions match `recordSyncFieldTypes` as ``write(to:)`` writes it.
+    var inByteOrder: Bool {
+        !outOfOrder && tables.allSatisfy { table in
+            zip(table.names, table.names.dropFirst()).allSatisfy { Self.precedes($0, $1) }
+        }
+    }
+
+    /// Whether the name `a` (JSON text) comes before `b` in the byte order of their UTF-8: the
+    /// text between the quotes, which is the name's UTF-8 when it holds no escape (by position,
+    /// a name with one makes the page CloudKit's form: see ``note(name:in:at:)``).
+    static func precedes(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        a.dropFirst().dropLast().lexicographicallyPrecedes(b.dropFirst().dropLast())
+    }
+
+    /// These types with each table's names (and entries) in byte order.
+    func sorted() -> CompactFieldTypes {
+        var sorted = CompactFieldTypes()
+        sorted.tables = tables.map { table in
+            let order = table.names.indices.sorted { Self.precedes(table.names[$0], table.names[$1]) }
+            return Table(recordType: table.recordType, names: order.map { table.names[$0] }, entries: order.map { table.entries[$0] })
+        }
+        return sorted
+    }
 
     /// The table of `recordType`'s fields.
     mutating func table(for recordType: String) -> Int {
@@ -252,10 +313,12 @@ struct CompactFieldTypes {
         return current
     }
 
-    /// Notes ``entry`` as the field `name`'s in `table`, unless it has one; whether the entry
-    /// matches. A record's fields come in name order, so the field at `position` of a record
-    /// is usually the one at `position` of the table.
-    mutating func note(name: UnsafeBufferPointer<UInt8>, in table: Int, at position: Int) -> Bool {
+    /// Notes ``entry`` as the field `name`'s in `table`, unless it has one; the field's
+    /// position in the table and whether the entry matches (by position, a new name with an
+    /// escape never does: its order would not be its text's). A record's fields come in name
+    /// order, so the field at `position` of a record is usually the one at `position` of the
+    /// table.
+    mutating func note(name: UnsafeBufferPointer<UInt8>, in table: Int, at position: Int) -> (index: Int, matches: Bool) {
         func same(_ known: [UInt8]) -> Bool {
             known.count == name.count && known.withUnsafeBufferPointer { memcmp($0.baseAddress!, name.baseAddress!, name.count) == 0 }
         }
@@ -264,9 +327,9 @@ struct CompactFieldTypes {
         guard let index else {
             tables[table].names.append(Array(name))
             tables[table].entries.append(entry)
-            return true
+            return (count, !(byPosition && name.contains(UInt8(ascii: "\\"))))
         }
-        return tables[table].entries[index] == entry
+        return (index, tables[table].entries[index] == entry)
     }
 
     /// `{"TYPE": {"NAME": ENTRY, …}, …}`, types and names sorted.
@@ -277,7 +340,7 @@ struct CompactFieldTypes {
             writer.writeString(table.recordType)
             writer.bytes.append(UInt8(ascii: ":"))
             writer.open()
-            for (position, index) in table.names.indices.sorted(by: { table.names[$0].lexicographicallyPrecedes(table.names[$1]) }).enumerated() {
+            for (position, index) in table.names.indices.sorted(by: { Self.precedes(table.names[$0], table.names[$1]) }).enumerated() {
                 if position > 0 { writer.bytes.append(UInt8(ascii: ",")) }
                 writer.bytes.append(contentsOf: table.names[index])
                 writer.bytes.append(UInt8(ascii: ":"))
@@ -487,11 +550,15 @@ struct CompactPageReader {
     /// A field's object without its value, as the text around it: `{BEFORE,"value":…,AFTER}`.
     struct FieldObject {
         var name: String
+        /// The name as JSON text.
+        var nameText: [UInt8] = []
         var before: [UInt8] = []
         var after: [UInt8] = []
+        /// The field's type as its object gives it (`nil` if it gives none the reader knows).
+        var type: FieldType?
     }
 
-    /// Each record type's fields, by name in the order the page gives them (sorted).
+    /// Each record type's fields, by name in byte order: the positions of a record's values.
     var types: [String: [FieldObject]] = [:]
     /// The user record names the stamps give by position (`recordSyncUsers`).
     var users: [String]
@@ -514,11 +581,20 @@ struct CompactPageReader {
             var fields: [FieldObject] = []
             try parser.forEachMember { parser, name in
                 var field = FieldObject(name: name)
-                var before = JSONWriter(), after = JSONWriter()
+                var before = JSONWriter(), after = JSONWriter(), nameText = JSONWriter()
+                nameText.writeString(name)
+                var given: FieldType?, extensionType: FieldType?
                 try parser.forEachMember { parser, key in
                     let start = parser.index
                     try parser.skipValue()
                     guard key != "value" else { return }
+                    var member = JSONParser(bytes: parser.bytes)
+                    member.index = start
+                    switch key {
+                    case "type": given = try? member.directFieldType()
+                    case WireForm.typeExtensionKey: extensionType = try? member.directExtensionType()
+                    default: break
+                    }
                     // Members sort by their keys' UTF-8 bytes, as the server writes them.
                     if key.utf8.lexicographicallyPrecedes("value".utf8) {
                         if !before.bytes.isEmpty { before.bytes.append(UInt8(ascii: ",")) }
@@ -532,10 +608,14 @@ struct CompactPageReader {
                         after.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: parser.bytes[start..<parser.index]))
                     }
                 }
+                field.nameText = nameText.bytes
                 field.before = before.bytes
                 field.after = after.bytes
+                field.type = WireForm.type(type: given, extensionType: extensionType)
                 fields.append(field)
             }
+            // Positions go by the names' bytes, whatever order the page gave them in.
+            fields.sort { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
             types[type] = fields
         }
         self.types = types
@@ -591,7 +671,10 @@ struct CompactPageReader {
         return Stamp(timestamp: timestamp, userRecordName: user, deviceID: deviceID)
     }
 
-    /// A record's compact fields, `{"NAME": value, …}`, written as CloudKit's text and read as it.
+    /// A record's compact fields, `{"NAME": value, …}` or `[value, …]` by position, written as
+    /// CloudKit's text and read as it. A skimming reader's summary comes from the fields' types
+    /// in `recordSyncFieldTypes` without reading the text again, only references and locations
+    /// being decoded.
     private mutating func fields(_ parser: inout JSONParser, of type: String, keepingFieldsText: Bool, skimmingFields: Bool)
         throws -> (fields: [String: FieldValue], text: String?, summary: FieldsSummary?) {
         guard let objects = types[type] else {
@@ -599,31 +682,77 @@ struct CompactPageReader {
         }
         text.bytes.removeAll(keepingCapacity: true)
         text.open()
-        var next = 0  // the record's fields come in the table's order, some missing
-        try parser.forEachMember { parser, name in
-            let found: Int
-            if let ahead = objects[next...].firstIndex(where: { $0.name == name }) {
-                found = ahead
-            } else if let anywhere = objects.firstIndex(where: { $0.name == name }) {
-                found = anywhere
-            } else {
-                throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "recordSyncFieldTypes has no field \(NameRules.quoted(name)) of \(NameRules.quoted(type))"))
-            }
+        let summarising = keepingFieldsText && skimmingFields
+        var summaryTypes: [(field: String, type: FieldType)] = [], holding: [(field: String, value: FieldValue)] = []
+        var locations: [(key: String, value: FieldValue)] = []
+        if summarising { summaryTypes.reserveCapacity(objects.count) }
+        var rising = true  // each field after the one before it, so no name twice
+        var next = 0
+        func append(_ found: Int, value: Range<Int>, of parser: JSONParser) throws {
+            if found < next { rising = false }
             next = found + 1
-            // The value is copied as text, and read as such with the rest below.
-            let start = parser.index
-            try parser.skipValueStructurally()
+            let object = objects[found]
             if text.bytes.count > 1 { text.bytes.append(UInt8(ascii: ",")) }
-            text.writeString(name)
-            text.bytes.append(contentsOf: ":{".utf8)
-            text.bytes.append(contentsOf: objects[found].before)
-            if !objects[found].before.isEmpty { text.bytes.append(UInt8(ascii: ",")) }
+            text.bytes.append(contentsOf: object.nameText)
+            text.bytes.append(UInt8(ascii: ":"))
+            let start = text.bytes.count
+            text.bytes.append(UInt8(ascii: "{"))
+            text.bytes.append(contentsOf: object.before)
+            if !object.before.isEmpty { text.bytes.append(UInt8(ascii: ",")) }
             text.bytes.append(contentsOf: #""value":"#.utf8)
-            text.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: parser.bytes[start..<parser.index]))
-            text.bytes.append(contentsOf: objects[found].after)
+            text.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: parser.bytes[value]))
+            text.bytes.append(contentsOf: object.after)
             text.bytes.append(UInt8(ascii: "}"))
+            guard summarising else { return }
+            // Decoded only when it holds references or a location, as FieldsSummary(skimming:).
+            if let known = object.type, known.scalar != .reference, known != FieldType(.location) {
+                summaryTypes.append((object.name, known))
+            } else {
+                let decoded = try text.bytes.withUnsafeBufferPointer { bytes in
+                    var field = JSONParser(bytes: bytes)
+                    field.index = start
+                    return try FieldValue(direct: &field)
+                }
+                summaryTypes.append((object.name, decoded.type))
+                if !decoded.references.isEmpty { holding.append((object.name, decoded)) }
+                if case .location = decoded { locations.append((object.name, decoded)) }
+            }
+        }
+        if try parser.peekByte() == UInt8(ascii: "[") {
+            var position = 0
+            try parser.forEachElement { parser in
+                defer { position += 1 }
+                if try parser.takeNull() { return }
+                guard position < objects.count else {
+                    throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "a record of \(NameRules.quoted(type)) has a value at position \(position); recordSyncFieldTypes gives it \(objects.count) fields"))
+                }
+                // The value is copied as text, and read as such with the rest below.
+                let start = parser.index
+                try parser.skipValueStructurally()
+                try append(position, value: start..<parser.index, of: parser)
+            }
+        } else {
+            var ahead = 0  // the record's fields come in the table's order, some missing
+            try parser.forEachMember { parser, name in
+                let found: Int
+                if let at = objects[ahead...].firstIndex(where: { $0.name == name }) {
+                    found = at
+                } else if let anywhere = objects.firstIndex(where: { $0.name == name }) {
+                    found = anywhere
+                } else {
+                    throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "recordSyncFieldTypes has no field \(NameRules.quoted(name)) of \(NameRules.quoted(type))"))
+                }
+                ahead = found + 1
+                let start = parser.index
+                try parser.skipValueStructurally()
+                try append(found, value: start..<parser.index, of: parser)
+            }
         }
         text.close()
+        if summarising && rising {
+            return ([:], String(decoding: text.bytes, as: UTF8.self),
+                    FieldsSummary(types: summaryTypes, references: Record.references(in: holding), locations: locations))
+        }
         return try text.bytes.withUnsafeBufferPointer { bytes in
             var fieldsParser = JSONParser(bytes: bytes)
             return try Record.readFields(&fieldsParser, keepingFieldsText: keepingFieldsText, skimmingFields: skimmingFields)
@@ -715,8 +844,9 @@ extension ZoneChanges {
     /// A `records/changes` answer in RecordSync's compact form (`recordSyncCompact`) put back in
     /// CloudKit's form. Each record is an array, `[recordName, recordType, recordChangeTag,
     /// created, modified, fields]` (`[recordName, recordType]` if deleted), and gets the
-    /// page's `zoneID`; each field gets its type's object from `recordSyncFieldTypes` with its
-    /// value in it; each stamp (`[timestamp, user]` or `[timestamp, user, deviceID]`) becomes
+    /// page's `zoneID`; `fields` is an object of bare values or (version 2) an array of them by
+    /// position in the type's fields of `recordSyncFieldTypes`, names in byte order, `null` for
+    /// none; each field gets its type's object from `recordSyncFieldTypes` with its value in it; each stamp (`[timestamp, user]` or `[timestamp, user, deviceID]`) becomes
     /// its object, the user named by position in `recordSyncUsers`; `null` stands for what a
     /// record lacks. An answer in CloudKit's form comes back as it is; `nil` if the page is
     /// not a well-formed compact page.
@@ -756,7 +886,17 @@ extension ZoneChanges {
                 guard let object = stamp(part) else { return nil }
                 record[key] = object
             }
-            guard case .object(let fields) = parts[5] else { return nil }
+            var fields: [(String, JSONValue)] = []
+            switch parts[5] {
+            case .object(let named): fields = Array(named)
+            case .array(let values):
+                // By position in the type's fields, their names in byte order; null for none.
+                guard case .object(let known)? = types[type] else { return nil }
+                let names = known.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+                guard values.count <= names.count else { return nil }
+                fields = zip(names, values).filter { $0.1 != .null }
+            default: return nil
+            }
             var typed: [String: JSONValue] = [:]
             for (name, value) in fields {
                 guard case .object(var entry)? = types[type]?[name] else { return nil }

@@ -22,6 +22,11 @@ public struct RecordChangesRequest: Sendable, Hashable, Codable {
     /// `recordSyncFieldTypes`, stamps as arrays naming users by position in `recordSyncUsers`;
     /// ``ZoneChanges/expandingCompactPage(_:)`` puts it back in CloudKit's form).
     public var recordSyncCompact: Bool?
+    /// Extension, with ``recordSyncCompact``: the compact form's version the client reads. 1
+    /// (the default) gives each record's fields as an object of bare values; 2 and later, as an
+    /// array of values by position in the record type's fields of `recordSyncFieldTypes`.
+    /// Whatever a client asks for, it reads the form it gets: each page's shape says which.
+    public var recordSyncCompactVersion: Int?
 
     /// Creates a request.
     public init(zoneID: ZoneID? = nil, syncToken: String? = nil, resultsLimit: Int? = nil, desiredKeys: [String]? = nil, desiredRecordTypes: [String]? = nil,
@@ -65,6 +70,8 @@ public struct ZoneChangesRequest: Sendable, Hashable, Codable {
     public var numbersAsStrings: Bool?
     /// Read only to be refused: the compact form is `records/changes`' alone.
     public var recordSyncCompact: Bool?
+    /// Read only to be refused, as ``recordSyncCompact``.
+    public var recordSyncCompactVersion: Int?
     public init(zones: [RecordChangesRequest]) { self.zones = zones }
 }
 

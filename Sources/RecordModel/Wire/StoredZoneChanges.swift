@@ -33,6 +33,9 @@ public struct StoredZoneChanges: Sendable {
     public var includedRecords: [Record]?
     /// Whether the page is written in the compact form (``RecordChangesRequest/recordSyncCompact``).
     public var compact = false
+    /// Whether a compact page gives each record's fields as an array of values by position
+    /// (``RecordChangesRequest/recordSyncCompactVersion`` 2) rather than an object.
+    public var compactFieldsByPosition = false
 
     public init(zoneID: ZoneID, entries: [Entry], syncToken: String, moreComing: Bool, includedRecords: [Record]? = nil) {
         self.zoneID = zoneID
