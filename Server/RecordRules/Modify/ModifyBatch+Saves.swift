@@ -349,8 +349,10 @@ extension ModifyBatch {
             progress.stored[operation.recordType]?.exists = true
         }
         if operation.namesUnstoredFields && !isShare {
-            for (field, value) in operation.fields where storedTypes[field] == nil {
+            for (field, value) in operation.fields
+            where storedTypes[field] == nil && progress.schemaRowsWritten[operation.recordType]?.contains(field) != true {
                 try transaction.addSchemaField(field, type: value.type, of: operation.recordType, inContainer: containerKey)
+                progress.schemaRowsWritten[operation.recordType, default: []].insert(field)
             }
         }
         let modified = Stamp(timestamp: now, userRecordName: user)

@@ -58,6 +58,8 @@ struct ModifyBatch {
         var stored: [String: StoredTypeSchema] = [:]
         /// Field types introduced by the operations written so far, per record type.
         var schema: [String: [String: FieldType]] = [:]
+        /// The fields whose schema rows this batch wrote, per record type (written once each).
+        var schemaRowsWritten: [String: Set<String>] = [:]
         /// The records saved so far, and whether each was created (for subscriptions).
         var saved: [(name: String, created: Bool)] = []
         /// The records saved, rewritten or deleted so far, when the batch follows record shares
