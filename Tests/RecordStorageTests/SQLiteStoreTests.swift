@@ -7,6 +7,7 @@ import RecordServer
 import RecordSQL
 import RecordStorageSQL
 import TestSupport
+import Synchronization
 import Testing
 
 /// Properties of the SQLite backend that the protocol cannot show: query plans and scale.
@@ -251,6 +252,39 @@ import Testing
             for statement in ["zone refs", "zone records", "zone tombstones"] {
                 #expect(!plans[statement]!.contains { $0.hasPrefix("SCAN") }, "\(statement): \(plans[statement]!)")
             }
+        }
+    }
+
+    /// A batch introducing a record type's fields writes each field's schema row once, not once
+    /// per record holding it (a statement and a read of the stored type each, which on
+    /// PostgreSQL are round trips): the writer connection's statements, traced.
+    @Test func aBatchWritesEachNewFieldsSchemaRowOnce() async throws {
+        try await withTemporaryDirectory { directory in
+            let engine = try SQLiteEngine(path: directory + "/records.sqlite")
+            let store = RecordStore(engine: engine)
+            let user = try await store.createUser(named: "alice", tokenHash: Credentials.hash(Credentials.newToken()))
+            let scope = DatabaseScope(container: "iCloud.test", environment: "development", kind: .private, user: user)
+            let statements = Mutex<[String]>([])
+            try await engine.pool.write { db in
+                db.trace(options: .statement) { event in
+                    let sql = "\(event)"
+                    if sql.contains("schema_fields") { statements.withLock { $0.append(sql) } }
+                }
+            }
+            let records = [Record.artist("monet")] + (0..<50).map { Record.artwork("work\($0)", by: "monet") }
+            _ = try await store.modifyRecords(ModifyRecordsRequest(operations: records.map { RecordOperation(.create, RecordPayload($0)) }), in: scope)
+            try await engine.pool.write { db in db.trace(options: .statement, nil) }
+            let seen = statements.withLock { $0 }
+            // Artist's name; Artwork's title, year and artist.
+            let added = seen.filter { $0.hasPrefix("INSERT INTO schema_fields(container_id, record_type, field, type) VALUES") }
+            #expect(added.count == 4, "\(seen.joined(separator: "\n"))")
+            #expect(!seen.contains { $0.hasPrefix("SELECT type FROM schema_fields") }, "\(seen.joined(separator: "\n"))")
+            // The fields were typed as the records gave them.
+            let types = try await engine.pool.read { db in
+                try Row.fetchAll(db, sql: "SELECT record_type, field, type FROM schema_fields WHERE substr(field, 1, 3) <> '___' ORDER BY record_type, field")
+                    .map { "\($0[0] as String).\($0[1] as String) \($0[2] as String)" }
+            }
+            #expect(types == ["Artist.name STRING", "Artwork.artist REFERENCE", "Artwork.title STRING", "Artwork.year INT64"])
         }
     }
 
