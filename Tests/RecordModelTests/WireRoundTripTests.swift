@@ -214,6 +214,29 @@ import Testing
     /// into the records in it; a record in another zone (the same name with another owner or
     /// none, another name) or in none is written as it is. The same bytes as the page written
     /// record by record.
+    /// A version-2 compact page read by the client's reader: values by position, `null` for
+    /// none; a record with more values than its type has fields, or a type CloudKit's form would
+    /// refuse, is refused whether the fields are skimmed or decoded.
+    @Test func compactPagesByPositionAreReadAndCheckedLikeCloudKitsForm() throws {
+        func page(types: String, values: String) -> Data {
+            Data(#"{"moreComing":false,"syncToken":"t","zoneID":{"zoneName":"Z"},"recordSyncFieldTypes":{"T":\#(types)},"recordSyncUsers":["_u"],"records":[["r1","T","1",[1,0],[1,0],\#(values)]]}"#.utf8)
+        }
+        let types = #"{"a":{"type":"STRING"},"b":{"recordSyncType":"BOOLEAN","type":"INT64"}}"#
+        for skimming in [false, true] {
+            let read = try StoredZoneChanges.decode(page(types: types, values: "[null,1]"), skimmingFields: skimming)
+            #expect(read.entries.first?.fieldsJSON == #"{"b":{"recordSyncType":"BOOLEAN","type":"INT64","value":1}}"#)
+            if skimming {
+                #expect(read.entries.first?.fieldsSummary?.types.map { "\($0.field) \($0.type)" } == ["b BOOLEAN"])
+            } else {
+                #expect(read.entries.first?.record.fields == ["b": .boolean(true)])
+            }
+            #expect(throws: DecodingError.self) { try StoredZoneChanges.decode(page(types: types, values: #"["x",1,null]"#), skimmingFields: skimming) }
+            #expect(throws: DecodingError.self) {
+                try StoredZoneChanges.decode(page(types: #"{"a":{"type":"FOO","recordSyncType":"STRING"}}"#, values: #"["x"]"#), skimmingFields: skimming)
+            }
+        }
+    }
+
     @Test func storedPagesWriteEachRecordsOwnZone() async {
         await propertyCheck(count: 200, input: Generator(run: { rng -> ZoneChanges in
             var page = Arbitrary.compactablePage(&rng)

@@ -591,8 +591,9 @@ struct CompactPageReader {
                     var member = JSONParser(bytes: parser.bytes)
                     member.index = start
                     switch key {
-                    case "type": given = try? member.directFieldType()
-                    case WireForm.typeExtensionKey: extensionType = try? member.directExtensionType()
+                    // Read as CloudKit's form reads them (a type it refuses is refused here).
+                    case "type": given = try member.directFieldType()
+                    case WireForm.typeExtensionKey: extensionType = try member.directExtensionType()
                     default: break
                     }
                     // Members sort by their keys' UTF-8 bytes, as the server writes them.
@@ -722,10 +723,10 @@ struct CompactPageReader {
             var position = 0
             try parser.forEachElement { parser in
                 defer { position += 1 }
-                if try parser.takeNull() { return }
                 guard position < objects.count else {
                     throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "a record of \(NameRules.quoted(type)) has a value at position \(position); recordSyncFieldTypes gives it \(objects.count) fields"))
                 }
+                if try parser.takeNull() { return }
                 // The value is copied as text, and read as such with the rest below.
                 let start = parser.index
                 try parser.skipValueStructurally()
