@@ -12,6 +12,14 @@ import Testing
 
 /// Properties of the SQLite backend that the protocol cannot show: query plans and scale.
 @Suite struct SQLiteStoreTests {
+    /// A store over a new SQLite file in `directory`, and alice's private database in it.
+    static func store(in directory: String) async throws -> (engine: SQLiteEngine, store: RecordStore, scope: DatabaseScope) {
+        let engine = try SQLiteEngine(path: directory + "/records.sqlite")
+        let store = RecordStore(engine: engine)
+        let user = try await store.createUser(named: "alice", tokenHash: Credentials.hash(Credentials.newToken()))
+        return (engine, store, DatabaseScope(container: "iCloud.test", environment: "development", kind: .private, user: user))
+    }
+
     static func plan(_ query: Query, in engine: SQLiteEngine) async throws -> [String] {
         try await engine.pool.read { db in
             let statement = try QueryCompiler(zoneKeys: [1], schema: ["artist": FieldType(.reference), "tags": FieldType(.reference, isList: true)],
@@ -190,10 +198,7 @@ import Testing
     /// `refs_by_target` alone, and deleting a zone walks no other zone.
     @Test func recordsAreKeyedByNameAndZone() async throws {
         try await withTemporaryDirectory { directory in
-            let engine = try SQLiteEngine(path: directory + "/records.sqlite")
-            let store = RecordStore(engine: engine)
-            let user = try await store.createUser(named: "alice", tokenHash: Credentials.hash(Credentials.newToken()))
-            let scope = DatabaseScope(container: "iCloud.test", environment: "development", kind: .private, user: user)
+            let (engine, store, scope) = try await Self.store(in: directory)
             _ = try await store.modifyRecords(ModifyRecordsRequest(operations: [Record.artist("monet"), Record.artist("manet"),
                                                                                 Record.artwork("lilies", by: "monet"), Record.artwork("haystacks", by: "monet")]
                                                                                 .map { RecordOperation(.create, RecordPayload($0)) }), in: scope)
@@ -260,10 +265,7 @@ import Testing
     /// PostgreSQL are round trips): the writer connection's statements, traced.
     @Test func aBatchWritesEachNewFieldsSchemaRowOnce() async throws {
         try await withTemporaryDirectory { directory in
-            let engine = try SQLiteEngine(path: directory + "/records.sqlite")
-            let store = RecordStore(engine: engine)
-            let user = try await store.createUser(named: "alice", tokenHash: Credentials.hash(Credentials.newToken()))
-            let scope = DatabaseScope(container: "iCloud.test", environment: "development", kind: .private, user: user)
+            let (engine, store, scope) = try await Self.store(in: directory)
             let statements = Mutex<[String]>([])
             try await engine.pool.write { db in
                 db.trace(options: .statement) { event in
@@ -293,10 +295,7 @@ import Testing
     /// zone holding the same names.
     @Test func deletingAZoneRemovesItsReferencesAndLeavesAnotherZonesAlone() async throws {
         try await withTemporaryDirectory { directory in
-            let engine = try SQLiteEngine(path: directory + "/records.sqlite")
-            let store = RecordStore(engine: engine)
-            let user = try await store.createUser(named: "alice", tokenHash: Credentials.hash(Credentials.newToken()))
-            let scope = DatabaseScope(container: "iCloud.test", environment: "development", kind: .private, user: user)
+            let (engine, store, scope) = try await Self.store(in: directory)
             let zones = [ZoneID(zoneName: "A"), ZoneID(zoneName: "B")]
             _ = try await store.modifyZones(ModifyZonesRequest(operations: zones.map { .init(.create, $0) }), in: scope)
             for zone in zones {
@@ -430,10 +429,7 @@ import Testing
     /// through the store like any request.
     @Test func aCascadeOverAHundredThousandRecordsCompletes() async throws {
         try await withTemporaryDirectory { directory in
-            let engine = try SQLiteEngine(path: directory + "/records.sqlite")
-            let store = RecordStore(engine: engine)
-            let user = try await store.createUser(named: "alice", tokenHash: Credentials.hash(Credentials.newToken()))
-            let scope = DatabaseScope(container: "iCloud.test", environment: "development", kind: .private, user: user)
+            let (engine, store, scope) = try await Self.store(in: directory)
             _ = try await store.modifyRecords(ModifyRecordsRequest(operations: [RecordOperation(.create, RecordPayload(Record.artist("root")))]), in: scope)
             let fields = try RecordRow.encodeFields(["n": .int64(1)])
             try await engine.pool.write { db in
