@@ -37,8 +37,9 @@ public struct Record: Sendable, Hashable {
     public var modified: Stamp?
     /// `true` for a tombstone in a change feed.
     public var deleted: Bool
-    /// For a share record (``ShareInfo/recordType``): the share's keys beside its fields.
-    public var shareInfo: ShareInfo?
+    /// For a share record (``ShareInfo/recordType``): the share's keys beside its fields (out of
+    /// line: most records have none).
+    @OutOfLine public var shareInfo: ShareInfo?
     /// The name of the record's parent in the same zone (CloudKit's `parent` system
     /// reference): the record belongs to the share of its parent's hierarchy.
     public var parent: String?

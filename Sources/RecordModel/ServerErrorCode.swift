@@ -61,15 +61,15 @@ public struct RecordSyncError: Error, Sendable, Hashable, CustomStringConvertibl
     /// Seconds to wait before retrying, for transient errors.
     public var retryAfter: Double?
     /// For ``ServerErrorCode/conflict`` (and `EXISTS`): the record as the server has it now.
-    public var serverRecord: Record?
+    @OutOfLine public var serverRecord: Record?
     /// For ``ServerErrorCode/authenticationRequired``: the page that says how to sign in to this
     /// server (CloudKit JS opens it from its sign-in button).
     public var redirectURL: String?
     /// For a conflict seen by a client: the record the client tried to save. Not on the wire.
-    public var clientRecord: Record?
+    @OutOfLine public var clientRecord: Record?
     /// For a conflict seen by a client: the server's version the client's edit started from,
     /// when known. Not on the wire.
-    public var ancestorRecord: Record?
+    @OutOfLine public var ancestorRecord: Record?
 
     /// Creates an error.
     public init(
