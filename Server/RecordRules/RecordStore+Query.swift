@@ -26,17 +26,22 @@ extension RecordStore {
         do {
             return try await markingIndexes(for: request.query) { try await markingSearchTypes { try await read(scope) { transaction, database in
                 var zones: [Int64: ZoneID] = [:]
+                var contexts: [Int64: ZoneContext] = [:]
                 var addressed: ZoneContext?
                 if request.zoneWide == true && request.zoneID == nil {
                     guard scope.kind != .shared else {
                         throw RecordSyncError(.badRequest, "a query of the shared database names its zone (zoneID with its ownerRecordName)")
                     }
                     for zone in try transaction.liveZones(in: database.key) {
-                        zones[zone.key] = ZoneID(zoneName: zone.name, ownerRecordName: scope.ownerRecordName)
+                        let zoneID = ZoneID(zoneName: zone.name, ownerRecordName: scope.ownerRecordName)
+                        zones[zone.key] = zoneID
+                        contexts[zone.key] = ZoneContext(key: zone.key, databaseKey: database.key, name: zone.name, uid: zone.uid,
+                                                         sequence: zone.sequence, zoneID: zoneID)
                     }
                 } else {
                     let zone = try Self.zone(request.zoneID, database: database.key, scope: scope, in: transaction)
                     zones[zone.key] = zone.zoneID
+                    contexts[zone.key] = zone
                     addressed = zone
                 }
                 let stored = try transaction.schemaIndexes(inContainer: database.containerKey)
@@ -66,7 +71,14 @@ extension RecordStore {
                     ContinuationMarker(query: fingerprint, values: $0.sortValues, zone: $0.zoneKey, name: $0.record.recordName).string
                 }
                 var records = page.map { $0.record.restricted(to: request.desiredKeys) }
-                if let addressed { records = try self.describingShares(records, zone: addressed, scope: scope, in: transaction) }
+                // Share records and shared roots as a lookup answers them, zone by zone (a
+                // zone-wide query's page spans zones).
+                let byZone = Dictionary(grouping: records.indices) { page[page.startIndex + $0].zoneKey }
+                for (zoneKey, indices) in byZone {
+                    guard let zone = contexts[zoneKey] else { continue }
+                    let described = try self.describingShares(indices.map { records[$0] }, zone: zone, scope: scope, in: transaction)
+                    for (index, record) in zip(indices, described) { records[index] = record }
+                }
                 return QueryRecordsResponse(records: records, continuationMarker: next, includedRecords: included)
             } } }
         } catch let error as RecordSyncError where error.code == .internalError {

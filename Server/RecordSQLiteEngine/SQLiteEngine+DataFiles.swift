@@ -43,7 +43,7 @@ extension SQLiteEngine {
 
     /// Checkpoints the whole write-ahead log into the database file and closes the engine.
     public func close(truncatingLog: Bool) async throws {
-        if truncatingLog { try await pool.writeWithoutTransaction { try $0.checkpoint(.truncate) } }
+        if truncatingLog { _ = try await pool.writeWithoutTransaction { try $0.checkpoint(.truncate) } }
         try pool.close()
     }
 }

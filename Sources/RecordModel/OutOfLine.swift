@@ -3,10 +3,11 @@
 ///
 /// For large, rarely set members of value types that are copied often: a ``Record``'s
 /// ``Record/shareInfo`` (416 bytes inline, set on share records only) and a
-/// ``RecordSyncError``'s records (three records inline, set on conflicts only), which made every
-/// `Record` 624 bytes and every `RecordResult` nearly 2 KB, moved in full at each copy of an
-/// array element. Equality and hashing are the value's; setting it stores a new box, so the
-/// holder keeps value semantics.
+/// ``RecordSyncError``'s records (three records inline, set on conflicts only). Inline, they
+/// would make every `Record` 624 bytes and every `RecordResult` nearly 2 KB, moved in full at
+/// each copy of an array element. Equality, hashing and printing are the value's; setting it
+/// (an edit in place too, such as `record.shareInfo?.participants.append(…)`) stores a new
+/// box, so the holder keeps value semantics.
 @propertyWrapper
 public struct OutOfLine<Wrapped: Hashable & Sendable>: Hashable, Sendable {
     private final class Box: Sendable {
@@ -32,4 +33,14 @@ public struct OutOfLine<Wrapped: Hashable & Sendable>: Hashable, Sendable {
     public func hash(into hasher: inout Hasher) {
         hasher.combine(box?.value)
     }
+}
+
+extension OutOfLine: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// The value's description (`nil` when there is none), as the member inline would print.
+    public var description: String { box.map { String(describing: $0.value) } ?? "nil" }
+    /// The value's debug description (`nil` when there is none).
+    public var debugDescription: String { box.map { String(reflecting: $0.value) } ?? "nil" }
+    /// The value's mirror, so a holder's printed form (a failing test's message) shows the value,
+    /// not the box.
+    public var customMirror: Mirror { Mirror(reflecting: wrappedValue as Any) }
 }

@@ -35,4 +35,20 @@ import Testing
         #expect(conflict.serverRecord?.recordChangeTag == "3" && conflict.clientRecord == stored && conflict.ancestorRecord == nil)
         #expect(Set([before, conflict, RecordSyncError(.conflict, "changed since", recordName: "r", serverRecord: stored)]).count == 2)
     }
+
+    /// A holder prints its member's value (a failing test's message shows the share, not a box).
+    @Test func membersOutOfLinePrintAsTheirValues() {
+        let owner = ShareParticipant(userIdentity: ShareParticipantIdentity(userRecordName: "_alice"), permission: .readWrite)
+        let info = ShareInfo(shortGUID: "guid-42", publicPermission: .none, owner: owner, participants: [], currentUserParticipant: nil)
+        let share = Record(recordName: "s", recordType: ShareInfo.recordType, shareInfo: info)
+        for printed in [String(describing: share), String(reflecting: share)] {
+            #expect(printed.contains("guid-42") && !printed.contains("OutOfLine") && !printed.contains("Box"))
+        }
+        let conflict = RecordSyncError(.conflict, "changed since", recordName: "r", serverRecord: Record(recordName: "r", recordType: "Item", recordChangeTag: "tag-7"))
+        for value in [share, conflict] as [Any] {
+            var dumped = ""
+            dump(value, to: &dumped)
+            #expect((dumped.contains("guid-42") || dumped.contains("tag-7")) && !dumped.contains("OutOfLine"))
+        }
+    }
 }

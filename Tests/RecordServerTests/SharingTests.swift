@@ -573,6 +573,12 @@ import Testing
             // The owner still sees the records with a key path through the hidden one.
             let owners = try await world[.alice].post("records/query", #"{"zoneID":{"zoneName":"Other"},"query":{"recordType":"Item","filterBy":[{"fieldName":"link.note","comparator":"EQUALS","fieldValue":{"value":"hidden"}}]}}"#)
             #expect(owners.json["records"]?.arrayValue?.count == 1, "\(owners.json)")
+            // A query of every zone answers the root with its share, as a query of its zone does.
+            for body in [#"{"zoneID":{"zoneName":"Other"},"query":{"recordType":"Item"}}"#, #"{"zoneWide":true,"query":{"recordType":"Item"}}"#] {
+                let all = try await world[.alice].post("records/query", body)
+                let list = (all.json["records"]?.arrayValue ?? []).first { $0["recordName"]?.stringValue == "list" }
+                #expect(list?["share"]?["recordName"]?.stringValue == "listshare", "\(all.json)")
+            }
 
             // Bob creates below the share, never outside it, never over a hidden name, and never
             // points a VALIDATE reference at a hidden record.

@@ -176,7 +176,6 @@ import Testing
             let (probe, note) = try await engine.pool.write { db in
                 try db.execute(sql: "CREATE TEMP TABLE doomed(pos INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, rid INTEGER)")
                 try db.execute(sql: "CREATE TEMP TABLE batch_deleted(name TEXT PRIMARY KEY, operation INTEGER NOT NULL) WITHOUT ROWID")
-                let zoneDeletes = SQLStatement.deletingContents(ofZone: 1).map { $0.rendered(in: .sqlite) }
                 func plan(_ sql: String, _ arguments: StatementArguments) throws -> [String] {
                     try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: arguments).map { $0["detail"] as String }
                 }
