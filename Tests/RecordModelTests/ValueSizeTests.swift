@@ -45,10 +45,10 @@ import Testing
             #expect(printed.contains("guid-42") && !printed.contains("OutOfLine") && !printed.contains("Box"))
         }
         let conflict = RecordSyncError(.conflict, "changed since", recordName: "r", serverRecord: Record(recordName: "r", recordType: "Item", recordChangeTag: "tag-7"))
-        for value in [share, conflict] as [Any] {
+        for (value, inside) in [(share, "guid-42"), (conflict, "tag-7")] as [(Any, String)] {
             var dumped = ""
             dump(value, to: &dumped)
-            #expect((dumped.contains("guid-42") || dumped.contains("tag-7")) && !dumped.contains("OutOfLine"))
+            #expect(dumped.contains(inside) && !dumped.contains("OutOfLine"), "\(dumped)")
         }
     }
 }
